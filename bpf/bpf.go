@@ -1,0 +1,6 @@
+// Package bpf holds xdpeng's BPF programs: the C sources, their bpf2go output
+// (committed, so users build with Go alone) and a small Go loader for each.
+package bpf
+
+//go:generate go tool bpf2go -tags linux -cflags "-O2 -g -Wall -Werror" XskRedirect xsk_redirect.c -- -I/usr/include/x86_64-linux-gnu
+//go:generate go tool bpf2go -tags linux -cflags "-O2 -g -Wall -Werror" Gen gen.c -- -I/usr/include/x86_64-linux-gnu

@@ -1,0 +1,98 @@
+//go:build ignore
+
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+// xsk_redirect steers each receive queue's frames into the AF_XDP socket
+// bound to that queue. Queues without a socket fall through to the stack
+// (the XSKMAP lookup's fallback action), so no second map lookup is needed.
+//
+// The options below are set at load time; the verifier removes what is off.
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/in.h>
+#include <linux/udp.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#define MAX_QUEUES 256
+
+// Count per rx queue (per CPU) what was redirected and what was passed.
+volatile const __u8 enable_counters = 0;
+// If not zero, only UDP frames to this destination port go to userspace;
+// everything else goes to the stack (so SSH keeps working on a real NIC).
+volatile const __u16 filter_udp_port = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, MAX_QUEUES);
+	__type(key, __u32);
+	__type(value, __u32);
+} xsks_map SEC(".maps");
+
+struct queue_counters {
+	__u64 redirected;
+	__u64 passed;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MAX_QUEUES);
+	__type(key, __u32);
+	__type(value, struct queue_counters);
+} queue_stats SEC(".maps");
+
+static __always_inline int is_wanted(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct udphdr *udp;
+	__u8 proto;
+
+	if ((void *)(eth + 1) > end)
+		return 0;
+	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = (void *)(eth + 1);
+		if ((void *)(ip + 1) > end || ip->ihl < 5)
+			return 0;
+		proto = ip->protocol;
+		udp = (void *)ip + ip->ihl * 4;
+	} else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = (void *)(eth + 1);
+		if ((void *)(ip6 + 1) > end)
+			return 0;
+		proto = ip6->nexthdr;
+		udp = (void *)(ip6 + 1);
+	} else {
+		return 0;
+	}
+	if (proto != IPPROTO_UDP || (void *)(udp + 1) > end)
+		return 0;
+	return udp->dest == bpf_htons(filter_udp_port);
+}
+
+SEC("xdp")
+int xsk_redirect(struct xdp_md *ctx)
+{
+	__u32 q = ctx->rx_queue_index;
+	int act;
+
+	if (filter_udp_port && !is_wanted(ctx))
+		act = XDP_PASS;
+	else
+		act = bpf_redirect_map(&xsks_map, q, XDP_PASS);
+
+	if (enable_counters) {
+		struct queue_counters *c = bpf_map_lookup_elem(&queue_stats, &q);
+		if (c) {
+			if (act == XDP_REDIRECT)
+				c->redirected++;
+			else
+				c->passed++;
+		}
+	}
+	return act;
+}
+
+char _license[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,52 @@
+// Command xdpeng is an AF_XDP userspace drop/forward engine and the in-kernel
+// paths to compare it with. Each subcommand lives in its own file; this file
+// holds the root command and what the subcommands share.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+var rootCmd = &cobra.Command{
+	Use:   "xdpeng",
+	Short: "AF_XDP userspace drop/forward engine and in-kernel XDP comparison",
+	Long: `xdpeng steers each receive queue into an AF_XDP socket and runs one pinned Go
+worker per queue that drops, counts or forwards frames in batches. Beside it
+stand the in-kernel paths (XDP drop/tx/redirect, tc drop) so that one tool
+measures what moving the work to userspace costs, per packet and per core.
+
+It needs root (CAP_NET_ADMIN, CAP_BPF). Try it on the built-in veth test bed:
+  sudo xdpeng demo`,
+	SilenceUsage:  true,
+	SilenceErrors: true,
+}
+
+// addCommand registers a subcommand; each subcommand file calls it from init.
+func addCommand(c *cobra.Command) { rootCmd.AddCommand(c) }
+
+// signalContext is cancelled by Ctrl-C or SIGTERM, so that long-running
+// commands stop cleanly and print their totals.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// exitCode is returned by errors that want a specific process exit status.
+type exitCode interface{ ExitCode() int }
+
+func main() {
+	if err := rootCmd.Execute(); err != nil {
+		fmt.Fprintf(os.Stderr, "xdpeng: %v\n", err)
+		var ec exitCode
+		if errors.As(err, &ec) {
+			os.Exit(ec.ExitCode())
+		}
+		os.Exit(1)
+	}
+}

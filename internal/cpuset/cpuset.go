@@ -1,0 +1,131 @@
+// Package cpuset parses CPU and queue lists ("0", "0-3", "0,2,5-7") and pins
+// the calling thread to a CPU. It is the one place that parses such lists.
+package cpuset
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// MaxID bounds list entries so that "0-4000000000" cannot allocate a huge slice.
+const MaxID = 4096
+
+// Parse parses a list such as "0", "0-3" or "0,2,5-7" into sorted, unique ids.
+// what names the list in errors ("queue", "CPU").
+func Parse(s, what string) ([]int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, fmt.Errorf("empty %s list: give ids like 0, 0-3 or 0,2", what)
+	}
+	seen := make(map[int]bool)
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := parseID(lo, what, s)
+		if err != nil {
+			return nil, err
+		}
+		b := a
+		if isRange {
+			if b, err = parseID(hi, what, s); err != nil {
+				return nil, err
+			}
+			if b < a {
+				return nil, fmt.Errorf("%s list %q: range %q runs backwards", what, s, part)
+			}
+		}
+		for i := a; i <= b; i++ {
+			seen[i] = true
+		}
+	}
+	ids := make([]int, 0, len(seen))
+	for i := 0; i <= MaxID; i++ {
+		if seen[i] {
+			ids = append(ids, i)
+		}
+	}
+	return ids, nil
+}
+
+func parseID(s, what, list string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s list %q: %q is not a non-negative number (use ids like 0, 0-3 or 0,2)", what, list, s)
+	}
+	if n > MaxID {
+		return 0, fmt.Errorf("%s list %q: %d is larger than %d", what, list, n, MaxID)
+	}
+	return n, nil
+}
+
+// Format is the inverse of Parse: sorted ids as "0-3,5".
+func Format(ids []int) string {
+	var b strings.Builder
+	for i := 0; i < len(ids); {
+		j := i
+		for j+1 < len(ids) && ids[j+1] == ids[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(ids[i]))
+		if j > i {
+			b.WriteByte('-')
+			b.WriteString(strconv.Itoa(ids[j]))
+		}
+		i = j + 1
+	}
+	return b.String()
+}
+
+// Online returns the CPUs this process may run on.
+func Online() ([]int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, fmt.Errorf("read CPU affinity: %w", err)
+	}
+	var ids []int
+	for i := 0; i < MaxID; i++ {
+		if set.IsSet(i) {
+			ids = append(ids, i)
+		}
+	}
+	return ids, nil
+}
+
+// CheckOnline returns an error naming the first id in cpus that is not online.
+func CheckOnline(cpus []int) error {
+	online, err := Online()
+	if err != nil {
+		return err
+	}
+	ok := make(map[int]bool, len(online))
+	for _, c := range online {
+		ok[c] = true
+	}
+	for _, c := range cpus {
+		if !ok[c] {
+			return fmt.Errorf("CPU %d is not online or not allowed for this process (online: %s)", c, Format(online))
+		}
+	}
+	return nil
+}
+
+// Pin locks the calling goroutine to its OS thread and that thread to cpu.
+// The caller should call runtime.UnlockOSThread when done (or let the
+// goroutine exit, which ends the pinned thread with it).
+func Pin(cpu int) error {
+	runtime.LockOSThread()
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("pin thread %d to CPU %d: %w", os.Getpid(), cpu, err)
+	}
+	return nil
+}
