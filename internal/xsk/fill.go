@@ -1,0 +1,28 @@
+package xsk
+
+// FillRing carries empty frames from userspace to the kernel, which receives
+// into them. We are its producer.
+type FillRing struct {
+	ring
+	addrs []uint64
+}
+
+// Reserve claims up to n slots and returns the first index and how many it
+// got. Write each slot with Set, then Submit the same count.
+func (f *FillRing) Reserve(n uint32) (idx, got uint32) { return f.reserve(n) }
+
+// Set writes the frame address for slot idx.
+func (f *FillRing) Set(idx uint32, addr uint64) { f.addrs[idx&f.mask] = addr }
+
+// Submit hands n reserved slots to the kernel.
+func (f *FillRing) Submit(n uint32) { f.submit(n) }
+
+// Free returns how many slots could be reserved now.
+func (f *FillRing) Free() uint32 { return f.prodFree(f.size) }
+
+// NeedWakeup reports whether the kernel wants a system call (recvfrom or
+// poll) before it receives into the frames of this ring again.
+func (f *FillRing) NeedWakeup() bool { return f.needWakeup() }
+
+// Pending is the number of frames the kernel holds in this ring.
+func (f *FillRing) Pending() uint32 { return f.pending() }

@@ -1,0 +1,145 @@
+package xsk
+
+// In-memory sockets: the rings and the UMEM live in ordinary memory and a
+// MemKernel plays the kernel's side. They need no privilege, so the ring
+// logic, the engine and its benchmarks run anywhere.
+
+// NewMemUmem returns a UMEM in ordinary memory.
+func NewMemUmem(cfg UmemConfig) (*Umem, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	area := make([]byte, int(cfg.FrameSize)*int(cfg.NumFrames))
+	return &Umem{fd: -1, area: mapping{mem: area}, frameSize: cfg.FrameSize, numFrames: cfg.NumFrames}, nil
+}
+
+// NewMemSocket returns a socket whose rings live in ordinary memory, with
+// its fill ring filled, and the simulated kernel side of it.
+func NewMemSocket(u *Umem, cfg SocketConfig) (*Socket, error) {
+	if err := cfg.Validate(u); err != nil {
+		return nil, err
+	}
+	s := &Socket{fd: -1, umem: u, cfg: cfg}
+	s.maps = []mapping{
+		memRing(cfg.FillSize, 8, &s.Fill.ring),
+		memRing(cfg.CompletionSize, 8, &s.Completion.ring),
+		memRing(cfg.RxSize, descSize, &s.Rx.ring),
+		memRing(cfg.TxSize, descSize, &s.Tx.ring),
+	}
+	s.setup()
+	k := &MemKernel{s: s, fill: s.Fill.ring, comp: s.Completion.ring, rx: s.Rx.ring, tx: s.Tx.ring}
+	// The kernel's views share the rings' memory, with their own cursors.
+	k.fill.cachedProd, k.fill.cachedCons = 0, 0
+	k.comp.cachedProd, k.comp.cachedCons = 0, 0
+	k.rx.cachedProd, k.rx.cachedCons = 0, 0
+	k.tx.cachedProd, k.tx.cachedCons = 0, 0
+	k.fillAddrs = addrSlice(&k.fill)
+	k.compAddrs = addrSlice(&k.comp)
+	k.rxDescs = descSlice(&k.rx)
+	k.txDescs = descSlice(&k.tx)
+	s.kernel = k
+	u.sockets++
+	return s, nil
+}
+
+// MemKernel is the kernel side of an in-memory socket: it consumes the fill
+// and tx rings and produces the rx and completion rings, counting what a
+// real kernel would count in XDP_STATISTICS.
+type MemKernel struct {
+	// Stats are the counters the socket reports as its XDP_STATISTICS.
+	Stats Statistics
+	// AutoTransmit makes WakeTx transmit everything on the tx ring, like a
+	// copy-mode sendto.
+	AutoTransmit bool
+	// Received, Transmitted count frames delivered to rx and completed.
+	Received, Transmitted uint64
+
+	s                    *Socket
+	fill, comp, rx, tx   ring
+	fillAddrs, compAddrs []uint64
+	rxDescs, txDescs     []Desc
+}
+
+// Receive delivers up to n frames of length bytes into the rx ring, taking
+// buffers from the fill ring, and returns how many it delivered. Frames that
+// find no buffer or no room are counted as a kernel would count them, and
+// the caller's payload (if any) is copied into each frame.
+func (k *MemKernel) Receive(n int, length uint32, payload []byte) int {
+	fidx, got := k.fill.peek(uint32(n))
+	ridx, room := k.rx.reserve(got)
+	for i := uint32(0); i < room; i++ {
+		addr := k.fillAddrs[(fidx+i)&k.fill.mask]
+		if payload != nil {
+			copy(k.s.umem.area.mem[addr:addr+uint64(length)], payload)
+		}
+		d := &k.rxDescs[(ridx+i)&k.rx.mask]
+		d.Addr, d.Len, d.Options = addr, length, 0
+	}
+	// Buffers taken from the fill ring but without room in rx are put back
+	// by consuming fewer: only room entries leave the fill ring.
+	k.fill.cachedCons -= got - room
+	if room > 0 {
+		k.fill.release(room)
+		k.rx.submit(room)
+	}
+	if short := uint32(n) - got; short > 0 {
+		k.Stats.RxFillRingEmptyDescs += uint64(short)
+		k.Stats.RxDropped += uint64(short)
+	}
+	if full := got - room; full > 0 {
+		k.Stats.RxRingFull += uint64(full)
+		k.Stats.RxDropped += uint64(full)
+	}
+	k.Received += uint64(room)
+	return int(room)
+}
+
+// Transmit consumes up to n descriptors from the tx ring and posts their
+// frames to the completion ring; it returns how many it completed.
+func (k *MemKernel) Transmit(n int) int {
+	tidx, got := k.tx.peek(uint32(n))
+	cidx, room := k.comp.reserve(got)
+	for i := uint32(0); i < room; i++ {
+		k.compAddrs[(cidx+i)&k.comp.mask] = k.txDescs[(tidx+i)&k.tx.mask].Addr
+	}
+	k.tx.cachedCons -= got - room
+	if room > 0 {
+		k.tx.release(room)
+		k.comp.submit(room)
+	}
+	k.Transmitted += uint64(room)
+	return int(room)
+}
+
+// TxDesc returns the descriptor the application put in tx slot idx, for
+// tests that check what would have been sent.
+func (k *MemKernel) TxDesc(idx uint32) Desc { return k.txDescs[idx&k.tx.mask] }
+
+// SetNeedWakeup sets or clears the need_wakeup flag of the fill and tx rings.
+func (k *MemKernel) SetNeedWakeup(fill, tx bool) {
+	set := func(r *ring, on bool) {
+		if on {
+			r.flags.Store(xdpRingNeedWakeup)
+		} else {
+			r.flags.Store(0)
+		}
+	}
+	set(&k.fill, fill)
+	set(&k.tx, tx)
+}
+
+// startAt moves every index of every ring to start, so tests can cross the
+// 2^32 wrap-around. Call it on a fresh socket before anything else.
+func (s *Socket) startAt(start uint32) {
+	for _, r := range []*ring{&s.Fill.ring, &s.Completion.ring, &s.Rx.ring, &s.Tx.ring} {
+		r.producer.Store(start)
+		r.consumer.Store(start)
+		r.cachedProd, r.cachedCons = start, start
+	}
+	k := s.kernel
+	for _, r := range []*ring{&k.fill, &k.comp, &k.rx, &k.tx} {
+		r.cachedProd, r.cachedCons = start, start
+	}
+	s.Frames = NewFrameStack(uint64(s.cfg.FirstFrame)*uint64(s.umem.frameSize), s.umem.frameSize, int(s.cfg.NumFrames))
+	s.Refill()
+}

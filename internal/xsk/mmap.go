@@ -1,0 +1,102 @@
+package xsk
+
+// This file holds all of the package's unsafe code: mapping the rings and the
+// UMEM, and viewing their memory as indices and descriptors.
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Desc is a descriptor of the rx and tx rings, as the kernel lays it out.
+type Desc = unix.XDPDesc
+
+const descSize = uint64(unsafe.Sizeof(Desc{}))
+
+// mapping is memory mapped from the kernel (or, for in-memory rings, a Go
+// slice standing in for it).
+type mapping struct {
+	mem    []byte
+	mapped bool
+}
+
+func (m *mapping) unmap() error {
+	if !m.mapped || m.mem == nil {
+		m.mem = nil
+		return nil
+	}
+	err := unix.Munmap(m.mem)
+	m.mem = nil
+	return err
+}
+
+// mmapRing maps one ring of fd at pgoff and fills in r's shared pointers.
+// elemSize is 8 for the fill and completion rings, 16 for rx and tx.
+func mmapRing(fd int, pgoff int64, off unix.XDPRingOffset, size uint32, elemSize uint64, r *ring) (mapping, error) {
+	length := int(off.Desc + uint64(size)*elemSize)
+	mem, err := unix.Mmap(fd, pgoff, length, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return mapping{}, fmt.Errorf("mmap ring (offset %#x, %d bytes): %w", pgoff, length, err)
+	}
+	r.init(mem, off, size)
+	return mapping{mem: mem, mapped: true}, nil
+}
+
+// memRing lays out a ring in ordinary memory, with the producer, consumer
+// and flags words on cache lines of their own as the kernel does.
+func memRing(size uint32, elemSize uint64, r *ring) mapping {
+	off := unix.XDPRingOffset{Producer: 0, Consumer: 64, Flags: 128, Desc: 192}
+	// Back the ring with uint64s so that the words are aligned for atomics.
+	words := make([]uint64, (off.Desc+uint64(size)*elemSize+7)/8)
+	mem := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(words)*8)
+	r.init(mem, off, size)
+	return mapping{mem: mem}
+}
+
+func (r *ring) init(mem []byte, off unix.XDPRingOffset, size uint32) {
+	r.producer = (*atomic.Uint32)(unsafe.Pointer(&mem[off.Producer]))
+	r.consumer = (*atomic.Uint32)(unsafe.Pointer(&mem[off.Consumer]))
+	r.flags = (*atomic.Uint32)(unsafe.Pointer(&mem[off.Flags]))
+	r.mask = size - 1
+	r.size = size
+	r.desc = unsafe.Pointer(&mem[off.Desc])
+}
+
+func addrSlice(r *ring) []uint64 { return unsafe.Slice((*uint64)(r.desc), r.size) }
+func descSlice(r *ring) []Desc   { return unsafe.Slice((*Desc)(r.desc), r.size) }
+
+// mmapArea maps the UMEM: anonymous, private, populated up front so that the
+// first packets do not fault pages in.
+func mmapArea(size int) (mapping, error) {
+	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+	if err != nil {
+		return mapping{}, fmt.Errorf("mmap UMEM of %d bytes: %w", size, err)
+	}
+	return mapping{mem: mem, mapped: true}, nil
+}
+
+func areaAddr(area []byte) uint64 { return uint64(uintptr(unsafe.Pointer(&area[0]))) }
+
+// getsockopt reads a fixed-size struct option.
+func getsockopt[T any](fd, level, name int, v *T) error {
+	size := uint32(unsafe.Sizeof(*v))
+	_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), uintptr(level), uintptr(name),
+		uintptr(unsafe.Pointer(v)), uintptr(unsafe.Pointer(&size)), 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// setsockopt writes a fixed-size struct option.
+func setsockopt[T any](fd, level, name int, v *T) error {
+	_, _, errno := unix.Syscall6(unix.SYS_SETSOCKOPT, uintptr(fd), uintptr(level), uintptr(name),
+		uintptr(unsafe.Pointer(v)), unsafe.Sizeof(*v), 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}

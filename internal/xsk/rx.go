@@ -1,0 +1,22 @@
+package xsk
+
+// RxRing carries received frames from the kernel to userspace. We are its
+// consumer.
+type RxRing struct {
+	ring
+	descs []Desc
+}
+
+// Peek claims up to n received frames and returns the first index and how
+// many it got. Read each with Desc, then Release the same count.
+func (r *RxRing) Peek(n uint32) (idx, got uint32) { return r.peek(n) }
+
+// Desc returns the descriptor in slot idx.
+func (r *RxRing) Desc(idx uint32) *Desc { return &r.descs[idx&r.mask] }
+
+// Release gives n peeked slots back to the kernel.
+func (r *RxRing) Release(n uint32) { r.release(n) }
+
+// Pending is the number of received frames the kernel has posted and we have
+// not released yet.
+func (r *RxRing) Pending() uint32 { return r.pending() }

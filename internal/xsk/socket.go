@@ -1,0 +1,359 @@
+package xsk
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// BindMode chooses between copy and zero-copy.
+type BindMode int
+
+const (
+	// Auto lets the kernel use zero-copy where the driver supports it and
+	// copy mode otherwise.
+	Auto BindMode = iota
+	// Copy forces copy mode (XDP_COPY).
+	Copy
+	// ZeroCopy requires zero-copy (XDP_ZEROCOPY); bind fails without it.
+	ZeroCopy
+)
+
+func (m BindMode) String() string {
+	switch m {
+	case Copy:
+		return "copy"
+	case ZeroCopy:
+		return "zero-copy"
+	default:
+		return "auto"
+	}
+}
+
+// SocketConfig describes one AF_XDP socket.
+type SocketConfig struct {
+	Ifindex int
+	Queue   int
+	// Ring sizes, each a power of two.
+	FillSize, CompletionSize, RxSize, TxSize uint32
+	Mode                                     BindMode
+	// NeedWakeup asks the kernel to set a flag when it needs a system call
+	// (XDP_USE_NEED_WAKEUP) instead of expecting one every time.
+	NeedWakeup bool
+	// FirstFrame and NumFrames are the part of the UMEM this socket owns.
+	// NumFrames 0 means the whole UMEM.
+	FirstFrame, NumFrames uint32
+}
+
+// MaxRingSize bounds ring sizes; the kernel accepts more, but a larger ring
+// only adds latency and memory.
+const MaxRingSize = 1 << 16
+
+// Validate checks the ring sizes and the frame range.
+func (c SocketConfig) Validate(u *Umem) error {
+	for _, r := range []struct {
+		name string
+		size uint32
+	}{{"fill", c.FillSize}, {"completion", c.CompletionSize}, {"rx", c.RxSize}, {"tx", c.TxSize}} {
+		if r.size == 0 || r.size&(r.size-1) != 0 || r.size > MaxRingSize {
+			return fmt.Errorf("%s ring size %d: must be a power of two between 1 and %d", r.name, r.size, MaxRingSize)
+		}
+	}
+	n := c.NumFrames
+	if n == 0 {
+		n = u.numFrames
+	}
+	if uint64(c.FirstFrame)+uint64(n) > uint64(u.numFrames) {
+		return fmt.Errorf("frames %d..%d are outside the UMEM of %d frames", c.FirstFrame, c.FirstFrame+n, u.numFrames)
+	}
+	return nil
+}
+
+// Socket is an AF_XDP socket bound to one queue of one device.
+type Socket struct {
+	Fill       FillRing
+	Completion CompletionRing
+	Rx         RxRing
+	Tx         TxRing
+	// Frames holds this socket's free frames.
+	Frames *FrameStack
+
+	fd       int
+	umem     *Umem
+	cfg      SocketConfig
+	maps     []mapping
+	zeroCopy bool
+	kernel   *MemKernel // set for in-memory sockets
+}
+
+// NewSocket creates a socket on u, fills its fill ring, and binds it to
+// cfg.Queue of cfg.Ifindex. The first socket of a UMEM is the one that
+// registered it; later ones share it (XDP_SHARED_UMEM) with fill and
+// completion rings of their own, which lets them use another queue or
+// device (Linux 5.10 and later).
+func NewSocket(u *Umem, cfg SocketConfig) (s *Socket, err error) {
+	if err := cfg.Validate(u); err != nil {
+		return nil, err
+	}
+	s = &Socket{fd: u.fd, umem: u, cfg: cfg}
+	shared := u.sockets > 0
+	if shared {
+		if s.fd, err = unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0); err != nil {
+			return nil, fmt.Errorf("create AF_XDP socket: %w", err)
+		}
+	}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	for _, o := range []struct {
+		name string
+		opt  int
+		size uint32
+	}{
+		{"fill", unix.XDP_UMEM_FILL_RING, cfg.FillSize},
+		{"completion", unix.XDP_UMEM_COMPLETION_RING, cfg.CompletionSize},
+		{"rx", unix.XDP_RX_RING, cfg.RxSize},
+		{"tx", unix.XDP_TX_RING, cfg.TxSize},
+	} {
+		if err := unix.SetsockoptInt(s.fd, unix.SOL_XDP, o.opt, int(o.size)); err != nil {
+			return nil, fmt.Errorf("set %s ring size %d: %w", o.name, o.size, err)
+		}
+	}
+	var off unix.XDPMmapOffsets
+	if err := getsockopt(s.fd, unix.SOL_XDP, unix.XDP_MMAP_OFFSETS, &off); err != nil {
+		return nil, fmt.Errorf("read ring offsets: %w", err)
+	}
+	for _, m := range []struct {
+		pgoff int64
+		off   unix.XDPRingOffset
+		size  uint32
+		elem  uint64
+		r     *ring
+	}{
+		{unix.XDP_UMEM_PGOFF_FILL_RING, off.Fr, cfg.FillSize, 8, &s.Fill.ring},
+		{unix.XDP_UMEM_PGOFF_COMPLETION_RING, off.Cr, cfg.CompletionSize, 8, &s.Completion.ring},
+		{unix.XDP_PGOFF_RX_RING, off.Rx, cfg.RxSize, descSize, &s.Rx.ring},
+		{unix.XDP_PGOFF_TX_RING, off.Tx, cfg.TxSize, descSize, &s.Tx.ring},
+	} {
+		mp, err := mmapRing(s.fd, m.pgoff, m.off, m.size, m.elem, m.r)
+		if err != nil {
+			return nil, err
+		}
+		s.maps = append(s.maps, mp)
+	}
+	s.setup()
+
+	sa := &unix.SockaddrXDP{Ifindex: uint32(cfg.Ifindex), QueueID: uint32(cfg.Queue)}
+	switch cfg.Mode {
+	case Copy:
+		sa.Flags |= unix.XDP_COPY
+	case ZeroCopy:
+		sa.Flags |= unix.XDP_ZEROCOPY
+	}
+	if cfg.NeedWakeup {
+		sa.Flags |= unix.XDP_USE_NEED_WAKEUP
+	}
+	if shared {
+		sa.Flags |= unix.XDP_SHARED_UMEM
+		sa.SharedUmemFD = uint32(u.fd)
+	}
+	if err := unix.Bind(s.fd, sa); err != nil {
+		return nil, bindError(cfg, err)
+	}
+	var opts struct{ Flags uint32 }
+	if err := getsockopt(s.fd, unix.SOL_XDP, unix.XDP_OPTIONS, &opts); err == nil {
+		s.zeroCopy = opts.Flags&unix.XDP_OPTIONS_ZEROCOPY != 0
+	}
+	u.sockets++
+	return s, nil
+}
+
+// setup makes the typed views of the rings and gives the kernel every frame
+// the fill ring has room for, before bind, so reception can start at once.
+func (s *Socket) setup() {
+	s.Fill.addrs = addrSlice(&s.Fill.ring)
+	s.Completion.addrs = addrSlice(&s.Completion.ring)
+	s.Rx.descs = descSlice(&s.Rx.ring)
+	s.Tx.descs = descSlice(&s.Tx.ring)
+	n := s.cfg.NumFrames
+	if n == 0 {
+		n = s.umem.numFrames - s.cfg.FirstFrame
+		s.cfg.NumFrames = n
+	}
+	s.Frames = NewFrameStack(uint64(s.cfg.FirstFrame)*uint64(s.umem.frameSize), s.umem.frameSize, int(n))
+	s.Refill()
+}
+
+func bindError(cfg SocketConfig, err error) error {
+	where := fmt.Sprintf("bind AF_XDP socket to ifindex %d queue %d", cfg.Ifindex, cfg.Queue)
+	switch {
+	case errors.Is(err, unix.EBUSY):
+		return fmt.Errorf("%s: %w (another AF_XDP socket is bound to this queue; stop it, or choose other queues with -q)", where, err)
+	case cfg.Mode == ZeroCopy && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL)):
+		return fmt.Errorf("%s: %w (the driver does not support zero-copy here; use -c for copy mode, or leave the default auto)", where, err)
+	case errors.Is(err, unix.EINVAL):
+		return fmt.Errorf("%s: %w (is the queue within the device's channels, and the XDP program attached?)", where, err)
+	}
+	return fmt.Errorf("%s: %w", where, err)
+}
+
+// Refill moves free frames from the stack into the fill ring, as many as
+// both allow, and returns how many it moved.
+func (s *Socket) Refill() uint32 {
+	n := uint32(s.Frames.Len())
+	if n == 0 {
+		return 0
+	}
+	idx, got := s.Fill.Reserve(n)
+	for i := uint32(0); i < got; i++ {
+		addr, _ := s.Frames.Pop()
+		s.Fill.Set(idx+i, addr)
+	}
+	if got > 0 {
+		s.Fill.Submit(got)
+	}
+	return got
+}
+
+// FD is the socket's file descriptor (-1 for an in-memory socket).
+func (s *Socket) FD() int { return s.fd }
+
+// Umem is the UMEM the socket uses.
+func (s *Socket) Umem() *Umem { return s.umem }
+
+// Config is the configuration the socket was bound with.
+func (s *Socket) Config() SocketConfig { return s.cfg }
+
+// ZeroCopy reports whether the kernel granted zero-copy (XDP_OPTIONS).
+func (s *Socket) ZeroCopy() bool { return s.zeroCopy }
+
+// Kernel is the simulated kernel side of an in-memory socket, nil otherwise.
+func (s *Socket) Kernel() *MemKernel { return s.kernel }
+
+// WakeRx asks the kernel to receive into the fill ring again (recvfrom with
+// MSG_DONTWAIT); call it only when Fill.NeedWakeup says so, or for busy
+// polling.
+func (s *Socket) WakeRx() error {
+	if s.fd < 0 {
+		return nil
+	}
+	_, _, err := unix.Recvfrom(s.fd, nil, unix.MSG_DONTWAIT)
+	if err == nil || errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EBUSY) || errors.Is(err, unix.ENETDOWN) {
+		return nil
+	}
+	return fmt.Errorf("wake up rx: %w", err)
+}
+
+// WakeTx asks the kernel to transmit what the tx ring holds (sendto with
+// MSG_DONTWAIT). In copy mode this is where transmission happens.
+func (s *Socket) WakeTx() error {
+	if s.fd < 0 {
+		if s.kernel != nil && s.kernel.AutoTransmit {
+			s.kernel.Transmit(int(s.Tx.size))
+		}
+		return nil
+	}
+	err := unix.Sendto(s.fd, nil, unix.MSG_DONTWAIT, nil)
+	if err == nil || errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EBUSY) ||
+		errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.ENETDOWN) {
+		return nil
+	}
+	return fmt.Errorf("wake up tx: %w", err)
+}
+
+// Poll waits up to timeoutMs for received frames (and, with tx, for room to
+// transmit). It reports whether the socket is ready.
+func (s *Socket) Poll(timeoutMs int, tx bool) (bool, error) {
+	if s.fd < 0 {
+		return true, nil
+	}
+	fds := [1]unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}}
+	if tx {
+		fds[0].Events |= unix.POLLOUT
+	}
+	n, err := unix.Poll(fds[:], timeoutMs)
+	if err != nil && !errors.Is(err, unix.EINTR) {
+		return false, fmt.Errorf("poll AF_XDP socket: %w", err)
+	}
+	return n > 0, nil
+}
+
+// SetBusyPoll turns on busy polling of the socket's queue: the kernel then
+// runs the driver's NAPI in the context of the system calls we make, for up
+// to usecs microseconds and budget packets, instead of in softirq
+// (SO_PREFER_BUSY_POLL, SO_BUSY_POLL, SO_BUSY_POLL_BUDGET).
+func (s *Socket) SetBusyPoll(usecs, budget int) error {
+	if s.fd < 0 {
+		return nil
+	}
+	for _, o := range []struct {
+		name     string
+		opt, val int
+	}{
+		{"SO_PREFER_BUSY_POLL", unix.SO_PREFER_BUSY_POLL, 1},
+		{"SO_BUSY_POLL", unix.SO_BUSY_POLL, usecs},
+		{"SO_BUSY_POLL_BUDGET", unix.SO_BUSY_POLL_BUDGET, budget},
+	} {
+		if err := unix.SetsockoptInt(s.fd, unix.SOL_SOCKET, o.opt, o.val); err != nil {
+			return fmt.Errorf("set %s=%d: %w", o.name, o.val, err)
+		}
+	}
+	return nil
+}
+
+// Statistics are the kernel's drop counters for a socket (XDP_STATISTICS).
+type Statistics struct {
+	RxDropped            uint64 `json:"rx_dropped"`
+	RxInvalidDescs       uint64 `json:"rx_invalid_descs"`
+	TxInvalidDescs       uint64 `json:"tx_invalid_descs"`
+	RxRingFull           uint64 `json:"rx_ring_full"`
+	RxFillRingEmptyDescs uint64 `json:"rx_fill_ring_empty_descs"`
+	TxRingEmptyDescs     uint64 `json:"tx_ring_empty_descs"`
+}
+
+// Add adds o to s.
+func (s *Statistics) Add(o Statistics) {
+	s.RxDropped += o.RxDropped
+	s.RxInvalidDescs += o.RxInvalidDescs
+	s.TxInvalidDescs += o.TxInvalidDescs
+	s.RxRingFull += o.RxRingFull
+	s.RxFillRingEmptyDescs += o.RxFillRingEmptyDescs
+	s.TxRingEmptyDescs += o.TxRingEmptyDescs
+}
+
+// Statistics reads the socket's XDP_STATISTICS.
+func (s *Socket) Statistics() (Statistics, error) {
+	if s.kernel != nil {
+		return s.kernel.Stats, nil
+	}
+	var st unix.XDPStatistics
+	if err := getsockopt(s.fd, unix.SOL_XDP, unix.XDP_STATISTICS, &st); err != nil {
+		return Statistics{}, fmt.Errorf("read XDP_STATISTICS: %w", err)
+	}
+	return Statistics{
+		RxDropped:            st.Rx_dropped,
+		RxInvalidDescs:       st.Rx_invalid_descs,
+		TxInvalidDescs:       st.Tx_invalid_descs,
+		RxRingFull:           st.Rx_ring_full,
+		RxFillRingEmptyDescs: st.Rx_fill_ring_empty_descs,
+		TxRingEmptyDescs:     st.Tx_ring_empty_descs,
+	}, nil
+}
+
+// Close unmaps the rings and closes the socket. The UMEM's own socket is
+// closed by Umem.Close.
+func (s *Socket) Close() error {
+	var errs []error
+	for i := range s.maps {
+		errs = append(errs, s.maps[i].unmap())
+	}
+	s.maps = nil
+	if s.fd >= 0 && s.fd != s.umem.fd {
+		errs = append(errs, unix.Close(s.fd))
+	}
+	s.fd = -1
+	return errors.Join(errs...)
+}

@@ -1,0 +1,33 @@
+package xsk
+
+// TxRing carries frames to transmit from userspace to the kernel. We are its
+// producer.
+type TxRing struct {
+	ring
+	descs []Desc
+}
+
+// Reserve claims up to n slots and returns the first index and how many it
+// got. Write each with Set, then Submit the same count.
+func (t *TxRing) Reserve(n uint32) (idx, got uint32) { return t.reserve(n) }
+
+// Set writes the descriptor for slot idx.
+func (t *TxRing) Set(idx uint32, addr uint64, length uint32) {
+	d := &t.descs[idx&t.mask]
+	d.Addr = addr
+	d.Len = length
+	d.Options = 0
+}
+
+// Submit hands n reserved slots to the kernel.
+func (t *TxRing) Submit(n uint32) { t.submit(n) }
+
+// Free returns how many slots could be reserved now.
+func (t *TxRing) Free() uint32 { return t.prodFree(t.size) }
+
+// NeedWakeup reports whether the kernel wants a sendto before it transmits.
+// In copy mode the kernel transmits only inside that system call.
+func (t *TxRing) NeedWakeup() bool { return t.needWakeup() }
+
+// Pending is the number of descriptors the kernel has not consumed yet.
+func (t *TxRing) Pending() uint32 { return t.pending() }
