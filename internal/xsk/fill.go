@@ -14,6 +14,9 @@ func (f *FillRing) Reserve(n uint32) (idx, got uint32) { return f.reserve(n) }
 // Set writes the frame address for slot idx.
 func (f *FillRing) Set(idx uint32, addr uint64) { f.addrs[idx&f.mask] = addr }
 
+// Cancel gives back the last n reserved slots, which will not be submitted.
+func (f *FillRing) Cancel(n uint32) { f.cancel(n) }
+
 // Submit hands n reserved slots to the kernel.
 func (f *FillRing) Submit(n uint32) { f.submit(n) }
 

@@ -23,8 +23,12 @@ func NewMemSocket(u *Umem, cfg SocketConfig) (*Socket, error) {
 	s.maps = []mapping{
 		memRing(cfg.FillSize, 8, &s.Fill.ring),
 		memRing(cfg.CompletionSize, 8, &s.Completion.ring),
-		memRing(cfg.RxSize, descSize, &s.Rx.ring),
-		memRing(cfg.TxSize, descSize, &s.Tx.ring),
+	}
+	if cfg.RxSize > 0 {
+		s.maps = append(s.maps, memRing(cfg.RxSize, descSize, &s.Rx.ring))
+	}
+	if cfg.TxSize > 0 {
+		s.maps = append(s.maps, memRing(cfg.TxSize, descSize, &s.Tx.ring))
 	}
 	s.setup()
 	k := &MemKernel{s: s, fill: s.Fill.ring, comp: s.Completion.ring, rx: s.Rx.ring, tx: s.Tx.ring}
@@ -35,8 +39,12 @@ func NewMemSocket(u *Umem, cfg SocketConfig) (*Socket, error) {
 	k.tx.cachedProd, k.tx.cachedCons = 0, 0
 	k.fillAddrs = addrSlice(&k.fill)
 	k.compAddrs = addrSlice(&k.comp)
-	k.rxDescs = descSlice(&k.rx)
-	k.txDescs = descSlice(&k.tx)
+	if cfg.RxSize > 0 {
+		k.rxDescs = descSlice(&k.rx)
+	}
+	if cfg.TxSize > 0 {
+		k.txDescs = descSlice(&k.tx)
+	}
 	s.kernel = k
 	u.sockets++
 	return s, nil

@@ -29,7 +29,7 @@ type ring struct {
 func (r *ring) Size() uint32 { return r.size }
 
 // needWakeup reports whether the kernel asked for a system call.
-func (r *ring) needWakeup() bool { return r.flags.Load()&xdpRingNeedWakeup != 0 }
+func (r *ring) needWakeup() bool { return r.flags != nil && r.flags.Load()&xdpRingNeedWakeup != 0 }
 
 const xdpRingNeedWakeup = 1 // XDP_RING_NEED_WAKEUP
 
@@ -87,4 +87,13 @@ func (r *ring) release(n uint32) { r.consumer.Store(r.consumer.Load() + n) }
 
 // pending is the number of entries between the producer and consumer
 // indices in shared memory: in flight, from either side's point of view.
-func (r *ring) pending() uint32 { return r.producer.Load() - r.consumer.Load() }
+// It is 0 for a ring the socket does not have.
+func (r *ring) pending() uint32 {
+	if r.producer == nil {
+		return 0
+	}
+	return r.producer.Load() - r.consumer.Load()
+}
+
+// cancel gives back the last n reserved, unsubmitted slots.
+func (r *ring) cancel(n uint32) { r.cachedProd -= n }

@@ -50,15 +50,33 @@ type SocketConfig struct {
 // only adds latency and memory.
 const MaxRingSize = 1 << 16
 
-// Validate checks the ring sizes and the frame range.
+// CheckRingSize returns an error unless size is a power of two between 1
+// and MaxRingSize; name says which ring.
+func CheckRingSize(name string, size uint32) error {
+	if size == 0 || size&(size-1) != 0 || size > MaxRingSize {
+		return fmt.Errorf("%s ring size %d: must be a power of two between 1 and %d", name, size, MaxRingSize)
+	}
+	return nil
+}
+
+// Validate checks the ring sizes and the frame range. An rx or tx size of 0
+// means the socket has no such ring (a socket that only receives, or only
+// transmits).
 func (c SocketConfig) Validate(u *Umem) error {
 	for _, r := range []struct {
-		name string
-		size uint32
-	}{{"fill", c.FillSize}, {"completion", c.CompletionSize}, {"rx", c.RxSize}, {"tx", c.TxSize}} {
-		if r.size == 0 || r.size&(r.size-1) != 0 || r.size > MaxRingSize {
-			return fmt.Errorf("%s ring size %d: must be a power of two between 1 and %d", r.name, r.size, MaxRingSize)
+		name     string
+		size     uint32
+		optional bool
+	}{{"fill", c.FillSize, false}, {"completion", c.CompletionSize, false}, {"rx", c.RxSize, true}, {"tx", c.TxSize, true}} {
+		if r.optional && r.size == 0 {
+			continue
 		}
+		if err := CheckRingSize(r.name, r.size); err != nil {
+			return err
+		}
+	}
+	if c.RxSize == 0 && c.TxSize == 0 {
+		return errors.New("a socket needs an rx ring, a tx ring or both")
 	}
 	n := c.NumFrames
 	if n == 0 {
@@ -118,6 +136,9 @@ func NewSocket(u *Umem, cfg SocketConfig) (s *Socket, err error) {
 		{"rx", unix.XDP_RX_RING, cfg.RxSize},
 		{"tx", unix.XDP_TX_RING, cfg.TxSize},
 	} {
+		if o.size == 0 {
+			continue
+		}
 		if err := unix.SetsockoptInt(s.fd, unix.SOL_XDP, o.opt, int(o.size)); err != nil {
 			return nil, fmt.Errorf("set %s ring size %d: %w", o.name, o.size, err)
 		}
@@ -138,6 +159,9 @@ func NewSocket(u *Umem, cfg SocketConfig) (s *Socket, err error) {
 		{unix.XDP_PGOFF_RX_RING, off.Rx, cfg.RxSize, descSize, &s.Rx.ring},
 		{unix.XDP_PGOFF_TX_RING, off.Tx, cfg.TxSize, descSize, &s.Tx.ring},
 	} {
+		if m.size == 0 {
+			continue
+		}
 		mp, err := mmapRing(s.fd, m.pgoff, m.off, m.size, m.elem, m.r)
 		if err != nil {
 			return nil, err
@@ -176,8 +200,12 @@ func NewSocket(u *Umem, cfg SocketConfig) (s *Socket, err error) {
 func (s *Socket) setup() {
 	s.Fill.addrs = addrSlice(&s.Fill.ring)
 	s.Completion.addrs = addrSlice(&s.Completion.ring)
-	s.Rx.descs = descSlice(&s.Rx.ring)
-	s.Tx.descs = descSlice(&s.Tx.ring)
+	if s.Rx.size > 0 {
+		s.Rx.descs = descSlice(&s.Rx.ring)
+	}
+	if s.Tx.size > 0 {
+		s.Tx.descs = descSlice(&s.Tx.ring)
+	}
 	n := s.cfg.NumFrames
 	if n == 0 {
 		n = s.umem.numFrames - s.cfg.FirstFrame

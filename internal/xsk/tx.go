@@ -19,6 +19,9 @@ func (t *TxRing) Set(idx uint32, addr uint64, length uint32) {
 	d.Options = 0
 }
 
+// Cancel gives back the last n reserved slots, which will not be submitted.
+func (t *TxRing) Cancel(n uint32) { t.cancel(n) }
+
 // Submit hands n reserved slots to the kernel.
 func (t *TxRing) Submit(n uint32) { t.submit(n) }
 

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+func init() { addCommand(newRxdropCmd()) }
+
+func newRxdropCmd() *cobra.Command {
+	var f xskFlags
+	c := &cobra.Command{
+		Use:   "rxdrop -i DEV [flags]",
+		Short: "Receive on AF_XDP sockets and drop every frame (xdpsock -r)",
+		Long: `rxdrop binds one AF_XDP socket per rx queue, steers each queue into its socket
+with an XDP program, and runs one worker per queue, pinned to its own CPU, that
+takes frames from the rx ring in batches and hands them straight back to the
+fill ring. It prints per-queue rates every interval and the totals at the end.`,
+		Example: `  # all queues of dut0, until Ctrl-C
+  xdpeng rxdrop -i dut0
+  # queues 0-1 on CPUs 1 and 0, 5 seconds, JSON lines
+  xdpeng rxdrop -i dut0 -q 0-1 --cpus 1,0 -d 5s --json
+  # on the test bed
+  ip netns exec xdpeng-dut xdpeng rxdrop -i dut0 -x -a`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.config()
+			if err != nil {
+				return err
+			}
+			return runXsk(cmd, "rxdrop", &f, cfg)
+		},
+	}
+	f.register(c.Flags())
+	return c
+}

@@ -1,0 +1,390 @@
+package main
+
+// What the AF_XDP modes (rxdrop, l2fwd, count, ...) share: their flags, the
+// run loop and the per-interval and final statistics, as text or JSON.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/internal/cpuset"
+	"github.com/xdpeng/xdpeng/internal/hook"
+	"github.com/xdpeng/xdpeng/internal/privilege"
+	"github.com/xdpeng/xdpeng/internal/units"
+	"github.com/xdpeng/xdpeng/internal/xsk"
+)
+
+// xskFlags are the flags of every AF_XDP mode, named as xdpsock names them.
+type xskFlags struct {
+	iface                              string
+	queues, cpus                       string
+	batch                              int
+	frameSize                          uint32
+	frames                             uint32
+	ringSize                           uint32
+	fillSize, compSize, rxSize, txSize uint32
+	native, generic                    bool
+	copyMode, zeroCopy                 bool
+	noNeedWakeup                       bool
+	poll, busy, busyPoll               bool
+	busyPollUsecs, busyPollBudget      int
+	sharedUmem                         bool
+	force                              bool
+	udpPort                            uint16
+	duration, interval                 time.Duration
+	json, extraStats, appStats         bool
+}
+
+func (f *xskFlags) register(fs *pflag.FlagSet) {
+	fs.StringVarP(&f.iface, "interface", "i", "", "device to receive from (required)")
+	fs.StringVarP(&f.queues, "queues", "q", "", "rx queues to bind, e.g. 0, 0-3, 0,2 (default: all of the device's)")
+	fs.StringVar(&f.cpus, "cpus", "", "CPU of each queue's worker, one per queue (default: from the last CPU down)")
+	fs.IntVarP(&f.batch, "batch", "b", 64, "descriptors taken from a ring at once")
+	fs.Uint32Var(&f.frameSize, "frame-size", 4096, "UMEM frame size: 2048 or 4096")
+	fs.Uint32Var(&f.frames, "frames", 0, "UMEM frames per socket (default: fill ring + tx ring sizes)")
+	fs.Uint32Var(&f.ringSize, "ring-size", 2048, "size of all four rings (power of two)")
+	fs.Uint32Var(&f.fillSize, "fill-size", 0, "fill ring size (default: --ring-size)")
+	fs.Uint32Var(&f.compSize, "comp-size", 0, "completion ring size (default: --ring-size)")
+	fs.Uint32Var(&f.rxSize, "rx-size", 0, "rx ring size (default: --ring-size)")
+	fs.Uint32Var(&f.txSize, "tx-size", 0, "tx ring size (default: --ring-size)")
+	fs.BoolVarP(&f.native, "native", "N", false, "attach XDP in native (driver) mode (the default)")
+	fs.BoolVarP(&f.generic, "generic", "S", false, "attach XDP in generic (SKB) mode")
+	fs.BoolVarP(&f.copyMode, "copy", "c", false, "force copy mode")
+	fs.BoolVarP(&f.zeroCopy, "zero-copy", "z", false, "require zero-copy (default: auto, zero-copy where the driver has it)")
+	fs.BoolVar(&f.noNeedWakeup, "no-need-wakeup", false, "turn off need_wakeup: kick the kernel on every batch")
+	fs.BoolVarP(&f.poll, "poll", "p", false, "call poll() before every batch (xdpsock -p)")
+	fs.BoolVar(&f.busy, "busy", false, "busy-loop without ever sleeping (only for a CPU that does nothing else)")
+	fs.BoolVar(&f.busyPoll, "busy-poll", false, "busy-poll sockets: SO_PREFER_BUSY_POLL, the driver's NAPI runs in the worker")
+	fs.IntVar(&f.busyPollUsecs, "busy-poll-usecs", 20, "SO_BUSY_POLL time in microseconds (with --busy-poll)")
+	fs.IntVar(&f.busyPollBudget, "busy-poll-budget", 64, "SO_BUSY_POLL_BUDGET in packets (with --busy-poll)")
+	fs.BoolVar(&f.sharedUmem, "shared-umem", false, "one UMEM shared by all queues' sockets (XDP_SHARED_UMEM)")
+	fs.BoolVar(&f.force, "force", false, "replace an XDP program someone else attached")
+	fs.Uint16Var(&f.udpPort, "udp-port", 0, "steer only UDP to this destination port to userspace; the rest goes to the stack")
+	fs.DurationVarP(&f.duration, "duration", "d", 0, "run this long, then exit (default: until Ctrl-C)")
+	fs.DurationVarP(&f.interval, "interval", "I", time.Second, "statistics interval")
+	fs.BoolVar(&f.json, "json", false, "print one JSON object per line")
+	fs.BoolVarP(&f.extraStats, "extra-stats", "x", false, "show the six XDP_STATISTICS counters")
+	fs.BoolVarP(&f.appStats, "app-stats", "a", false, "show wakeups, polls and batches per second")
+}
+
+// config turns the flags into an engine configuration, refusing bad input.
+func (f *xskFlags) config() (engine.Config, error) {
+	cfg := engine.DefaultConfig()
+	if f.iface == "" {
+		return cfg, fmt.Errorf("no interface given: use -i DEV")
+	}
+	cfg.Interface = f.iface
+	if f.queues != "" {
+		q, err := cpuset.Parse(f.queues, "queue")
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Queues = q
+	}
+	if f.cpus != "" {
+		c, err := cpuset.Parse(f.cpus, "CPU")
+		if err != nil {
+			return cfg, err
+		}
+		cfg.CPUs = c
+	}
+	cfg.Batch = f.batch
+	cfg.FrameSize = f.frameSize
+	cfg.NumFrames = f.frames
+	pick := func(v uint32) uint32 {
+		if v == 0 {
+			return f.ringSize
+		}
+		return v
+	}
+	cfg.FillSize, cfg.CompletionSize, cfg.RxSize, cfg.TxSize = pick(f.fillSize), pick(f.compSize), pick(f.rxSize), pick(f.txSize)
+	switch {
+	case f.native && f.generic:
+		return cfg, fmt.Errorf("-N (native) and -S (generic) exclude each other")
+	case f.generic:
+		cfg.XDPMode = hook.Generic
+	}
+	switch {
+	case f.copyMode && f.zeroCopy:
+		return cfg, fmt.Errorf("-c (copy) and -z (zero-copy) exclude each other")
+	case f.copyMode:
+		cfg.BindMode = xsk.Copy
+	case f.zeroCopy:
+		cfg.BindMode = xsk.ZeroCopy
+	}
+	cfg.NeedWakeup = !f.noNeedWakeup
+	n := 0
+	for _, b := range []bool{f.poll, f.busy, f.busyPoll} {
+		if b {
+			n++
+		}
+	}
+	if n > 1 {
+		return cfg, fmt.Errorf("-p, --busy and --busy-poll exclude each other")
+	}
+	switch {
+	case f.poll:
+		cfg.Wait = engine.WaitPoll
+	case f.busy:
+		cfg.Wait = engine.WaitBusy
+	case f.busyPoll:
+		cfg.Wait = engine.WaitBusyPoll
+	}
+	cfg.BusyPollUsecs, cfg.BusyPollBudget = f.busyPollUsecs, f.busyPollBudget
+	cfg.SharedUmem = f.sharedUmem
+	cfg.Force = f.force
+	cfg.UDPPort = f.udpPort
+	if f.interval <= 0 {
+		return cfg, fmt.Errorf("interval %v: must be positive", f.interval)
+	}
+	if f.duration < 0 {
+		return cfg, fmt.Errorf("duration %v: must not be negative", f.duration)
+	}
+	return cfg, cfg.Validate()
+}
+
+// runXsk runs an engine in mode until the duration ends or Ctrl-C/SIGTERM,
+// printing statistics every interval and the totals at the end.
+func runXsk(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config) error {
+	if err := privilege.Check(mode); err != nil {
+		return err
+	}
+	if err := raiseMemlock(); err != nil {
+		return err
+	}
+	eng, err := engine.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+
+	ctx, cancel := signalContext()
+	defer cancel()
+	if f.duration > 0 {
+		var c2 func()
+		ctx, c2 = contextWithTimeout(ctx, f.duration)
+		defer c2()
+	}
+	out := cmd.OutOrStdout()
+	p := &xskPrinter{w: out, mode: mode, f: f, eng: eng}
+	p.header()
+	done := make(chan error, 1)
+	go func() { done <- eng.Run(ctx) }()
+
+	tick := time.NewTicker(f.interval)
+	defer tick.Stop()
+	prev, _ := eng.Stats()
+	for {
+		select {
+		case err := <-done:
+			last, serr := eng.Stats()
+			if serr == nil {
+				p.summary(last)
+			}
+			return err
+		case <-tick.C:
+			cur, err := eng.Stats()
+			if err != nil {
+				return err
+			}
+			p.interval(prev, cur)
+			prev = cur
+		}
+	}
+}
+
+type xskPrinter struct {
+	w    io.Writer
+	mode string
+	f    *xskFlags
+	eng  *engine.Engine
+}
+
+func (p *xskPrinter) header() {
+	if p.f.json {
+		return
+	}
+	cfg := p.eng.Config()
+	zc := "copy"
+	if ws := p.eng.Workers(); len(ws) > 0 && ws[0].Socket().ZeroCopy() {
+		zc = "zero-copy"
+	}
+	fmt.Fprintf(p.w, "%s on %s (%s): queues %s on CPUs %s, XDP %s, %s, batch %d, frames %d B, rings fill/comp/rx/tx %d/%d/%d/%d, need_wakeup %v, wait %s\n",
+		p.mode, cfg.Interface, p.eng.Interface().Driver, cpuset.Format(cfg.Queues), cpuListInOrder(cfg.CPUs), cfg.XDPMode, zc, cfg.Batch,
+		cfg.FrameSize, cfg.FillSize, cfg.CompletionSize, cfg.RxSize, cfg.TxSize, cfg.NeedWakeup, cfg.Wait)
+}
+
+func cpuListInOrder(cpus []int) string {
+	s := make([]string, len(cpus))
+	for i, c := range cpus {
+		s[i] = fmt.Sprint(c)
+	}
+	return strings.Join(s, ",")
+}
+
+// queueRates is one row of interval output.
+type queueRates struct {
+	Queue      int                `json:"queue"`
+	CPU        int                `json:"cpu"`
+	RxPPS      float64            `json:"rx_pps"`
+	TxPPS      float64            `json:"tx_pps"`
+	RxBPS      float64            `json:"rx_bps"`
+	TxBPS      float64            `json:"tx_bps"`
+	RxPackets  uint64             `json:"rx_packets"`
+	TxPackets  uint64             `json:"tx_packets"`
+	XDP        map[string]float64 `json:"xdp_stats_per_s,omitempty"`
+	RxWakeupsS float64            `json:"rx_wakeups_per_s,omitempty"`
+	TxWakeupsS float64            `json:"tx_wakeups_per_s,omitempty"`
+	PollsS     float64            `json:"polls_per_s,omitempty"`
+	BatchesS   float64            `json:"batches_per_s,omitempty"`
+}
+
+func rates(prev, cur engine.QueueStats, dt float64, f *xskFlags) queueRates {
+	r := queueRates{
+		Queue: cur.Queue, CPU: cur.CPU,
+		RxPPS:     float64(cur.RxPackets-prev.RxPackets) / dt,
+		TxPPS:     float64(cur.TxPackets-prev.TxPackets) / dt,
+		RxBPS:     float64(cur.RxBytes-prev.RxBytes) * 8 / dt,
+		TxBPS:     float64(cur.TxBytes-prev.TxBytes) * 8 / dt,
+		RxPackets: cur.RxPackets, TxPackets: cur.TxPackets,
+	}
+	if f.extraStats {
+		a, b := prev.XDP, cur.XDP
+		r.XDP = map[string]float64{
+			"rx_dropped":               float64(b.RxDropped-a.RxDropped) / dt,
+			"rx_invalid_descs":         float64(b.RxInvalidDescs-a.RxInvalidDescs) / dt,
+			"tx_invalid_descs":         float64(b.TxInvalidDescs-a.TxInvalidDescs) / dt,
+			"rx_ring_full":             float64(b.RxRingFull-a.RxRingFull) / dt,
+			"rx_fill_ring_empty_descs": float64(b.RxFillRingEmptyDescs-a.RxFillRingEmptyDescs) / dt,
+			"tx_ring_empty_descs":      float64(b.TxRingEmptyDescs-a.TxRingEmptyDescs) / dt,
+		}
+	}
+	if f.appStats {
+		r.RxWakeupsS = float64(cur.RxWakeups-prev.RxWakeups) / dt
+		r.TxWakeupsS = float64(cur.TxWakeups-prev.TxWakeups) / dt
+		r.PollsS = float64(cur.Polls-prev.Polls) / dt
+		r.BatchesS = float64(cur.Batches-prev.Batches) / dt
+	}
+	return r
+}
+
+func (p *xskPrinter) interval(prev, cur engine.Snapshot) {
+	dt := cur.Time.Sub(prev.Time).Seconds()
+	if dt <= 0 {
+		return
+	}
+	rows := make([]queueRates, 0, len(cur.Queues)+1)
+	for i := range cur.Queues {
+		rows = append(rows, rates(prev.Queues[i], cur.Queues[i], dt, p.f))
+	}
+	total := rates(prev.Total(), cur.Total(), dt, p.f)
+	elapsed := cur.Time.Sub(p.eng.Started()).Seconds()
+	if p.f.json {
+		writeJSON(p.w, map[string]any{
+			"type": "interval", "mode": p.mode, "t": round3(elapsed),
+			"rx_pps": total.RxPPS, "tx_pps": total.TxPPS, "rx_packets": total.RxPackets, "tx_packets": total.TxPackets,
+			"per_queue": rows,
+		})
+		return
+	}
+	fmt.Fprintf(p.w, "[%7.2fs] %-5s %3s %12s %14s %12s %14s\n", elapsed, "queue", "cpu", "rx pps", "rx total", "tx pps", "tx total")
+	if len(rows) > 1 {
+		rows = append(rows, total)
+	}
+	for _, r := range rows {
+		q := fmt.Sprint(r.Queue)
+		cpu := fmt.Sprint(r.CPU)
+		if r.Queue < 0 {
+			q, cpu = "all", ""
+		}
+		fmt.Fprintf(p.w, "%10s %-5s %3s %12s %14d %12s %14d\n", "", q, cpu, units.PPS(r.RxPPS), r.RxPackets, units.PPS(r.TxPPS), r.TxPackets)
+		if r.XDP != nil {
+			fmt.Fprintf(p.w, "%16s xdp/s: rx_dropped %.0f rx_invalid %.0f tx_invalid %.0f rx_ring_full %.0f fill_ring_empty %.0f tx_ring_empty %.0f\n", "",
+				r.XDP["rx_dropped"], r.XDP["rx_invalid_descs"], r.XDP["tx_invalid_descs"], r.XDP["rx_ring_full"],
+				r.XDP["rx_fill_ring_empty_descs"], r.XDP["tx_ring_empty_descs"])
+		}
+		if p.f.appStats {
+			fmt.Fprintf(p.w, "%16s app/s: rx_wakeups %.0f tx_wakeups %.0f polls %.0f batches %.0f\n", "",
+				r.RxWakeupsS, r.TxWakeupsS, r.PollsS, r.BatchesS)
+		}
+	}
+}
+
+// xskSummary is the last JSON line of an AF_XDP mode.
+type xskSummary struct {
+	Type       string              `json:"type"`
+	Mode       string              `json:"mode"`
+	Interface  string              `json:"interface"`
+	Driver     string              `json:"driver"`
+	Queues     []int               `json:"queues"`
+	XDPMode    string              `json:"xdp_mode"`
+	ZeroCopy   bool                `json:"zero_copy"`
+	Batch      int                 `json:"batch"`
+	FrameSize  uint32              `json:"frame_size"`
+	DurationS  float64             `json:"duration_s"`
+	RxPackets  uint64              `json:"rx_packets"`
+	RxBytes    uint64              `json:"rx_bytes"`
+	TxPackets  uint64              `json:"tx_packets"`
+	TxBytes    uint64              `json:"tx_bytes"`
+	RxPPS      float64             `json:"rx_pps"`
+	TxPPS      float64             `json:"tx_pps"`
+	Dropped    uint64              `json:"dropped"`
+	TxRingFull uint64              `json:"tx_ring_full"`
+	PerQueue   []engine.QueueStats `json:"per_queue"`
+	XDPStats   xsk.Statistics      `json:"xdp_stats"`
+	App        map[string]uint64   `json:"app_stats"`
+}
+
+func (p *xskPrinter) summary(s engine.Snapshot) {
+	cfg := p.eng.Config()
+	t := s.Total()
+	dur := s.Time.Sub(p.eng.Started()).Seconds()
+	zc := false
+	if ws := p.eng.Workers(); len(ws) > 0 {
+		zc = ws[0].Socket().ZeroCopy()
+	}
+	sum := xskSummary{
+		Type: "summary", Mode: p.mode, Interface: cfg.Interface, Driver: p.eng.Interface().Driver,
+		Queues: cfg.Queues, XDPMode: cfg.XDPMode.String(), ZeroCopy: zc, Batch: cfg.Batch, FrameSize: cfg.FrameSize,
+		DurationS: round3(dur), RxPackets: t.RxPackets, RxBytes: t.RxBytes, TxPackets: t.TxPackets, TxBytes: t.TxBytes,
+		Dropped: t.Dropped, TxRingFull: t.TxRingFull, PerQueue: s.Queues, XDPStats: t.XDP,
+		App: map[string]uint64{"rx_wakeups": t.RxWakeups, "tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches},
+	}
+	if dur > 0 {
+		sum.RxPPS = float64(t.RxPackets) / dur
+		sum.TxPPS = float64(t.TxPackets) / dur
+	}
+	if p.f.json {
+		writeJSON(p.w, sum)
+		return
+	}
+	fmt.Fprintf(p.w, "\n%s on %s: %.2f s, rx %d packets (%s), tx %d packets (%s)\n", p.mode, cfg.Interface, dur,
+		t.RxPackets, units.PPS(sum.RxPPS), t.TxPackets, units.PPS(sum.TxPPS))
+	for _, q := range s.Queues {
+		fmt.Fprintf(p.w, "  queue %d (CPU %d): rx %d, tx %d, dropped %d, tx ring full %d\n", q.Queue, q.CPU, q.RxPackets, q.TxPackets, q.Dropped, q.TxRingFull)
+	}
+	x := t.XDP
+	fmt.Fprintf(p.w, "  xdp stats: rx_dropped %d, rx_invalid_descs %d, tx_invalid_descs %d, rx_ring_full %d, rx_fill_ring_empty_descs %d, tx_ring_empty_descs %d\n",
+		x.RxDropped, x.RxInvalidDescs, x.TxInvalidDescs, x.RxRingFull, x.RxFillRingEmptyDescs, x.TxRingEmptyDescs)
+	fmt.Fprintf(p.w, "  app stats: rx_wakeups %d, tx_wakeups %d, polls %d, batches %d\n", t.RxWakeups, t.TxWakeups, t.Polls, t.Batches)
+}
+
+func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
+
+// writeJSON prints v as one line.
+func writeJSON(w io.Writer, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "xdpeng: encode JSON: %v\n", err)
+		return
+	}
+	w.Write(append(b, '\n'))
+}

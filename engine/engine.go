@@ -1,0 +1,262 @@
+// Package engine is xdpeng's public Go API: an Engine binds one AF_XDP
+// socket per rx queue of a device, steers each queue into its socket with an
+// XDP program, and runs one worker per queue, pinned to its own CPU, that
+// takes frames from the rings in batches and hands them to a Handler.
+//
+// A Handler sees a *Batch of frames and gives each a verdict (drop, transmit
+// back, forward); it never sees ring indices, UMEM addresses or system
+// calls. The built-in modes are handlers too: DropHandler (rxdrop),
+// L2FwdHandler (l2fwd).
+//
+// Setup is all or nothing: New either returns a running-ready engine or
+// leaves the device as it found it. Close detaches the program and closes
+// the sockets; the program is attached with a bpf_link, so the kernel
+// detaches it too if the process dies.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/xdpeng/xdpeng/bpf"
+	"github.com/xdpeng/xdpeng/internal/cpuset"
+	"github.com/xdpeng/xdpeng/internal/hook"
+	"github.com/xdpeng/xdpeng/internal/netdev"
+	"github.com/xdpeng/xdpeng/internal/xsk"
+)
+
+// Engine runs the workers of one device.
+type Engine struct {
+	cfg     Config
+	info    *netdev.Info
+	prog    *bpf.XskRedirect
+	link    io.Closer
+	umems   []*xsk.Umem
+	workers []*Worker
+	stop    atomic.Bool
+	started time.Time
+}
+
+// New validates cfg, binds a socket to every queue, and attaches the
+// steering program. On error nothing is left attached or open.
+func New(cfg Config) (e *Engine, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	info, err := netdev.Lookup(cfg.Interface)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Queues == nil {
+		for q := 0; q < info.RxQueues; q++ {
+			cfg.Queues = append(cfg.Queues, q)
+		}
+	}
+	if len(cfg.Queues) == 0 {
+		return nil, fmt.Errorf("%s reports no rx queues", cfg.Interface)
+	}
+	if err := info.CheckQueues(cfg.Queues); err != nil {
+		return nil, err
+	}
+	if cfg.CPUs == nil {
+		if cfg.CPUs, err = defaultCPUs(len(cfg.Queues)); err != nil {
+			return nil, err
+		}
+	} else if len(cfg.CPUs) != len(cfg.Queues) {
+		return nil, fmt.Errorf("%d CPUs given for %d queues: give one CPU per queue", len(cfg.CPUs), len(cfg.Queues))
+	}
+	if err := cpuset.CheckOnline(cfg.CPUs); err != nil {
+		return nil, err
+	}
+	if cur, err := netdev.XDPAttached(info.Index); err == nil && cur.ProgID != 0 && !cfg.Force {
+		return nil, fmt.Errorf("%s already has XDP program id %d attached (%s mode) by someone else: detach it, or pass --force to replace it",
+			info.Name, cur.ProgID, cur.Mode)
+	}
+
+	e = &Engine{cfg: cfg, info: info}
+	defer func() {
+		if err != nil {
+			e.Close()
+			e = nil
+		}
+	}()
+	if e.prog, err = bpf.NewXskRedirect(bpf.XskOptions{Counters: cfg.SteeringCounters, UDPPort: cfg.UDPPort}); err != nil {
+		return nil, err
+	}
+	if err := e.bindAll(); err != nil {
+		return nil, err
+	}
+	if e.link, err = hook.AttachXDP(e.prog.Program, info.Index, cfg.XDPMode, cfg.Force); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// defaultCPUs spreads n workers over the online CPUs from the last one
+// down, leaving CPU 0 (where generators and interrupts usually run) for last.
+func defaultCPUs(n int) ([]int, error) {
+	online, err := cpuset.Online()
+	if err != nil {
+		return nil, err
+	}
+	cpus := make([]int, n)
+	for i := range cpus {
+		cpus[i] = online[len(online)-1-i%len(online)]
+	}
+	return cpus, nil
+}
+
+func (e *Engine) bindAll() error {
+	cfg := &e.cfg
+	per := cfg.framesPerSocket()
+	var shared *xsk.Umem
+	if cfg.SharedUmem {
+		u, err := xsk.NewUmem(xsk.UmemConfig{FrameSize: cfg.FrameSize, NumFrames: per * uint32(len(cfg.Queues))})
+		if err != nil {
+			return err
+		}
+		shared = u
+		e.umems = append(e.umems, u)
+	}
+	for i, q := range cfg.Queues {
+		u, first := shared, uint32(i)*per
+		if u == nil {
+			var err error
+			if u, err = xsk.NewUmem(xsk.UmemConfig{FrameSize: cfg.FrameSize, NumFrames: per}); err != nil {
+				return err
+			}
+			e.umems = append(e.umems, u)
+			first = 0
+		}
+		h := Handler(DropHandler{})
+		if cfg.Handler != nil {
+			h = cfg.Handler(q)
+		}
+		txSize := cfg.TxSize
+		if _, ok := h.(dropper); ok {
+			// A socket that never transmits gets no tx ring, so poll()
+			// does not try to transmit from it.
+			txSize = 0
+		}
+		s, err := xsk.NewSocket(u, xsk.SocketConfig{
+			Ifindex:        e.info.Index,
+			Queue:          q,
+			FillSize:       cfg.FillSize,
+			CompletionSize: cfg.CompletionSize,
+			RxSize:         cfg.RxSize,
+			TxSize:         txSize,
+			Mode:           cfg.BindMode,
+			NeedWakeup:     cfg.NeedWakeup,
+			FirstFrame:     first,
+			NumFrames:      per,
+		})
+		if err != nil {
+			return err
+		}
+		w := newWorker(q, cfg.CPUs[i], s, h, cfg)
+		e.workers = append(e.workers, w)
+		if cfg.Wait == WaitBusyPoll {
+			if err := s.SetBusyPoll(cfg.BusyPollUsecs, cfg.BusyPollBudget); err != nil {
+				return fmt.Errorf("queue %d: %w", q, err)
+			}
+		}
+		if err := e.prog.SetSocket(q, s.FD()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Config is the engine's configuration with defaults filled in (queues,
+// CPUs).
+func (e *Engine) Config() Config { return e.cfg }
+
+// Interface is what the engine knows of its device.
+func (e *Engine) Interface() *netdev.Info { return e.info }
+
+// Workers are the per-queue workers, in the order of Config().Queues.
+func (e *Engine) Workers() []*Worker { return e.workers }
+
+// Steering is the loaded steering program (for its counters).
+func (e *Engine) Steering() *bpf.XskRedirect { return e.prog }
+
+// Run starts the workers and returns when ctx is done or a worker fails (a
+// handler panic included). Counters stay readable after Run returns.
+func (e *Engine) Run(ctx context.Context) error {
+	e.started = time.Now()
+	errs := make(chan error, len(e.workers))
+	var wg sync.WaitGroup
+	for _, w := range e.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- e.runWorker(w)
+		}()
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errs:
+	}
+	e.stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for werr := range errs {
+		if err == nil {
+			err = werr
+		}
+	}
+	return err
+}
+
+// runWorker pins the worker's goroutine to its CPU and runs its loop. A
+// panic in the handler becomes an error that stops the engine.
+func (e *Engine) runWorker(w *Worker) (err error) {
+	// The thread stays locked until the goroutine ends, so Go retires it
+	// rather than reuse a thread with a narrowed affinity.
+	if err := cpuset.Pin(w.cpu); err != nil {
+		e.stop.Store(true)
+		return fmt.Errorf("queue %d: %w", w.queue, err)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			w.publish()
+			buf := make([]byte, 4096)
+			buf = buf[:runtime.Stack(buf, false)]
+			err = fmt.Errorf("queue %d: handler panicked: %v\n%s", w.queue, r, buf)
+		}
+		if err != nil {
+			e.stop.Store(true)
+		}
+	}()
+	return w.run(&e.stop)
+}
+
+// Close detaches the program and closes the sockets. It is safe to call
+// more than once and after a failed New.
+func (e *Engine) Close() error {
+	var errs []error
+	if e.link != nil {
+		errs = append(errs, e.link.Close())
+		e.link = nil
+	}
+	for _, w := range e.workers {
+		errs = append(errs, w.sock.Close())
+	}
+	e.workers = nil
+	for i := len(e.umems) - 1; i >= 0; i-- {
+		errs = append(errs, e.umems[i].Close())
+	}
+	e.umems = nil
+	if e.prog != nil {
+		errs = append(errs, e.prog.Close())
+		e.prog = nil
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,361 @@
+package engine
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/xdpeng/xdpeng/internal/xsk"
+)
+
+// counters are one worker's statistics, written only by the worker (with
+// atomic stores, every few batches and before it sleeps) and read by the
+// stats loop. The padding keeps each worker's counters on cache lines of
+// their own.
+type counters struct {
+	rxPackets, rxBytes   atomic.Uint64
+	txPackets, txBytes   atomic.Uint64
+	dropped, txRingFull  atomic.Uint64
+	rxWakeups, txWakeups atomic.Uint64
+	polls, batches       atomic.Uint64
+	_                    [64]byte
+}
+
+// local is the worker's private copy of its counters.
+type local struct {
+	rxPackets, rxBytes   uint64
+	txPackets, txBytes   uint64
+	dropped, txRingFull  uint64
+	rxWakeups, txWakeups uint64
+	polls, batches       uint64
+}
+
+// Worker serves one rx queue: it owns the queue's socket and handler and
+// runs on one pinned CPU.
+type Worker struct {
+	queue, cpu int
+	sock       *xsk.Socket
+	umem       *xsk.Umem
+	handler    Handler
+	dropAll    bool
+	batch      Batch
+	batchSize  uint32
+	wait       WaitMode
+	needWakeup bool
+	pollMs     int
+	spinLimit  int
+
+	// ports are the sockets a handler can send to: ports[0] is the queue's
+	// own socket, further ones share its UMEM (Batch.Forward).
+	ports []*xsk.Socket
+
+	txOutstanding uint32 // submitted to tx, not yet completed
+	c             local
+	pub           *counters
+}
+
+// Queue is the rx queue the worker serves.
+func (w *Worker) Queue() int { return w.queue }
+
+// CPU is the CPU the worker runs on.
+func (w *Worker) CPU() int { return w.cpu }
+
+// Socket is the worker's AF_XDP socket.
+func (w *Worker) Socket() *xsk.Socket { return w.sock }
+
+// dropper is implemented by handlers that drop every frame unread, which
+// lets the worker hand received frames straight back to the fill ring.
+type dropper interface{ dropsAll() }
+
+func newWorker(queue, cpu int, sock *xsk.Socket, h Handler, cfg *Config) *Worker {
+	w := &Worker{
+		queue:      queue,
+		cpu:        cpu,
+		sock:       sock,
+		umem:       sock.Umem(),
+		handler:    h,
+		batchSize:  uint32(cfg.Batch),
+		wait:       cfg.Wait,
+		needWakeup: cfg.NeedWakeup,
+		pollMs:     int(cfg.PollTimeout.Milliseconds()),
+		spinLimit:  adaptiveSpins,
+		ports:      []*xsk.Socket{sock},
+		pub:        new(counters),
+	}
+	_, w.dropAll = h.(dropper)
+	w.batch = newBatch(queue, cfg.Batch, w.umem)
+	return w
+}
+
+// adaptiveSpins is how many empty polls of the rx ring WaitAdaptive makes
+// before it sleeps in poll(); one empty poll costs a few nanoseconds, so
+// this is a few microseconds of spinning, enough to ride out the gaps
+// between NAPI batches under load.
+const adaptiveSpins = 2000
+
+// run is the worker's loop; it returns when stop is set.
+func (w *Worker) run(stop *atomic.Bool) error {
+	spins := 0
+	for !stop.Load() {
+		if w.wait == WaitPoll {
+			if err := w.sleep(); err != nil {
+				return err
+			}
+		}
+		var n uint32
+		if w.dropAll {
+			n = w.rxDrop()
+		} else {
+			n = w.rxHandle()
+		}
+		if w.txOutstanding > 0 {
+			if err := w.complete(); err != nil {
+				return err
+			}
+		}
+		if n > 0 {
+			spins = 0
+			if w.c.batches&15 == 0 {
+				w.publish()
+			}
+			continue
+		}
+		if err := w.idle(&spins); err != nil {
+			return err
+		}
+	}
+	w.drain()
+	w.publish()
+	return nil
+}
+
+// rxDrop recycles a batch of received frames straight to the fill ring.
+func (w *Worker) rxDrop() uint32 {
+	s := w.sock
+	idx, n := s.Rx.Peek(w.batchSize)
+	if n == 0 {
+		return 0
+	}
+	fidx, room := s.Fill.Reserve(n)
+	var bytes uint64
+	mask := ^uint64(w.umem.FrameSize() - 1)
+	for i := uint32(0); i < room; i++ {
+		d := s.Rx.Desc(idx + i)
+		bytes += uint64(d.Len)
+		s.Fill.Set(fidx+i, d.Addr&mask)
+	}
+	for i := room; i < n; i++ {
+		d := s.Rx.Desc(idx + i)
+		bytes += uint64(d.Len)
+		s.Frames.Push(d.Addr & mask)
+	}
+	if room > 0 {
+		s.Fill.Submit(room)
+	}
+	s.Rx.Release(n)
+	if s.Frames.Len() > 0 {
+		s.Refill()
+	}
+	w.c.rxPackets += uint64(n)
+	w.c.rxBytes += bytes
+	w.c.dropped += uint64(n)
+	w.c.batches++
+	return n
+}
+
+// rxHandle runs the handler on a batch of received frames and carries out
+// its verdicts.
+func (w *Worker) rxHandle() uint32 {
+	s := w.sock
+	idx, n := s.Rx.Peek(w.batchSize)
+	if n == 0 {
+		return 0
+	}
+	b := &w.batch
+	var bytes uint64
+	for i := uint32(0); i < n; i++ {
+		d := s.Rx.Desc(idx + i)
+		b.addrs[i] = d.Addr
+		b.lens[i] = d.Len
+		b.verdicts[i] = Drop
+		bytes += uint64(d.Len)
+	}
+	s.Rx.Release(n)
+	b.n = int(n)
+	w.c.rxPackets += uint64(n)
+	w.c.rxBytes += bytes
+	w.c.batches++
+
+	w.handler.Handle(b)
+
+	mask := ^uint64(w.umem.FrameSize() - 1)
+	tidx, troom := s.Tx.Reserve(n)
+	var ntx uint32
+	for i := 0; i < b.n; i++ {
+		switch b.verdicts[i] {
+		case Transmit:
+			if ntx < troom {
+				s.Tx.Set(tidx+ntx, b.addrs[i], b.lens[i])
+				ntx++
+				w.c.txBytes += uint64(b.lens[i])
+				continue
+			}
+			w.c.txRingFull++
+		case Forward:
+			if w.forward(b.ports[i], b.addrs[i], b.lens[i]) {
+				continue
+			}
+		default:
+			w.c.dropped++
+		}
+		s.Frames.Push(b.addrs[i] & mask)
+	}
+	s.Tx.Cancel(troom - ntx)
+	if ntx > 0 {
+		s.Tx.Submit(ntx)
+		w.txOutstanding += ntx
+		w.kickTx(s)
+	}
+	w.flushPorts()
+	if s.Frames.Len() > 0 {
+		s.Refill()
+	}
+	return n
+}
+
+// forward queues a frame on another port's tx ring; false means it could
+// not (no such port, or its ring is full) and the frame is the caller's.
+func (w *Worker) forward(p uint8, addr uint64, length uint32) bool {
+	if int(p) >= len(w.ports) || p == 0 {
+		if p == 0 {
+			// Port 0 is the queue's own socket: the same as Transmit.
+			s := w.sock
+			if idx, got := s.Tx.Reserve(1); got == 1 {
+				s.Tx.Set(idx, addr, length)
+				s.Tx.Submit(1)
+				w.txOutstanding++
+				w.c.txBytes += uint64(length)
+				w.kickTx(s)
+				return true
+			}
+			w.c.txRingFull++
+			return false
+		}
+		w.c.dropped++
+		return false
+	}
+	s := w.ports[p]
+	idx, got := s.Tx.Reserve(1)
+	if got == 0 {
+		w.c.txRingFull++
+		return false
+	}
+	s.Tx.Set(idx, addr, length)
+	s.Tx.Submit(1)
+	w.txOutstanding++
+	w.c.txBytes += uint64(length)
+	return true
+}
+
+// flushPorts kicks the other ports' transmitters.
+func (w *Worker) flushPorts() {
+	for _, s := range w.ports[1:] {
+		if s.Tx.Pending() > 0 {
+			w.kickTx(s)
+		}
+	}
+}
+
+// kickTx makes the kernel transmit s's tx ring, if it asked to be woken
+// (always, without need_wakeup).
+func (w *Worker) kickTx(s *xsk.Socket) {
+	if w.needWakeup && !s.Tx.NeedWakeup() {
+		return
+	}
+	w.c.txWakeups++
+	// Errors here are transient (ring busy, device down); the frames stay
+	// on the ring and the next kick retries them.
+	_ = s.WakeTx()
+}
+
+// complete reaps the completion rings of every port.
+func (w *Worker) complete() error {
+	mask := ^uint64(w.umem.FrameSize() - 1)
+	for _, s := range w.ports {
+		idx, n := s.Completion.Peek(s.Completion.Size())
+		if n == 0 {
+			if s.Tx.Pending() > 0 {
+				w.kickTx(s)
+			}
+			continue
+		}
+		for i := uint32(0); i < n; i++ {
+			w.sock.Frames.Push(s.Completion.Addr(idx+i) & mask)
+		}
+		s.Completion.Release(n)
+		w.txOutstanding -= n
+		w.c.txPackets += uint64(n)
+	}
+	if w.sock.Frames.Len() > 0 {
+		w.sock.Refill()
+	}
+	return nil
+}
+
+// idle is called when a loop found no frames.
+func (w *Worker) idle(spins *int) error {
+	switch w.wait {
+	case WaitBusyPoll:
+		// The recvfrom runs the driver's NAPI in our context.
+		w.c.rxWakeups++
+		return w.sock.WakeRx()
+	case WaitPoll:
+		return nil
+	}
+	if w.needWakeup && w.sock.Fill.NeedWakeup() {
+		w.c.rxWakeups++
+		if err := w.sock.WakeRx(); err != nil {
+			return err
+		}
+	}
+	if w.wait != WaitAdaptive {
+		return nil
+	}
+	if *spins++; *spins < w.spinLimit {
+		return nil
+	}
+	*spins = 0
+	w.publish()
+	return w.sleep()
+}
+
+// sleep waits in poll() for frames (or tx room) or the timeout.
+func (w *Worker) sleep() error {
+	w.c.polls++
+	if _, err := w.sock.Poll(w.pollMs, w.txOutstanding > 0); err != nil {
+		return fmt.Errorf("queue %d: %w", w.queue, err)
+	}
+	return nil
+}
+
+// drain waits briefly for frames in flight on tx so that the final counts
+// include them.
+func (w *Worker) drain() {
+	for i := 0; i < 1000 && w.txOutstanding > 0; i++ {
+		w.complete()
+	}
+}
+
+// publish makes the worker's counters visible to the stats loop.
+func (w *Worker) publish() {
+	p, c := w.pub, &w.c
+	p.rxPackets.Store(c.rxPackets)
+	p.rxBytes.Store(c.rxBytes)
+	p.txPackets.Store(c.txPackets)
+	p.txBytes.Store(c.txBytes)
+	p.dropped.Store(c.dropped)
+	p.txRingFull.Store(c.txRingFull)
+	p.rxWakeups.Store(c.rxWakeups)
+	p.txWakeups.Store(c.txWakeups)
+	p.polls.Store(c.polls)
+	p.batches.Store(c.batches)
+}
