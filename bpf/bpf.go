@@ -3,4 +3,5 @@
 package bpf
 
 //go:generate go tool bpf2go -tags linux -cflags "-O2 -g -Wall -Werror" XskRedirect xsk_redirect.c -- -I/usr/include/x86_64-linux-gnu
-//go:generate go tool bpf2go -tags linux -cflags "-O2 -g -Wall -Werror" Gen gen.c -- -I/usr/include/x86_64-linux-gnu
+//go:generate go tool bpf2go -tags linux -cflags "-O2 -g -Wall -Werror" -type gen_state Gen gen.c -- -I/usr/include/x86_64-linux-gnu
+//go:generate go tool bpf2go -tags linux -cflags "-O2 -g -Wall -Werror" kern kern.c -- -I/usr/include/x86_64-linux-gnu

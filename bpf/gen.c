@@ -3,11 +3,12 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 // gen is the traffic generator's program: run with BPF_PROG_TEST_RUN in
 // live-frames mode, it sends every frame out of ifindex (ndo_xdp_xmit), as
-// xdp-trafficgen does. With port_count > 1 it rewrites the UDP destination
-// port of each frame, cycling over port_count values from port_min.
+// xdp-trafficgen does. It counts the frames it redirects per CPU, which is
+// how userspace learns how many went out when it interrupts a run. With
+// port_count > 1 it rewrites the UDP destination port of each frame,
+// cycling over port_count values from port_min.
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
-#include <linux/ip.h>
 #include <linux/in.h>
 #include <linux/udp.h>
 #include <bpf/bpf_helpers.h>
@@ -16,37 +17,61 @@
 volatile const __u32 ifindex = 0;
 volatile const __u16 port_min = 0;
 volatile const __u16 port_count = 0;
+// Offset of the UDP header in the frame: 34 for Ethernet + IPv4, 54 for
+// IPv6, 4 more with a VLAN tag. Userspace built the frame, so it knows.
+volatile const __u16 udp_off = 34;
 
-// Next port index, per CPU so threads do not share a cache line.
+struct gen_state {
+	__u64 sent;	// frames redirected on this CPU
+	__u32 port;	// index of the next destination port
+	__u32 pad;
+};
+
+// Per CPU: each sending thread is pinned to its own CPU, so the threads
+// share no cache line and the count of each is its CPU's entry.
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u32);
-} next_port SEC(".maps");
+	__type(value, struct gen_state);
+} state SEC(".maps");
 
 SEC("xdp")
 int xdp_gen(struct xdp_md *ctx)
 {
+	__u32 key = 0;
+	struct gen_state *st = bpf_map_lookup_elem(&state, &key);
+
+	if (!st)
+		return XDP_ABORTED;
 	if (port_count > 1) {
 		void *data = (void *)(long)ctx->data;
 		void *end = (void *)(long)ctx->data_end;
-		struct ethhdr *eth = data;
-		struct iphdr *ip = (void *)(eth + 1);
-		struct udphdr *udp = (void *)(ip + 1);
-		__u32 key = 0, *n;
+		struct udphdr *udp = data + udp_off;
+		__u16 old, new;
+		__u32 sum;
 
-		// The frame is built by us: Ethernet, IPv4 without options, UDP.
 		if ((void *)(udp + 1) > end)
 			return XDP_ABORTED;
-		n = bpf_map_lookup_elem(&next_port, &key);
-		if (!n)
-			return XDP_ABORTED;
-		udp->dest = bpf_htons(port_min + *n);
-		udp->check = 0; // zero is "no checksum" for UDP over IPv4
-		if (++*n >= port_count)
-			*n = 0;
+		// Live-frames mode recycles pages without rewriting them, so
+		// this frame holds either the original port or one we wrote
+		// before: set the port outright and update the checksum from
+		// what is there now (RFC 1624), which is right in both cases.
+		old = udp->dest;
+		new = bpf_htons(port_min + st->port);
+		udp->dest = new;
+		if (udp->check) { // zero: IPv4 "no checksum", leave it so
+			sum = (__u16)~udp->check + (__u32)(__u16)~old + new;
+			sum = (sum & 0xffff) + (sum >> 16);
+			sum = (sum & 0xffff) + (sum >> 16);
+			// A result of zero goes out as all ones (RFC 768).
+			new = ~(__u16)sum;
+			udp->check = new ? new : 0xffff;
+		}
+		if (++st->port >= port_count)
+			st->port = 0;
 	}
+	st->sent++;
 	return bpf_redirect(ifindex, 0);
 }
 

@@ -8,19 +8,28 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
+	"structs"
 
 	"github.com/cilium/ebpf"
 )
+
+type GenGenState struct {
+	_    structs.HostLayout
+	Sent uint64
+	Port uint32
+	Pad  uint32
+}
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	GenMapNextPort  = "next_port"
+	GenMapState     = "state"
 	GenProgXdpGen   = "xdp_gen"
 	GenVarIfindex   = "ifindex"
 	GenVarPortCount = "port_count"
 	GenVarPortMin   = "port_min"
+	GenVarUdpOff    = "udp_off"
 )
 
 // LoadGen returns the embedded CollectionSpec for Gen.
@@ -72,7 +81,7 @@ type GenProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type GenMapSpecs struct {
-	NextPort *ebpf.MapSpec `ebpf:"next_port"`
+	State *ebpf.MapSpec `ebpf:"state"`
 }
 
 // GenVariableSpecs contains global variables before they are loaded into the kernel.
@@ -82,6 +91,7 @@ type GenVariableSpecs struct {
 	Ifindex   *ebpf.VariableSpec `ebpf:"ifindex"`
 	PortCount *ebpf.VariableSpec `ebpf:"port_count"`
 	PortMin   *ebpf.VariableSpec `ebpf:"port_min"`
+	UdpOff    *ebpf.VariableSpec `ebpf:"udp_off"`
 }
 
 // GenObjects contains all objects after they have been loaded into the kernel.
@@ -104,12 +114,12 @@ func (o *GenObjects) Close() error {
 //
 // It can be passed to LoadGenObjects or ebpf.CollectionSpec.LoadAndAssign.
 type GenMaps struct {
-	NextPort *ebpf.Map `ebpf:"next_port"`
+	State *ebpf.Map `ebpf:"state"`
 }
 
 func (m *GenMaps) Close() error {
 	return _GenClose(
-		m.NextPort,
+		m.State,
 	)
 }
 
@@ -120,6 +130,7 @@ type GenVariables struct {
 	Ifindex   *ebpf.Variable `ebpf:"ifindex"`
 	PortCount *ebpf.Variable `ebpf:"port_count"`
 	PortMin   *ebpf.Variable `ebpf:"port_min"`
+	UdpOff    *ebpf.Variable `ebpf:"udp_off"`
 }
 
 // GenPrograms contains all programs after they have been loaded into the kernel.

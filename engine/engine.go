@@ -45,7 +45,7 @@ type Engine struct {
 
 // New validates cfg, binds a socket to every queue, and attaches the
 // steering program. On error nothing is left attached or open.
-func New(cfg Config) (e *Engine, err error) {
+func New(cfg Config) (_ *Engine, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -79,11 +79,10 @@ func New(cfg Config) (e *Engine, err error) {
 			info.Name, cur.ProgID, cur.Mode)
 	}
 
-	e = &Engine{cfg: cfg, info: info}
+	e := &Engine{cfg: cfg, info: info}
 	defer func() {
 		if err != nil {
 			e.Close()
-			e = nil
 		}
 	}()
 	if e.prog, err = bpf.NewXskRedirect(bpf.XskOptions{Counters: cfg.SteeringCounters, UDPPort: cfg.UDPPort}); err != nil {

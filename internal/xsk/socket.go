@@ -110,11 +110,11 @@ type Socket struct {
 // registered it; later ones share it (XDP_SHARED_UMEM) with fill and
 // completion rings of their own, which lets them use another queue or
 // device (Linux 5.10 and later).
-func NewSocket(u *Umem, cfg SocketConfig) (s *Socket, err error) {
+func NewSocket(u *Umem, cfg SocketConfig) (_ *Socket, err error) {
 	if err := cfg.Validate(u); err != nil {
 		return nil, err
 	}
-	s = &Socket{fd: u.fd, umem: u, cfg: cfg}
+	s := &Socket{fd: u.fd, umem: u, cfg: cfg}
 	shared := u.sockets > 0
 	if shared {
 		if s.fd, err = unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0); err != nil {
@@ -341,6 +341,11 @@ type Statistics struct {
 	RxFillRingEmptyDescs uint64 `json:"rx_fill_ring_empty_descs"`
 	TxRingEmptyDescs     uint64 `json:"tx_ring_empty_descs"`
 }
+
+// Drops is how many received frames the socket dropped: the kernel counts
+// a frame that found the rx ring full in RxRingFull and every other failure
+// (no fill-ring buffer, frame too long) in RxDropped, never in both.
+func (s Statistics) Drops() uint64 { return s.RxDropped + s.RxRingFull }
 
 // Add adds o to s.
 func (s *Statistics) Add(o Statistics) {

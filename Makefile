@@ -1,0 +1,53 @@
+# xdpeng — the only entry points a user needs. `make build` needs only Go;
+# `make generate` needs clang, llvm and libbpf-dev; `make demo`, `make test`,
+# `make bench` and `make soak` need root (sudo).
+GO      ?= go
+BIN     := bin/xdpeng
+PKGS    := ./...
+# Fuzz targets run briefly in `make test`; longer with `make fuzz FUZZTIME=5m`.
+FUZZTIME ?= 5s
+
+.PHONY: all build test fuzz generate generate-check bench demo lint soak clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/xdpeng
+
+# Unit and integration tests (integration tests need root and skip without
+# it), all under the race detector, then the fuzz targets briefly.
+test: build lint
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
+
+fuzz:
+	@set -e; for t in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs grep -ho '^func Fuzz[A-Za-z0-9_]*' | sed 's/^func //' | sort -u); do \
+		pkg=$$(dirname $$(grep -rl --include='*_test.go' "^func $$t(" . | head -1)); \
+		echo "fuzz $$t in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
+# Regenerate the BPF objects and their Go bindings (committed).
+generate:
+	cd bpf && $(GO) generate ./...
+
+# Fail if the committed BPF objects differ from what the sources give.
+generate-check: generate
+	git diff --exit-code -- bpf/ || (echo "bpf/: generated files are stale: run make generate and commit" >&2; exit 1)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out" >&2; exit 1; fi
+	$(GO) vet $(PKGS)
+
+# Micro-benchmarks (0 allocs, ns per frame), then the test-bed comparison.
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/... ./engine/...
+
+demo: build
+	./$(BIN) demo
+
+soak: build
+	XDPENG_SOAK=60s $(GO) test -count=1 -run Soak -v -timeout 30m ./engine/...
+
+clean:
+	rm -rf bin

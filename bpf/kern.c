@@ -1,0 +1,210 @@
+//go:build ignore
+
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+// kern holds the in-kernel paths that xdpeng compares its AF_XDP engine with,
+// the xdp-bench set: XDP drop, pass, tx (swap MACs, send back), redirect to
+// one port (DEVMAP), redirect to every listed port (DEVMAP_HASH broadcast),
+// drop after counting per IP protocol (so the cost of reading the headers
+// shows), and a tc ingress drop.
+//
+// Every program counts per rx queue and per CPU in the same map layout
+// (queue_stats, like xdp_rxq_info), so one Go reader serves them all. The
+// counters are a load-time switch (a const volatile global): off, the verifier
+// removes the code and progbench measures the bare program.
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/in.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#define MAX_QUEUES 256
+#define MAX_PORTS 64
+// IP protocol numbers are 0-255; one more slot counts frames that are
+// neither IPv4 nor IPv6.
+#define PROTO_NOT_IP 256
+#define PROTO_SLOTS 257
+
+// Count packets and bytes per rx queue (per CPU).
+volatile const __u8 enable_counters = 0;
+
+struct queue_counters {
+	__u64 packets;
+	__u64 bytes;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MAX_QUEUES);
+	__type(key, __u32);
+	__type(value, struct queue_counters);
+} queue_stats SEC(".maps");
+
+// Packets per IP protocol (per CPU), for xdp_drop_count_proto.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PROTO_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} proto_stats SEC(".maps");
+
+// The single egress port of xdp_redirect, at key 0.
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} tx_ports SEC(".maps");
+
+// The egress ports of xdp_redirect_multi, keyed by ifindex; a broadcast
+// redirect sends a copy of the frame to each.
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
+	__uint(max_entries, MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} tx_ports_multi SEC(".maps");
+
+static __always_inline void count(__u32 queue, __u64 bytes)
+{
+	struct queue_counters *c;
+
+	if (!enable_counters)
+		return;
+	c = bpf_map_lookup_elem(&queue_stats, &queue);
+	if (c) {
+		c->packets++;
+		c->bytes += bytes;
+	}
+}
+
+static __always_inline void count_xdp(struct xdp_md *ctx)
+{
+	count(ctx->rx_queue_index, ctx->data_end - ctx->data);
+}
+
+SEC("xdp")
+int xdp_drop(struct xdp_md *ctx)
+{
+	count_xdp(ctx);
+	return XDP_DROP;
+}
+
+SEC("xdp")
+int xdp_pass(struct xdp_md *ctx)
+{
+	count_xdp(ctx);
+	return XDP_PASS;
+}
+
+SEC("xdp")
+int xdp_tx(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	__u8 tmp[ETH_ALEN];
+
+	count_xdp(ctx);
+	if ((void *)(eth + 1) > end)
+		return XDP_DROP;
+	__builtin_memcpy(tmp, eth->h_dest, ETH_ALEN);
+	__builtin_memcpy(eth->h_dest, eth->h_source, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, tmp, ETH_ALEN);
+	return XDP_TX;
+}
+
+SEC("xdp")
+int xdp_redirect(struct xdp_md *ctx)
+{
+	count_xdp(ctx);
+	// With flags 0 a missing entry gives XDP_ABORTED, which the
+	// xdp:xdp_exception tracepoint shows.
+	return bpf_redirect_map(&tx_ports, 0, 0);
+}
+
+SEC("xdp")
+int xdp_redirect_multi(struct xdp_md *ctx)
+{
+	count_xdp(ctx);
+	// The key is ignored with BPF_F_BROADCAST; never send a copy back out
+	// of the port it came in on.
+	return bpf_redirect_map(&tx_ports_multi, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS);
+}
+
+struct vlan_hdr {
+	__be16 tci;
+	__be16 proto;
+};
+
+// ip_proto returns the IP protocol of the frame, PROTO_NOT_IP for anything
+// else (or a frame too short to tell). It looks through up to two VLAN tags
+// (802.1Q, 802.1ad); IPv6 extension headers are not walked: their first
+// next-header value is what is counted.
+static __always_inline __u32 ip_proto(void *data, void *end)
+{
+	struct ethhdr *eth = data;
+	void *l3 = eth + 1;
+	__u16 proto;
+	int i;
+
+	if (l3 > end)
+		return PROTO_NOT_IP;
+	proto = eth->h_proto;
+#pragma unroll
+	for (i = 0; i < 2; i++) {
+		struct vlan_hdr *vlan = l3;
+
+		if (proto != bpf_htons(ETH_P_8021Q) && proto != bpf_htons(ETH_P_8021AD))
+			break;
+		if ((void *)(vlan + 1) > end)
+			return PROTO_NOT_IP;
+		proto = vlan->proto;
+		l3 = vlan + 1;
+	}
+	if (proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = l3;
+
+		if ((void *)(ip + 1) > end)
+			return PROTO_NOT_IP;
+		return ip->protocol;
+	}
+	if (proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = l3;
+
+		if ((void *)(ip6 + 1) > end)
+			return PROTO_NOT_IP;
+		return ip6->nexthdr;
+	}
+	return PROTO_NOT_IP;
+}
+
+SEC("xdp")
+int xdp_drop_count_proto(struct xdp_md *ctx)
+{
+	__u32 key = ip_proto((void *)(long)ctx->data, (void *)(long)ctx->data_end);
+	__u64 *n;
+
+	count_xdp(ctx);
+	n = bpf_map_lookup_elem(&proto_stats, &key);
+	if (n)
+		*n += 1;
+	return XDP_DROP;
+}
+
+SEC("tc")
+int tc_drop(struct __sk_buff *skb)
+{
+	// queue_mapping holds the recorded rx queue plus one; zero when the
+	// driver recorded none (veth's XDP path does not), counted as queue 0.
+	__u32 q = skb->queue_mapping;
+
+	if (q)
+		q--;
+	count(q, skb->len);
+	return TC_ACT_SHOT;
+}
+
+char _license[] SEC("license") = "Dual BSD/GPL";

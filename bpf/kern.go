@@ -1,0 +1,311 @@
+//go:build linux
+
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/cilium/ebpf"
+)
+
+// KernProgram names one of the in-kernel paths of kern.c, the xdp-bench set.
+type KernProgram string
+
+// The in-kernel paths. All but TCDrop are XDP programs; TCDrop is a tc
+// (SCHED_CLS) program for the ingress hook.
+const (
+	Drop           KernProgram = "drop"             // XDP_DROP
+	Pass           KernProgram = "pass"             // XDP_PASS, to the stack
+	TX             KernProgram = "tx"               // swap MACs, XDP_TX back out
+	Redirect       KernProgram = "redirect"         // to the one port in a DEVMAP
+	RedirectMulti  KernProgram = "redirect-multi"   // a copy to every port in a DEVMAP_HASH
+	DropCountProto KernProgram = "drop-count-proto" // count per IP protocol, then XDP_DROP
+	TCDrop         KernProgram = "tc-drop"          // tc ingress, TC_ACT_SHOT
+)
+
+// KernPrograms lists every KernProgram, in the order tools show them.
+var KernPrograms = []KernProgram{Drop, Pass, TX, Redirect, RedirectMulti, DropCountProto, TCDrop}
+
+// kernSections maps a KernProgram to its function name in kern.c.
+var kernSections = map[KernProgram]string{
+	Drop:           kernProgXdpDrop,
+	Pass:           kernProgXdpPass,
+	TX:             kernProgXdpTx,
+	Redirect:       kernProgXdpRedirect,
+	RedirectMulti:  kernProgXdpRedirectMulti,
+	DropCountProto: kernProgXdpDropCountProto,
+	TCDrop:         kernProgTcDrop,
+}
+
+// IsXDP reports whether p is an XDP program (as opposed to tc).
+func (p KernProgram) IsXDP() bool { return p != TCDrop }
+
+// MaxQueues is the number of rx queues the counters have room for; frames
+// from higher queues are handled but not counted.
+const MaxQueues = 256
+
+// ProtoNotIP is the ProtoStat.Proto of frames that are neither IPv4 nor IPv6.
+const ProtoNotIP = 256
+
+// KernOptions are the load-time choices of LoadKern.
+type KernOptions struct {
+	// Counters turns on the per rx queue, per CPU packet and byte counters.
+	// Off, the verifier removes the counting code, which is how progbench
+	// measures the bare program.
+	Counters bool
+}
+
+// KernObjects is one loaded in-kernel path: its program and the maps it uses.
+// Maps the program does not use are nil.
+type KernObjects struct {
+	Kind    KernProgram
+	Program *ebpf.Program
+	// Stats holds the per rx queue, per CPU counters (see ReadStats).
+	Stats *ebpf.Map
+	// TxPorts is the egress map of Redirect (DEVMAP, key 0) and
+	// RedirectMulti (DEVMAP_HASH keyed by ifindex); see SetPorts.
+	TxPorts *ebpf.Map
+	// ProtoStats holds DropCountProto's per-protocol counters.
+	ProtoStats *ebpf.Map
+
+	counters bool
+}
+
+// LoadKern loads the program p of kern.c, with only the maps it references.
+func LoadKern(p KernProgram, opts KernOptions) (*KernObjects, error) {
+	name, ok := kernSections[p]
+	if !ok {
+		return nil, fmt.Errorf("load kern program: unknown program %q (known: %v)", p, KernPrograms)
+	}
+	spec, err := loadKern()
+	if err != nil {
+		return nil, fmt.Errorf("load kern program %s: %w", p, err)
+	}
+	if err := spec.Variables[kernVarEnableCounters].Set(boolByte(opts.Counters)); err != nil {
+		return nil, fmt.Errorf("load kern program %s: set counters: %w", p, err)
+	}
+	keepOnly(spec, name)
+
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		return nil, fmt.Errorf("load kern program %s: %w", p, err)
+	}
+	k := &KernObjects{
+		Kind:       p,
+		Program:    coll.DetachProgram(name),
+		Stats:      coll.DetachMap(kernMapQueueStats),
+		ProtoStats: coll.DetachMap(kernMapProtoStats),
+		counters:   opts.Counters,
+	}
+	switch p {
+	case Redirect:
+		k.TxPorts = coll.DetachMap(kernMapTxPorts)
+	case RedirectMulti:
+		k.TxPorts = coll.DetachMap(kernMapTxPortsMulti)
+	}
+	coll.Close() // the .rodata map stays alive through the program's reference
+	return k, nil
+}
+
+// keepOnly trims spec to the program prog and the maps it references, so
+// loading one path does not create the maps of the others.
+func keepOnly(spec *ebpf.CollectionSpec, prog string) {
+	ps := spec.Programs[prog]
+	spec.Programs = map[string]*ebpf.ProgramSpec{prog: ps}
+	used := map[string]bool{}
+	for _, ins := range ps.Instructions {
+		if ref := ins.Reference(); ref != "" {
+			used[ref] = true
+		}
+	}
+	for name := range spec.Maps {
+		if !used[name] {
+			delete(spec.Maps, name)
+		}
+	}
+}
+
+// SetPorts sets the egress interfaces of Redirect (exactly one) or
+// RedirectMulti (one or more). The kernel resolves ifindexes in the calling
+// thread's network namespace.
+func (k *KernObjects) SetPorts(ifindexes ...int) error {
+	switch {
+	case k.TxPorts == nil:
+		return fmt.Errorf("set ports: program %s does not redirect", k.Kind)
+	case len(ifindexes) == 0:
+		return errors.New("set ports: no egress interface")
+	case k.Kind == Redirect && len(ifindexes) != 1:
+		return fmt.Errorf("set ports: %s takes one egress interface, got %d (use %s)", Redirect, len(ifindexes), RedirectMulti)
+	}
+	for _, ifindex := range ifindexes {
+		key := uint32(0)
+		if k.Kind == RedirectMulti {
+			key = uint32(ifindex)
+		}
+		if err := k.TxPorts.Put(key, uint32(ifindex)); err != nil {
+			// The kernel checks here that the interface exists in this
+			// namespace and can transmit redirected frames (EINVAL if not).
+			return fmt.Errorf("set ports: add ifindex %d to %s (is it in this network namespace?): %w", ifindex, k.TxPorts, err)
+		}
+	}
+	return nil
+}
+
+// Close releases the program and its maps. Detaching is the caller's job
+// (internal/hook); a program stays attached while a link holds it.
+func (k *KernObjects) Close() error {
+	var errs []error
+	if k.Program != nil {
+		errs = append(errs, k.Program.Close())
+	}
+	for _, m := range []*ebpf.Map{k.Stats, k.TxPorts, k.ProtoStats} {
+		if m != nil {
+			errs = append(errs, m.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// QueueCPUStat is what one CPU counted for one rx queue.
+type QueueCPUStat struct {
+	Queue   int    `json:"queue"`
+	CPU     int    `json:"cpu"`
+	Packets uint64 `json:"packets"`
+	Bytes   uint64 `json:"bytes"`
+}
+
+// QueueCPUStats is a snapshot of the counters: one entry per (queue, CPU)
+// that counted anything, ordered by queue then CPU.
+type QueueCPUStats []QueueCPUStat
+
+// ReadStats reads the per rx queue, per CPU counters. The counters are
+// cumulative since load; subtract two snapshots (Sub) for a rate. Without
+// KernOptions.Counters it returns an error rather than zeros, so a caller
+// cannot mistake "not counting" for "no traffic".
+func (k *KernObjects) ReadStats() (QueueCPUStats, error) {
+	if !k.counters || k.Stats == nil {
+		return nil, fmt.Errorf("read stats of %s: loaded without counters", k.Kind)
+	}
+	var out QueueCPUStats
+	err := readPerCPU(k.Stats, MaxQueues, func(queue, cpu int, v *kernQueueCounters) {
+		if v.Packets != 0 || v.Bytes != 0 {
+			out = append(out, QueueCPUStat{Queue: queue, CPU: cpu, Packets: v.Packets, Bytes: v.Bytes})
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read stats of %s: %w", k.Kind, err)
+	}
+	return out, nil
+}
+
+// Total sums all entries.
+func (s QueueCPUStats) Total() (packets, bytes uint64) {
+	for _, e := range s {
+		packets += e.Packets
+		bytes += e.Bytes
+	}
+	return packets, bytes
+}
+
+// ByQueue sums over CPUs: one entry per queue (CPU is -1), ordered by queue.
+func (s QueueCPUStats) ByQueue() QueueCPUStats {
+	return s.sumBy(func(e QueueCPUStat) QueueCPUStat { e.CPU = -1; return e })
+}
+
+// ByCPU sums over queues: one entry per CPU (Queue is -1), ordered by CPU.
+func (s QueueCPUStats) ByCPU() QueueCPUStats {
+	return s.sumBy(func(e QueueCPUStat) QueueCPUStat { e.Queue = -1; return e })
+}
+
+func (s QueueCPUStats) sumBy(key func(QueueCPUStat) QueueCPUStat) QueueCPUStats {
+	var out QueueCPUStats
+	index := map[[2]int]int{}
+	for _, e := range s {
+		e = key(e)
+		k := [2]int{e.Queue, e.CPU}
+		if i, ok := index[k]; ok {
+			out[i].Packets += e.Packets
+			out[i].Bytes += e.Bytes
+			continue
+		}
+		index[k] = len(out)
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b QueueCPUStat) int {
+		if a.Queue != b.Queue {
+			return a.Queue - b.Queue
+		}
+		return a.CPU - b.CPU
+	})
+	return out
+}
+
+// Sub returns s minus an earlier snapshot prev: what was counted in between.
+// Entries with nothing new are left out.
+func (s QueueCPUStats) Sub(prev QueueCPUStats) QueueCPUStats {
+	before := map[[2]int]QueueCPUStat{}
+	for _, e := range prev {
+		before[[2]int{e.Queue, e.CPU}] = e
+	}
+	var out QueueCPUStats
+	for _, e := range s {
+		p := before[[2]int{e.Queue, e.CPU}]
+		e.Packets -= p.Packets
+		e.Bytes -= p.Bytes
+		if e.Packets != 0 || e.Bytes != 0 {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// ProtoStat is how many frames of one IP protocol DropCountProto saw.
+type ProtoStat struct {
+	// Proto is the IPv4 protocol or IPv6 next header, or ProtoNotIP.
+	Proto   int    `json:"proto"`
+	Packets uint64 `json:"packets"`
+}
+
+// ReadProtoStats reads DropCountProto's counters, summed over CPUs, for
+// the protocols seen; ordered by protocol.
+func (k *KernObjects) ReadProtoStats() ([]ProtoStat, error) {
+	if k.ProtoStats == nil {
+		return nil, fmt.Errorf("read protocol stats: program %s does not count protocols", k.Kind)
+	}
+	sums := make([]uint64, ProtoNotIP+1)
+	err := readPerCPU(k.ProtoStats, len(sums), func(proto, _ int, v *uint64) { sums[proto] += *v })
+	if err != nil {
+		return nil, fmt.Errorf("read protocol stats: %w", err)
+	}
+	var out []ProtoStat
+	for proto, n := range sums {
+		if n != 0 {
+			out = append(out, ProtoStat{Proto: proto, Packets: n})
+		}
+	}
+	return out, nil
+}
+
+// readPerCPU calls fn for each key below n and each possible CPU of a
+// per-CPU array.
+func readPerCPU[V any](m *ebpf.Map, n int, fn func(key, cpu int, v *V)) error {
+	var values []V
+	for key := range uint32(n) {
+		if err := m.Lookup(key, &values); err != nil {
+			return fmt.Errorf("lookup key %d in %s: %w", key, m, err)
+		}
+		for cpu := range values {
+			fn(int(key), cpu, &values[cpu])
+		}
+	}
+	return nil
+}
+
+func boolByte(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,119 @@
+package bpf
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/cilium/ebpf/rlimit"
+)
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (CAP_BPF) to load programs")
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		t.Skipf("raise memlock rlimit: %v", err)
+	}
+}
+
+// ethFrame is a minimal IPv4/UDP frame to destination port dport.
+func ethFrame(dport uint16) []byte {
+	f := make([]byte, 64)
+	copy(f[0:6], []byte{2, 0, 0, 0, 0, 2})
+	copy(f[6:12], []byte{2, 0, 0, 0, 0, 1})
+	f[12], f[13] = 0x08, 0x00                  // IPv4
+	f[14], f[23] = 0x45, 17                    // version/IHL, protocol UDP
+	f[36], f[37] = byte(dport>>8), byte(dport) // UDP destination port
+	return f
+}
+
+func TestLoadKernEvery(t *testing.T) {
+	requireRoot(t)
+	want := map[KernProgram]uint32{Drop: 1, Pass: 2, TX: 3, DropCountProto: 1, TCDrop: 2 /* TC_ACT_SHOT */}
+	for _, p := range KernPrograms {
+		for _, counters := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/counters=%v", p, counters), func(t *testing.T) {
+				k, err := LoadKern(p, KernOptions{Counters: counters})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer k.Close()
+				if (k.TxPorts != nil) != (p == Redirect || p == RedirectMulti) {
+					t.Errorf("TxPorts = %v", k.TxPorts)
+				}
+				if (k.ProtoStats != nil) != (p == DropCountProto) {
+					t.Errorf("ProtoStats = %v", k.ProtoStats)
+				}
+				ret, _, err := k.Program.Test(ethFrame(9))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if v, ok := want[p]; ok && ret != v {
+					t.Errorf("verdict %d, want %d", ret, v)
+				}
+				s, err := k.ReadStats()
+				if !counters {
+					if err == nil {
+						t.Error("ReadStats without counters: no error")
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n, b := s.Total(); n != 1 || b != 64 {
+					t.Errorf("counted %d packets %d bytes, want 1 and 64", n, b)
+				}
+			})
+		}
+	}
+	if _, err := LoadKern("bogus", KernOptions{}); err == nil {
+		t.Error("LoadKern(bogus): no error")
+	}
+}
+
+func TestXskRedirectOptions(t *testing.T) {
+	requireRoot(t)
+	const xdpPass = 2
+	x, err := NewXskRedirect(XskOptions{Counters: true, UDPPort: 9999})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	for _, port := range []uint16{9999, 53} {
+		// Empty XSKMAP: wanted frames fall back to XDP_PASS too.
+		if ret, _, err := x.Program.Test(ethFrame(port)); err != nil || ret != xdpPass {
+			t.Fatalf("port %d: verdict %d, %v", port, ret, err)
+		}
+	}
+	s, err := x.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s) != 1 || s[0].Passed != 2 || s[0].Redirected != 0 {
+		t.Errorf("stats %+v, want 2 passed on one queue/CPU", s)
+	}
+}
+
+func TestQueueCPUStats(t *testing.T) {
+	s := QueueCPUStats{
+		{Queue: 0, CPU: 0, Packets: 10, Bytes: 100},
+		{Queue: 0, CPU: 1, Packets: 1, Bytes: 10},
+		{Queue: 1, CPU: 1, Packets: 5, Bytes: 50},
+	}
+	if n, b := s.Total(); n != 16 || b != 160 {
+		t.Errorf("Total = %d, %d", n, b)
+	}
+	if got := fmt.Sprint(s.ByQueue()); got != "[{0 -1 11 110} {1 -1 5 50}]" {
+		t.Errorf("ByQueue = %s", got)
+	}
+	if got := fmt.Sprint(s.ByCPU()); got != "[{-1 0 10 100} {-1 1 6 60}]" {
+		t.Errorf("ByCPU = %s", got)
+	}
+	prev := QueueCPUStats{{Queue: 0, CPU: 0, Packets: 4, Bytes: 40}, {Queue: 1, CPU: 1, Packets: 5, Bytes: 50}}
+	if got := fmt.Sprint(s.Sub(prev)); got != "[{0 0 6 60} {0 1 1 10}]" {
+		t.Errorf("Sub = %s", got)
+	}
+}

@@ -1,0 +1,350 @@
+package main
+
+// xdpeng gen: the live-frames generator (internal/gen), flags and printing.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/xdpeng/xdpeng/internal/cpuset"
+	"github.com/xdpeng/xdpeng/internal/gen"
+	"github.com/xdpeng/xdpeng/internal/netdev"
+	"github.com/xdpeng/xdpeng/internal/pkt"
+	"github.com/xdpeng/xdpeng/internal/units"
+)
+
+func init() { addCommand(newGenCmd()) }
+
+type genFlags struct {
+	iface            string
+	count            uint64
+	duration         time.Duration
+	rate             uint64
+	size             int
+	ports            int
+	threads          int
+	cpus             string
+	srcIP, dstIP     string
+	srcPort, dstPort uint16
+	srcMAC, dstMAC   string
+	vlan             uint16
+	interval         time.Duration
+	json             bool
+}
+
+// genFlagOf maps gen.Config fields to the flag that sets them, so that a
+// validation error names what the user typed.
+var genFlagOf = map[string]string{
+	"Frame.Size": "--size", "Frame.VLAN": "--vlan", "Frame.SrcMAC": "--src-mac", "Frame.DstMAC": "--dst-mac",
+	"Frame.SrcIP": "--src-ip", "Frame.DstIP": "--dst-ip", "Ports": "--ports", "Threads": "--threads",
+	"CPUs": "--cpus", "Rate": "--rate", "Duration": "--duration", "Interval": "--interval",
+}
+
+func newGenCmd() *cobra.Command {
+	f := &genFlags{}
+	cmd := &cobra.Command{
+		Use:   "gen -i DEV (--count N | --duration D)",
+		Short: "Send UDP frames at line rate from the kernel (live-frames XDP, like xdp-trafficgen)",
+		Long: `gen repeats one UDP frame out of DEV with BPF_PROG_TEST_RUN in live-frames
+mode: the kernel copies the frame and hands it to the device's ndo_xdp_xmit,
+no socket or skb involved. A run needs --count or --duration.
+
+Addresses are from 198.18.0.0/15, the range RFC 2544 reserves for benchmarking,
+so that generated traffic cannot reach a real service. On a veth the frames
+arrive only if the peer has an XDP program attached (or GRO on).
+
+"sent" counts frames the program redirected to DEV; on a veth, gen also reads
+the device's counters and says how many it accepted (tx_queue_N_xdp_xmit),
+refused (tx_queue_N_xdp_xmit_errors, e.g. the peer's ring was full) and how
+many were lost before the driver (device down, peer without XDP).`,
+		Example: `  xdpeng gen -i gen0 --count 10000000
+  xdpeng gen -i gen0 -d 10s --threads 2 --ports 16 --size 128
+  xdpeng gen -i gen0 -d 5s --rate 1000000 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runGen(cmd, f)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVarP(&f.iface, "interface", "i", "", "device to send out of (required)")
+	fs.Uint64Var(&f.count, "count", 0, "frames to send in total, split exactly across threads")
+	fs.DurationVarP(&f.duration, "duration", "d", 0, "stop after this long")
+	fs.Uint64Var(&f.rate, "rate", 0, "upper bound in frames per second over all threads (default: as fast as possible)")
+	fs.IntVar(&f.size, "size", 64, fmt.Sprintf("frame size in bytes without FCS, %d..%d", pkt.MinFrameSize, pkt.MaxFrameSize))
+	fs.IntVar(&f.ports, "ports", 1, "cycle the UDP destination port over this many values from --dst-port")
+	fs.IntVar(&f.threads, "threads", 1, "sending threads, one per CPU")
+	fs.StringVar(&f.cpus, "cpus", "", "CPU of each thread, e.g. 0 or 0,1 (default: the first --threads online CPUs)")
+	fs.StringVar(&f.srcIP, "src-ip", "", "source address (default: DEV's address in 198.18.0.0/15, else 198.18.0.1)")
+	fs.StringVar(&f.dstIP, "dst-ip", "198.18.0.2", "destination address, in 198.18.0.0/15 (or 2001:2::/48)")
+	fs.Uint16Var(&f.srcPort, "src-port", 1234, "UDP source port")
+	fs.Uint16Var(&f.dstPort, "dst-port", 9, "UDP destination port (9 is discard), the first of --ports")
+	fs.StringVar(&f.srcMAC, "src-mac", "", "source MAC (default: DEV's)")
+	fs.StringVar(&f.dstMAC, "dst-mac", "", "destination MAC (default: the veth peer's, else the neighbour entry of --dst-ip)")
+	fs.Uint16Var(&f.vlan, "vlan", 0, "802.1Q VLAN ID to tag frames with, 1..4094 (default: untagged)")
+	fs.DurationVarP(&f.interval, "interval", "I", time.Second, "progress interval")
+	fs.BoolVar(&f.json, "json", false, "print one JSON object per line")
+	_ = cmd.MarkFlagRequired("interface")
+	return cmd
+}
+
+func runGen(cmd *cobra.Command, f *genFlags) error {
+	if f.count == 0 && f.duration <= 0 {
+		return errors.New("gen needs a bound: give --count N or --duration D (it never sends without one)")
+	}
+	if f.interval <= 0 {
+		return fmt.Errorf("--interval %v: must be positive", f.interval)
+	}
+	cfg := gen.Config{
+		Ports: f.ports, Count: f.count, Duration: f.duration, Rate: f.rate, Threads: f.threads, Interval: f.interval,
+		Frame: pkt.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort, VLAN: f.vlan, Size: f.size},
+	}
+	if f.ports < 1 {
+		return fmt.Errorf("--ports %d: need at least 1", f.ports)
+	}
+	if f.threads < 1 {
+		return fmt.Errorf("--threads %d: need at least 1", f.threads)
+	}
+	if f.cpus != "" {
+		cpus, err := cpuset.Parse(f.cpus, "CPU")
+		if err != nil {
+			return fmt.Errorf("--cpus: %w", err)
+		}
+		cfg.CPUs = cpus
+		if !cmd.Flags().Changed("threads") {
+			cfg.Threads = len(cpus)
+		}
+	}
+	var err error
+	if cfg.Frame.DstIP, err = netip.ParseAddr(f.dstIP); err != nil {
+		return fmt.Errorf("--dst-ip %q is not an IP address", f.dstIP)
+	}
+	cfg.Frame.DstIP = cfg.Frame.DstIP.Unmap()
+	benchV6 := netip.MustParsePrefix("2001:2::/48")
+	if !gen.BenchmarkPrefix().Contains(cfg.Frame.DstIP) && !benchV6.Contains(cfg.Frame.DstIP) {
+		return fmt.Errorf("--dst-ip %s is outside %s (IPv6: %s), the ranges reserved for benchmarking (RFC 2544, RFC 5180): "+
+			"gen sends only there so that its traffic cannot hit a real service", cfg.Frame.DstIP, gen.BenchmarkPrefix(), benchV6)
+	}
+	if f.srcIP != "" {
+		if cfg.Frame.SrcIP, err = netip.ParseAddr(f.srcIP); err != nil {
+			return fmt.Errorf("--src-ip %q is not an IP address", f.srcIP)
+		}
+		cfg.Frame.SrcIP = cfg.Frame.SrcIP.Unmap()
+	}
+	if f.srcMAC != "" {
+		if cfg.Frame.SrcMAC, err = parseMAC(f.srcMAC); err != nil {
+			return fmt.Errorf("--src-mac: %w", err)
+		}
+	}
+	if f.dstMAC != "" {
+		if cfg.Frame.DstMAC, err = parseMAC(f.dstMAC); err != nil {
+			return fmt.Errorf("--dst-mac: %w", err)
+		}
+	}
+
+	if os.Geteuid() != 0 {
+		return errors.New("xdpeng gen needs root (CAP_BPF, CAP_NET_ADMIN): run with sudo")
+	}
+	if err := raiseMemlock(); err != nil {
+		return err
+	}
+	info, err := netdev.Lookup(f.iface)
+	if err != nil {
+		return fmt.Errorf("-i: %w", err)
+	}
+	cfg.Ifindex = info.Index
+	if cfg.Frame.SrcMAC == nil {
+		cfg.Frame.SrcMAC = info.MAC
+	}
+	if !cfg.Frame.SrcIP.IsValid() {
+		cfg.Frame.SrcIP = netip.MustParseAddr("198.18.0.1")
+		if cfg.Frame.DstIP.Is6() {
+			cfg.Frame.SrcIP = netip.MustParseAddr("2001:2::1")
+		} else if ip, ok, err := gen.BenchmarkSrcIP(info.Index); err != nil {
+			return err
+		} else if ok {
+			cfg.Frame.SrcIP = ip
+		}
+	}
+	if cfg.Frame.DstMAC == nil {
+		mac, _, err := gen.DstMAC(info.Index, cfg.Frame.DstIP)
+		if err != nil {
+			return fmt.Errorf("%w: give the receiver's address with --dst-mac", err)
+		}
+		cfg.Frame.DstMAC = mac
+	}
+	if err := cfg.Validate(); err != nil {
+		return flagError(err)
+	}
+
+	ctx, stop := signalContext()
+	defer stop()
+	p := &genPrinter{w: cmd.OutOrStdout(), json: f.json, iface: info.Name, size: cfg.Frame.Size}
+	if !f.json {
+		fmt.Fprintf(p.w, "gen %s: %d-byte UDP %s:%d -> %s:%d (%s), %d port(s), %d thread(s) on CPU %s\n",
+			info.Name, cfg.Frame.Size, cfg.Frame.SrcIP, cfg.Frame.SrcPort, cfg.Frame.DstIP, cfg.Frame.DstPort,
+			cfg.Frame.DstMAC, cfg.Ports, cfg.Threads, cpuset.Format(cfg.CPUs))
+	}
+	s, err := gen.Run(ctx, cfg, p.interval)
+	p.summary(s)
+	if err != nil {
+		return flagError(err)
+	}
+	return nil
+}
+
+func parseMAC(s string) (net.HardwareAddr, error) {
+	mac, err := net.ParseMAC(s)
+	if err != nil || len(mac) != 6 {
+		return nil, fmt.Errorf("%q is not an Ethernet address like 02:00:00:00:00:01", s)
+	}
+	return mac, nil
+}
+
+// flagError rewrites a gen.FieldError to name the flag behind the field.
+func flagError(err error) error {
+	var fe *gen.FieldError
+	if errors.As(err, &fe) {
+		if flag, ok := genFlagOf[fe.Field]; ok {
+			return fmt.Errorf("%s: %s", flag, fe.Msg)
+		}
+	}
+	return err
+}
+
+// genPrinter prints progress and the summary, as text or JSON lines.
+type genPrinter struct {
+	w     io.Writer
+	json  bool
+	iface string
+	size  int
+	prev  gen.Stats
+}
+
+type genThreadJSON struct {
+	CPU       int     `json:"cpu"`
+	TxPackets uint64  `json:"tx_packets"`
+	TxPPS     float64 `json:"tx_pps,omitempty"`
+}
+
+type genIntervalJSON struct {
+	Type       string          `json:"type"`
+	Mode       string          `json:"mode"`
+	Interface  string          `json:"interface"`
+	TimeS      float64         `json:"time_s"`
+	IntervalS  float64         `json:"interval_s"`
+	TxPackets  uint64          `json:"tx_packets"`
+	TxPPS      float64         `json:"tx_pps"`
+	TxBPS      float64         `json:"tx_bps"`
+	PerThread  []genThreadJSON `json:"per_thread"`
+	XmitErrors *uint64         `json:"xmit_errors"`
+}
+
+type genSummaryJSON struct {
+	Type        string          `json:"type"`
+	Mode        string          `json:"mode"`
+	Interface   string          `json:"interface"`
+	FrameSize   int             `json:"frame_size"`
+	TxPackets   uint64          `json:"tx_packets"`
+	TxBytes     uint64          `json:"tx_bytes"`
+	DurationS   float64         `json:"duration_s"`
+	TxPPS       float64         `json:"tx_pps"`
+	PerThread   []genThreadJSON `json:"per_thread"`
+	DeviceXmit  *uint64         `json:"device_xmit"`
+	XmitErrors  *uint64         `json:"xmit_errors"`
+	Unaccounted *uint64         `json:"lost_before_driver"`
+}
+
+func (p *genPrinter) interval(s gen.Stats) {
+	dt := (s.Duration - p.prev.Duration).Seconds()
+	if dt <= 0 {
+		return
+	}
+	sent := s.Sent - p.prev.Sent
+	pps := float64(sent) / dt
+	threads := make([]genThreadJSON, len(s.PerThread))
+	for i, t := range s.PerThread {
+		var before uint64
+		if i < len(p.prev.PerThread) {
+			before = p.prev.PerThread[i].Sent
+		}
+		threads[i] = genThreadJSON{CPU: t.CPU, TxPackets: t.Sent - before, TxPPS: float64(t.Sent-before) / dt}
+	}
+	var errs *uint64
+	if s.DeviceCounters {
+		e := s.Errors - p.prev.Errors
+		errs = &e
+	}
+	if p.json {
+		p.emit(genIntervalJSON{Type: "interval", Mode: "gen", Interface: p.iface, TimeS: s.Duration.Seconds(),
+			IntervalS: dt, TxPackets: sent, TxPPS: pps, TxBPS: pps * float64(units.WireBits(uint64(p.size))),
+			PerThread: threads, XmitErrors: errs})
+	} else {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%7.1fs  total %11s %11s", s.Duration.Seconds(), units.PPS(pps),
+			units.BPS(pps*float64(units.WireBits(uint64(p.size)))))
+		if errs != nil {
+			fmt.Fprintf(&b, "  xmit errors %d", *errs)
+		}
+		if len(threads) > 1 {
+			for _, t := range threads {
+				fmt.Fprintf(&b, "  | cpu %d %s", t.CPU, units.PPS(t.TxPPS))
+			}
+		}
+		fmt.Fprintln(p.w, b.String())
+	}
+	p.prev = s
+}
+
+func (p *genPrinter) summary(s gen.Stats) {
+	secs := s.Duration.Seconds()
+	threads := make([]genThreadJSON, len(s.PerThread))
+	for i, t := range s.PerThread {
+		threads[i] = genThreadJSON{CPU: t.CPU, TxPackets: t.Sent}
+		if secs > 0 {
+			threads[i].TxPPS = float64(t.Sent) / secs
+		}
+	}
+	var pps float64
+	if secs > 0 {
+		pps = float64(s.Sent) / secs
+	}
+	if p.json {
+		out := genSummaryJSON{Type: "summary", Mode: "gen", Interface: p.iface, FrameSize: p.size,
+			TxPackets: s.Sent, TxBytes: s.Bytes, DurationS: secs, TxPPS: pps, PerThread: threads}
+		if s.DeviceCounters {
+			xmit, errs, lost := s.Xmit, s.Errors, s.Unaccounted()
+			out.DeviceXmit, out.XmitErrors, out.Unaccounted = &xmit, &errs, &lost
+		}
+		p.emit(out)
+		return
+	}
+	fmt.Fprintf(p.w, "sent %d frames (%d bytes each, %d bytes) in %.3fs: %.3f Mpps, %s on the wire\n",
+		s.Sent, p.size, s.Bytes, secs, units.Mpps(s.Sent, secs), units.BPS(pps*float64(units.WireBits(uint64(p.size)))))
+	for _, t := range threads {
+		fmt.Fprintf(p.w, "  cpu %d: %d frames, %.3f Mpps\n", t.CPU, t.TxPackets, t.TxPPS/1e6)
+	}
+	if s.DeviceCounters {
+		fmt.Fprintf(p.w, "device %s: accepted %d, xmit errors %d, lost before the driver %d\n",
+			p.iface, s.Xmit, s.Errors, s.Unaccounted())
+	} else {
+		fmt.Fprintf(p.w, "device %s has no XDP transmit counters: sent is what the program redirected to it\n", p.iface)
+	}
+}
+
+func (p *genPrinter) emit(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "xdpeng: encode JSON: %v\n", err)
+		return
+	}
+	fmt.Fprintf(p.w, "%s\n", b)
+}

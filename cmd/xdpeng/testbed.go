@@ -1,0 +1,220 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/xdpeng/xdpeng/internal/cpuset"
+	"github.com/xdpeng/xdpeng/internal/testbed"
+)
+
+func init() { addCommand(newTestbedCmd()) }
+
+const defaultBedName = "xdpeng"
+
+func newTestbedCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "testbed",
+		Short: "Create, inspect and remove a veth test bed (no NIC needed)",
+		Long: `A test bed is two network namespaces, NAME-gen (the generator) and NAME-dut
+(the device under test), joined by veth pairs genK <-> dutK with addresses
+198.18.K.1 and 198.18.K.2, static neighbours, GRO on (so that XDP-redirected
+frames are delivered) and, where there is a CPU for it, threaded NAPI on the
+DUT pinned to its own CPU.`,
+		Example: `  xdpeng testbed up --queues 2
+  xdpeng testbed status
+  xdpeng testbed down --name xdpeng`,
+	}
+	cmd.AddCommand(newTestbedUpCmd(), newTestbedDownCmd(), newTestbedStatusCmd())
+	return cmd
+}
+
+func newTestbedUpCmd() *cobra.Command {
+	var (
+		cfg              testbed.Config
+		genCPUs, dutCPUs string
+		napi             string
+	)
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Create a test bed",
+		Long: `Create namespaces NAME-gen and NAME-dut and --links veth pairs with --queues
+receive and transmit queues on each end, then print what was made and how to
+use it. Nothing is left behind if a step fails.
+
+--napi chooses where the DUT's veth receive work runs:
+  softirq   on the sending CPU (the generator's): layout "A", the default
+  threaded  threaded and pinned to --dut-cpus, or fail: layout "B"
+  auto      threaded, pinned to --dut-cpus, if they differ from --gen-cpus`,
+		Example: `  xdpeng testbed up
+  xdpeng testbed up --name t1 --queues 4 --links 2
+  xdpeng testbed up --gen-cpus 0 --dut-cpus 1 --napi threaded`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if cfg.NAPI, err = parseNAPIMode(napi); err != nil {
+				return err
+			}
+			if genCPUs != "" {
+				if cfg.GenCPUs, err = cpuset.Parse(genCPUs, "CPU"); err != nil {
+					return fmt.Errorf("--gen-cpus: %w", err)
+				}
+			}
+			if dutCPUs != "" {
+				if cfg.DUTCPUs, err = cpuset.Parse(dutCPUs, "CPU"); err != nil {
+					return fmt.Errorf("--dut-cpus: %w", err)
+				}
+			}
+			bed, err := testbed.Up(cfg)
+			if err != nil {
+				return err
+			}
+			printBed(cmd.OutOrStdout(), bed)
+			printExamples(cmd.OutOrStdout(), bed)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Name, "name", defaultBedName, "test bed name: namespaces are NAME-gen and NAME-dut")
+	f.IntVarP(&cfg.Queues, "queues", "q", 1, fmt.Sprintf("receive and transmit queues per veth end (1-%d)", testbed.MaxQueues))
+	f.IntVar(&cfg.Links, "links", 1, fmt.Sprintf("veth pairs genK <-> dutK (1-%d)", testbed.MaxLinks))
+	f.StringVar(&genCPUs, "gen-cpus", "", "CPUs of the generator, e.g. 0 (default: the first CPU)")
+	f.StringVar(&dutCPUs, "dut-cpus", "", "CPUs for the DUT's NAPI kthreads, e.g. 1 (default: the last CPU)")
+	f.StringVar(&napi, "napi", "softirq", "DUT receive work: softirq (layout A), threaded (layout B) or auto")
+	return cmd
+}
+
+func parseNAPIMode(s string) (testbed.NAPIMode, error) {
+	switch s {
+	case "auto":
+		return testbed.NAPIAuto, nil
+	case "softirq":
+		return testbed.NAPISoftirq, nil
+	case "threaded":
+		return testbed.NAPIThreaded, nil
+	}
+	return 0, fmt.Errorf("--napi %q: use auto, softirq or threaded", s)
+}
+
+func newTestbedDownCmd() *cobra.Command {
+	var name string
+	cmd := &cobra.Command{
+		Use:   "down",
+		Short: "Remove a test bed",
+		Long: `Delete the veth pairs and the namespaces NAME-gen and NAME-dut. Removing a bed
+that is already gone, or half made, is not an error.`,
+		Example: `  xdpeng testbed down
+  xdpeng testbed down --name t1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := testbed.Down(name); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "test bed %s removed (namespaces %s, %s)\n", name, testbed.GenNS(name), testbed.DUTNS(name))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", defaultBedName, "test bed name")
+	return cmd
+}
+
+func newTestbedStatusCmd() *cobra.Command {
+	var name string
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Describe test beds",
+		Long: `Without --name, describe every test bed found (NAME-gen/NAME-dut namespaces in
+/var/run/netns); with --name, describe that one or fail if it does not exist.`,
+		Example: `  xdpeng testbed status
+  xdpeng testbed status --name t1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			if name != "" {
+				bed, err := testbed.Open(name)
+				if err != nil {
+					return err
+				}
+				printBed(out, bed)
+				return nil
+			}
+			names, err := testbed.List()
+			if err != nil {
+				return err
+			}
+			if len(names) == 0 {
+				fmt.Fprintln(out, "no test beds; create one with: xdpeng testbed up")
+				return nil
+			}
+			var errs []error
+			for i, n := range names {
+				if i > 0 {
+					fmt.Fprintln(out)
+				}
+				bed, err := testbed.Open(n)
+				if err != nil {
+					// Keep listing: a half-made bed should not hide the others.
+					fmt.Fprintf(out, "test bed %s: %v\n", n, err)
+					errs = append(errs, err)
+					continue
+				}
+				printBed(out, bed)
+			}
+			if len(errs) > 0 {
+				return fmt.Errorf("%d of %d test beds are broken: %w", len(errs), len(names), errors.Join(errs...))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "test bed name (default: all)")
+	return cmd
+}
+
+func printBed(w io.Writer, b *testbed.Bed) {
+	fmt.Fprintf(w, "test bed %s\n", b.Name)
+	fmt.Fprintf(w, "  namespaces   %s (generator), %s (device under test)\n", b.GenNS, b.DUTNS)
+	fmt.Fprintf(w, "  queues       %d rx + %d tx per veth end\n", b.Queues, b.Queues)
+	for _, l := range b.Links {
+		fmt.Fprintf(w, "  link         %-6s %s %-15s <-> %-6s %s %s\n",
+			l.Gen, l.GenMAC, l.GenIP, l.DUT, l.DUTMAC, l.DUTIP)
+	}
+	fmt.Fprintf(w, "  CPUs         generator %s, DUT %s\n", cpusOrDash(b.GenCPUs), cpusOrDash(b.DUTCPUs))
+	if b.ThreadedNAPI {
+		var ts []string
+		for _, t := range b.NAPIThreads {
+			ts = append(ts, fmt.Sprintf("napi/%s-%d (pid %d, CPU %s)", t.Dev, t.ID, t.PID, cpusOrDash(t.CPUs)))
+		}
+		fmt.Fprintf(w, "  threaded NAPI yes: %s\n", strings.Join(ts, ", "))
+		if b.NAPINote != "" {
+			fmt.Fprintf(w, "                %s\n", b.NAPINote)
+		}
+	} else {
+		fmt.Fprintf(w, "  threaded NAPI no (%s)\n", b.NAPINote)
+	}
+}
+
+func cpusOrDash(c []int) string {
+	if len(c) == 0 {
+		return "-"
+	}
+	return cpuset.Format(c)
+}
+
+func printExamples(w io.Writer, b *testbed.Bed) {
+	l := b.Links[0]
+	q := "0"
+	if b.Queues > 1 {
+		q = fmt.Sprintf("0-%d", b.Queues-1)
+	}
+	self := os.Args[0]
+	fmt.Fprintf(w, "\ntry:\n")
+	fmt.Fprintf(w, "  ip netns exec %s %s rxdrop -i %s -q %s\n", b.DUTNS, self, l.DUT, q)
+	fmt.Fprintf(w, "  ip netns exec %s %s gen -i %s --dst-mac %s\n", b.GenNS, self, l.Gen, l.DUTMAC)
+	fmt.Fprintf(w, "  ip netns exec %s ethtool -S %s\n", b.DUTNS, l.DUT)
+	fmt.Fprintf(w, "  %s testbed down --name %s\n", self, b.Name)
+}

@@ -1,0 +1,267 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/internal/gen"
+	"github.com/xdpeng/xdpeng/internal/netdev"
+	"github.com/xdpeng/xdpeng/internal/pkt"
+	"github.com/xdpeng/xdpeng/internal/testbed"
+	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+)
+
+// running is an engine started on a test bed's DUT.
+type running struct {
+	t    *testing.T
+	eng  *engine.Engine
+	stop context.CancelFunc
+	done chan error
+}
+
+// start creates an engine inside the DUT namespace (its sockets and
+// program stay there) and runs it until the test ends or finish is called.
+func start(t *testing.T, bed *testbed.Bed, cfg engine.Config) *running {
+	t.Helper()
+	var eng *engine.Engine
+	if err := bed.InDUT(func() (err error) {
+		eng, err = engine.New(cfg)
+		return err
+	}); err != nil {
+		t.Fatalf("engine.New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{t: t, eng: eng, stop: cancel, done: make(chan error, 1)}
+	go func() { r.done <- eng.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-r.done
+		eng.Close()
+	})
+	return r
+}
+
+// waitFor waits until the engine has received want frames or its count
+// has stopped changing for a while, then stops it and returns the totals.
+func (r *running) finish(want uint64) engine.Snapshot {
+	r.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var last uint64
+	stable := 0
+	for time.Now().Before(deadline) {
+		s, err := r.eng.Stats()
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		got := s.Total().RxPackets
+		if got >= want {
+			break
+		}
+		if got == last {
+			if stable++; stable > 20 {
+				break
+			}
+		} else {
+			stable = 0
+		}
+		last = got
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.stop()
+	if err := <-r.done; err != nil {
+		r.t.Fatalf("engine.Run: %v", err)
+	}
+	r.done <- nil // for the cleanup
+	s, err := r.eng.Stats()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return s
+}
+
+// send runs the generator in the bed's gen namespace.
+func send(t *testing.T, bed *testbed.Bed, link int, cfg gen.Config) gen.Stats {
+	t.Helper()
+	l := bed.Links[link]
+	cfg.Ifindex = l.GenIndex
+	if cfg.Frame.Size == 0 {
+		cfg.Frame = pkt.UDPConfig{
+			SrcMAC: l.GenMAC, DstMAC: l.DUTMAC,
+			SrcIP:   netip.MustParseAddr(l.GenIP.String()),
+			DstIP:   netip.MustParseAddr(l.DUTIP.String()),
+			SrcPort: 1234, DstPort: 9, Size: 64,
+		}
+	}
+	var st gen.Stats
+	if err := bed.InGen(func() (err error) {
+		st, err = gen.Run(context.Background(), cfg, nil)
+		return err
+	}); err != nil {
+		t.Fatalf("gen.Run: %v", err)
+	}
+	return st
+}
+
+func rxdropConfig(bed *testbed.Bed) engine.Config {
+	cfg := engine.DefaultConfig()
+	cfg.Interface = bed.Links[0].DUT
+	return cfg
+}
+
+func TestRxDropExactCount(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		queues  int
+		threads int
+		count   uint64
+	}{
+		{"1queue", 1, 1, 100_000},
+		{"2queues", 2, 2, 200_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bed := testbedtest.New(t, tc.queues, 1)
+			r := start(t, bed, rxdropConfig(bed))
+			st := send(t, bed, 0, gen.Config{Count: tc.count, Rate: tc.count, Threads: tc.threads})
+			if st.Sent != tc.count {
+				t.Fatalf("generator sent %d, want %d", st.Sent, tc.count)
+			}
+			s := r.finish(tc.count)
+			tot := s.Total()
+			if tot.RxPackets != tc.count {
+				t.Errorf("received %d frames, want exactly %d (xdp stats %+v, generator %+v)", tot.RxPackets, tc.count, tot.XDP, st)
+			}
+			if tot.RxBytes != tc.count*64 {
+				t.Errorf("received %d bytes, want %d", tot.RxBytes, tc.count*64)
+			}
+			if tot.XDP != (engine.QueueStats{}).XDP {
+				t.Errorf("XDP statistics not zero: %+v", tot.XDP)
+			}
+			if len(s.Queues) != tc.queues {
+				t.Fatalf("%d queues bound, want %d", len(s.Queues), tc.queues)
+			}
+			for _, q := range s.Queues {
+				if q.RxPackets == 0 {
+					t.Errorf("queue %d received nothing: %+v", q.Queue, s.Queues)
+				}
+			}
+		})
+	}
+}
+
+// TestRxDropAccountingUnbounded sends as fast as the generator can for a
+// while: whatever the engine cannot take must show up as a counted drop.
+func TestRxDropAccountingUnbounded(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	cfg := rxdropConfig(bed)
+	cfg.FillSize, cfg.RxSize, cfg.CompletionSize = 64, 64, 64
+	cfg.NumFrames = 128
+	r := start(t, bed, cfg)
+	var before []netdev.VethQueue
+	bed.InDUT(func() (err error) { before, err = netdev.VethQueueCounters(bed.Links[0].DUT); return err })
+	st := send(t, bed, 0, gen.Config{Duration: time.Second, Threads: 1})
+	s := r.finish(st.Sent)
+	var after []netdev.VethQueue
+	if err := bed.InDUT(func() (err error) { after, err = netdev.VethQueueCounters(bed.Links[0].DUT); return err }); err != nil {
+		t.Fatal(err)
+	}
+	tot := s.Total()
+	vethRxDrops := netdev.SumVethQueues(after).RxDrops - netdev.SumVethQueues(before).RxDrops
+	// Every frame the generator handed over either reached the socket, was
+	// dropped by the socket (rx ring full, no fill buffer: XDP_STATISTICS),
+	// or was refused by the veth before XDP ran (xmit errors: its ring to
+	// the peer was full).
+	got := tot.RxPackets + tot.XDP.Drops() + st.Errors + st.Unaccounted()
+	t.Logf("sent %d: received %d, socket drops %d (%+v), veth xmit errors %d, unaccounted %d; veth rx drops %d",
+		st.Sent, tot.RxPackets, tot.XDP.Drops(), tot.XDP, st.Errors, st.Unaccounted(), vethRxDrops)
+	if got != st.Sent {
+		t.Errorf("sent %d != received %d + socket drops %d + veth xmit errors %d = %d",
+			st.Sent, tot.RxPackets, tot.XDP.Drops(), st.Errors, got)
+	}
+	if st.Unaccounted() != 0 {
+		t.Errorf("%d frames vanished before the veth counted them", st.Unaccounted())
+	}
+	// The socket's drops are failed redirects, which veth counts as well.
+	if vethRxDrops != tot.XDP.Drops() {
+		t.Errorf("veth counted %d failed redirects, the socket %d drops", vethRxDrops, tot.XDP.Drops())
+	}
+}
+
+func TestDetachOnClose(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	dut := bed.Links[0].DUT
+	err := bed.InDUT(func() error {
+		eng, err := engine.New(rxdropConfig(bed))
+		if err != nil {
+			return err
+		}
+		info, err := netdev.Lookup(dut)
+		if err != nil {
+			eng.Close()
+			return err
+		}
+		if st, _ := netdev.XDPAttached(info.Index); st.ProgID == 0 {
+			return errors.New("no XDP program attached while the engine exists")
+		}
+		if err := eng.Close(); err != nil {
+			return err
+		}
+		if st, _ := netdev.XDPAttached(info.Index); st.ProgID != 0 {
+			return errors.New("XDP program still attached after Close")
+		}
+		// A second engine on the same queues works: nothing was left bound.
+		eng, err = engine.New(rxdropConfig(bed))
+		if err != nil {
+			return err
+		}
+		return eng.Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	bed := testbedtest.New(t, 2, 1)
+	for _, tc := range []struct {
+		name string
+		mod  func(*engine.Config)
+		want string
+	}{
+		{"missing interface", func(c *engine.Config) { c.Interface = "nosuch0" }, `interface "nosuch0" not found`},
+		{"queue out of range", func(c *engine.Config) { c.Queues = []int{0, 5} }, "queue 5"},
+		{"frame size", func(c *engine.Config) { c.FrameSize = 3000 }, "frame size 3000"},
+		{"ring size", func(c *engine.Config) { c.RxSize = 1000 }, "rx ring size 1000"},
+		{"batch", func(c *engine.Config) { c.Batch = 4096 }, "batch size 4096"},
+		{"cpus", func(c *engine.Config) { c.Queues = []int{0}; c.CPUs = []int{4000} }, "CPU 4000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := rxdropConfig(bed)
+			tc.mod(&cfg)
+			err := bed.InDUT(func() error {
+				eng, err := engine.New(cfg)
+				if err == nil {
+					eng.Close()
+				}
+				return err
+			})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			bed.InDUT(func() error {
+				info, err := netdev.Lookup(bed.Links[0].DUT)
+				if err != nil {
+					return err
+				}
+				if st, _ := netdev.XDPAttached(info.Index); st.ProgID != 0 {
+					t.Errorf("XDP program left attached after a refused configuration")
+				}
+				return nil
+			})
+		})
+	}
+}

@@ -1,0 +1,108 @@
+package gen
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+)
+
+// BenchmarkPrefix is 198.18.0.0/15, the range RFC 2544 reserves for
+// benchmarking network devices: traffic to it cannot reach anyone's service.
+func BenchmarkPrefix() netip.Prefix { return netip.MustParsePrefix("198.18.0.0/15") }
+
+// BenchmarkSrcIP returns the first IPv4 address of the interface that lies
+// in BenchmarkPrefix; ok is false when it has none.
+func BenchmarkSrcIP(ifindex int) (addr netip.Addr, ok bool, err error) {
+	link, err := netlink.LinkByIndex(ifindex)
+	if err != nil {
+		return netip.Addr{}, false, fmt.Errorf("interface index %d: %w", ifindex, err)
+	}
+	addrs, err := netlink.AddrList(link, netlink.FAMILY_V4)
+	if err != nil {
+		return netip.Addr{}, false, fmt.Errorf("list addresses of %s: %w", link.Attrs().Name, err)
+	}
+	for _, a := range addrs {
+		ip, ok := netip.AddrFromSlice(a.IP.To4())
+		if ok && BenchmarkPrefix().Contains(ip) {
+			return ip, true, nil
+		}
+	}
+	return netip.Addr{}, false, nil
+}
+
+// ErrNoDstMAC is returned by DstMAC when it finds no address to send to.
+var ErrNoDstMAC = errors.New("no destination MAC found")
+
+// DstMAC finds the MAC address frames sent out of ifindex to dst should
+// carry: on a veth, its peer's address (the peer may live in another network
+// namespace); otherwise the neighbour table's entry for dst. how says which
+// of the two it used.
+func DstMAC(ifindex int, dst netip.Addr) (mac net.HardwareAddr, how string, err error) {
+	link, err := netlink.LinkByIndex(ifindex)
+	if err != nil {
+		return nil, "", fmt.Errorf("interface index %d: %w", ifindex, err)
+	}
+	if _, isVeth := link.(*netlink.Veth); isVeth {
+		if mac, err := vethPeerMAC(link); err == nil {
+			return mac, "veth peer", nil
+		}
+	}
+	family := netlink.FAMILY_V4
+	if dst.Is6() && !dst.Is4In6() {
+		family = netlink.FAMILY_V6
+	}
+	neighs, err := netlink.NeighList(ifindex, family)
+	if err != nil {
+		return nil, "", fmt.Errorf("list neighbours of %s: %w", link.Attrs().Name, err)
+	}
+	for _, n := range neighs {
+		ip, ok := netip.AddrFromSlice(n.IP)
+		usable := n.State&(netlink.NUD_INCOMPLETE|netlink.NUD_FAILED) == 0
+		if ok && ip.Unmap() == dst.Unmap() && len(n.HardwareAddr) == 6 && usable {
+			return n.HardwareAddr, "neighbour entry", nil
+		}
+	}
+	return nil, "", fmt.Errorf("%s is not a veth and has no neighbour entry for %s: %w", link.Attrs().Name, dst, ErrNoDstMAC)
+}
+
+// vethPeerMAC returns the address of a veth's peer. Netlink gives the peer's
+// ifindex (IFLA_LINK) and, when the peer is in another namespace, that
+// namespace's id as seen from ours (IFLA_LINK_NETNSID); RTM_GETLINK with
+// IFLA_TARGET_NETNSID then reads the peer without entering its namespace.
+func vethPeerMAC(link netlink.Link) (net.HardwareAddr, error) {
+	attrs := link.Attrs()
+	if attrs.ParentIndex <= 0 {
+		return nil, fmt.Errorf("veth %s: peer index unknown", attrs.Name)
+	}
+	var peer netlink.Link
+	var err error
+	if attrs.NetNsID < 0 {
+		peer, err = netlink.LinkByIndex(attrs.ParentIndex)
+	} else {
+		req := nl.NewNetlinkRequest(unix.RTM_GETLINK, unix.NLM_F_ACK)
+		msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+		msg.Index = int32(attrs.ParentIndex)
+		req.AddData(msg)
+		req.AddData(nl.NewRtAttr(unix.IFLA_TARGET_NETNSID, nl.Uint32Attr(uint32(attrs.NetNsID))))
+		var msgs [][]byte
+		msgs, err = req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWLINK)
+		if err == nil && len(msgs) != 1 {
+			err = fmt.Errorf("%d answers", len(msgs))
+		}
+		if err == nil {
+			peer, err = netlink.LinkDeserialize(nil, msgs[0])
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("veth %s: read peer %d: %w", attrs.Name, attrs.ParentIndex, err)
+	}
+	if mac := peer.Attrs().HardwareAddr; len(mac) == 6 {
+		return mac, nil
+	}
+	return nil, fmt.Errorf("veth %s: peer has no Ethernet address", attrs.Name)
+}

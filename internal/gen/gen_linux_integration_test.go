@@ -1,0 +1,448 @@
+package gen
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/xdpeng/xdpeng/internal/cpuset"
+	"github.com/xdpeng/xdpeng/internal/netdev"
+	"github.com/xdpeng/xdpeng/internal/pkt"
+)
+
+// These tests build their own pair of throwaway network namespaces joined
+// by a veth (gen0 on the generator side, dut0 on the receiver's), so the
+// traffic never leaves them; closing the namespaces' last handles at the end
+// of the test destroys both, veth included.
+
+type vethPair struct {
+	genNS, dutNS netns.NsHandle
+	gen, dut     *netdev.Info
+}
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: creates network namespaces and loads BPF programs (CAP_SYS_ADMIN, CAP_BPF, CAP_NET_ADMIN)")
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// inNS runs fn on a thread in ns (netns.None(): the current one) and moves
+// the thread back after. If that fails, the thread is left locked so that
+// the runtime discards it with the goroutine.
+func inNS(t *testing.T, ns netns.NsHandle, fn func() error) error {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer orig.Close()
+		if ns.IsOpen() {
+			if err := netns.Set(ns); err != nil {
+				errc <- err
+				return
+			}
+		}
+		err = fn()
+		if netns.Set(orig) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- err
+	}()
+	return <-errc
+}
+
+func newVethPair(t *testing.T, queues int) *vethPair {
+	t.Helper()
+	needRoot(t)
+	p := &vethPair{}
+	err := inNS(t, netns.None(), func() error {
+		// netns.New moves the thread into the new namespace; inNS moves
+		// it back to where it started.
+		var err error
+		if p.genNS, err = netns.New(); err != nil {
+			return fmt.Errorf("create generator namespace: %w", err)
+		}
+		if p.dutNS, err = netns.New(); err != nil {
+			return fmt.Errorf("create DUT namespace: %w", err)
+		}
+		return nil
+	})
+	t.Cleanup(func() {
+		if p.genNS.IsOpen() {
+			p.genNS.Close()
+		}
+		if p.dutNS.IsOpen() {
+			p.dutNS.Close()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = inNS(t, p.genNS, func() error {
+		veth := &netlink.Veth{
+			LinkAttrs: netlink.LinkAttrs{Name: "gen0", NumTxQueues: queues, NumRxQueues: queues},
+			PeerName:  "dut0", PeerNumTxQueues: uint32(queues), PeerNumRxQueues: uint32(queues),
+			PeerNamespace: netlink.NsFd(p.dutNS),
+		}
+		if err := netlink.LinkAdd(veth); err != nil {
+			return fmt.Errorf("add veth: %w", err)
+		}
+		if err := netlink.LinkSetUp(veth); err != nil {
+			return err
+		}
+		p.gen, err = netdev.Lookup("gen0")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = inNS(t, p.dutNS, func() error {
+		l, err := netlink.LinkByName("dut0")
+		if err != nil {
+			return err
+		}
+		if err := netlink.LinkSetUp(l); err != nil {
+			return err
+		}
+		p.dut, err = netdev.Lookup("dut0")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// attachDUT attaches an XDP program returning action to dut0.
+func (p *vethPair) attachDUT(t *testing.T, action int32) {
+	t.Helper()
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type:         ebpf.XDP,
+		License:      "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, action), asm.Return()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { prog.Close() })
+	err = inNS(t, p.dutNS, func() error {
+		l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: p.dut.Index})
+		if err != nil {
+			return fmt.Errorf("attach XDP to dut0: %w", err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (p *vethPair) dutQueues(t *testing.T) []netdev.VethQueue {
+	t.Helper()
+	var qs []netdev.VethQueue
+	err := inNS(t, p.dutNS, func() error {
+		var err error
+		qs, err = netdev.VethQueueCounters("dut0")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return qs
+}
+
+func (p *vethPair) config(count uint64) Config {
+	return Config{
+		Ifindex: p.gen.Index,
+		Frame: pkt.UDPConfig{
+			SrcMAC: p.gen.MAC, DstMAC: p.dut.MAC,
+			SrcIP: netip.MustParseAddr("198.18.0.1"), DstIP: netip.MustParseAddr("198.18.0.2"),
+			SrcPort: 1234, DstPort: 9, Size: 64, Fill: 0x5a,
+		},
+		Count: count,
+	}
+}
+
+func (p *vethPair) run(t *testing.T, ctx context.Context, cfg Config) Stats {
+	t.Helper()
+	var s Stats
+	err := inNS(t, p.genNS, func() error {
+		var err error
+		s, err = Run(ctx, cfg, nil)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("Run: %v (stats %+v)", err, s)
+	}
+	return s
+}
+
+func TestRunDeliversExactCount(t *testing.T) {
+	p := newVethPair(t, 1)
+	p.attachDUT(t, 1) // XDP_DROP
+	before := netdev.SumVethQueues(p.dutQueues(t))
+	const n = 1_000_003 // not a multiple of the chunk or batch size
+	s := p.run(t, context.Background(), p.config(n))
+	after := netdev.SumVethQueues(p.dutQueues(t))
+	t.Logf("%d frames in %v: %.2f Mpps", s.Sent, s.Duration, float64(s.Sent)/s.Duration.Seconds()/1e6)
+	if s.Sent != n || s.Bytes != n*64 {
+		t.Errorf("Sent %d Bytes %d, want %d %d", s.Sent, s.Bytes, n, n*64)
+	}
+	if !s.DeviceCounters || s.Xmit != n || s.Errors != 0 || s.Unaccounted() != 0 {
+		t.Errorf("device counters %v: xmit %d errors %d unaccounted %d, want %d 0 0", s.DeviceCounters, s.Xmit, s.Errors, s.Unaccounted(), n)
+	}
+	// The DUT's own stack may send nothing to us, but the generator side's
+	// stack can send a few frames of its own (IPv6 router solicitations):
+	// count only what the XDP program dropped beyond them, with slack.
+	got := after.RxXDPDrops - before.RxXDPDrops
+	if got < n || got > n+10 {
+		t.Errorf("DUT dropped %d frames, want %d", got, n)
+	}
+}
+
+func TestRunTwoThreadsTwoQueues(t *testing.T) {
+	needRoot(t)
+	online, err := cpuset.Online()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(online) < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	p := newVethPair(t, 2)
+	p.attachDUT(t, 1)
+	before := p.dutQueues(t)
+	cfg := p.config(2_000_001)
+	cfg.Threads, cfg.CPUs = 2, online[:2]
+	s := p.run(t, context.Background(), cfg)
+	after := p.dutQueues(t)
+	if s.Sent != cfg.Count || len(s.PerThread) != 2 || s.PerThread[0].Sent != 1_000_001 || s.PerThread[1].Sent != 1_000_000 {
+		t.Fatalf("stats %+v, want 1000001 + 1000000", s)
+	}
+	// veth picks the peer's queue as sending CPU % queues.
+	for _, th := range s.PerThread {
+		q := th.CPU % 2
+		got := after[q].RxXDPDrops - before[q].RxXDPDrops
+		if got < th.Sent || got > th.Sent+10 {
+			t.Errorf("queue %d got %d frames, thread on CPU %d sent %d", q, got, th.CPU, th.Sent)
+		}
+	}
+}
+
+// capture opens an AF_PACKET socket on dut0 with room for n frames.
+func (p *vethPair) capture(t *testing.T, n int) int {
+	t.Helper()
+	var fd int
+	err := inNS(t, p.dutNS, func() error {
+		var err error
+		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
+		if err != nil {
+			return fmt.Errorf("AF_PACKET socket: %w", err)
+		}
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, n*2048); err != nil {
+			return fmt.Errorf("SO_RCVBUFFORCE: %w", err)
+		}
+		return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: p.dut.Index})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+func TestRunPortsAndValidFrames(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v6   bool
+		vlan uint16
+	}{
+		{"IPv4", false, 0},
+		{"IPv6 VLAN", true, 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newVethPair(t, 1)
+			p.attachDUT(t, 2) // XDP_PASS: frames reach the packet socket
+			const n, ports = 3000, 3
+			fd := p.capture(t, n+100)
+			cfg := p.config(n)
+			cfg.Ports = ports
+			cfg.Frame.DstPort = 5000
+			cfg.Frame.VLAN = tc.vlan
+			if tc.v6 {
+				cfg.Frame.SrcIP, cfg.Frame.DstIP = netip.MustParseAddr("2001:2::1"), netip.MustParseAddr("2001:2::2")
+				cfg.Frame.Size = 90
+			}
+			s := p.run(t, context.Background(), cfg)
+			if s.Sent != n {
+				t.Fatalf("Sent %d, want %d", s.Sent, n)
+			}
+			byPort := map[uint16]int{}
+			buf := make([]byte, 2048)
+			var sum pkt.Summary
+			decoded := 0
+			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+				m, _, err := unix.Recvfrom(fd, buf, unix.MSG_DONTWAIT)
+				if err == unix.EAGAIN {
+					if byPort[5000]+byPort[5001]+byPort[5002] >= n {
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				f := buf[:m]
+				if !pkt.Parse(f, &sum) || sum.Proto != pkt.ProtoUDP || sum.SrcPort != 1234 {
+					continue // the stack's own frames (ND, router solicitations)
+				}
+				if m != cfg.Frame.Size || sum.VLAN != tc.vlan {
+					t.Fatalf("frame of %d bytes, VLAN %d: want %d bytes, VLAN %d", m, sum.VLAN, cfg.Frame.Size, tc.vlan)
+				}
+				byPort[sum.DstPort]++
+				checkUDP(t, f, tc.v6, decoded < 5)
+				decoded++
+			}
+			want := map[uint16]int{5000: n / ports, 5001: n / ports, 5002: n / ports}
+			if fmt.Sprint(byPort) != fmt.Sprint(want) {
+				t.Errorf("frames per port %v, want %v", byPort, want)
+			}
+		})
+	}
+}
+
+// checkUDP verifies a captured frame's UDP checksum (rewritten per frame by
+// the program) and, if decode, that gopacket decodes it cleanly.
+func checkUDP(t *testing.T, f []byte, v6, decode bool) {
+	t.Helper()
+	var s pkt.Summary
+	pkt.Parse(f, &s)
+	seg := f[s.L4Off:]
+	var acc uint64
+	if v6 {
+		ip := f[s.L3Off:]
+		acc = pkt.Sum(pkt.Sum(0, ip[8:24]), ip[24:40])
+	} else {
+		ip := f[s.L3Off:]
+		if pkt.Checksum(ip[:20]) != 0 {
+			t.Fatalf("IPv4 header checksum wrong")
+		}
+		acc = pkt.Sum(pkt.Sum(0, ip[12:16]), ip[16:20])
+	}
+	acc += pkt.ProtoUDP + uint64(len(seg))
+	if binary.BigEndian.Uint16(seg[6:]) == 0 || pkt.Fold(pkt.Sum(acc, seg)) != 0 {
+		t.Fatalf("UDP checksum %#04x does not verify (port %d)", binary.BigEndian.Uint16(seg[6:]), s.DstPort)
+	}
+	if !decode {
+		return
+	}
+	gp := gopacket.NewPacket(f, layers.LayerTypeEthernet, gopacket.Default)
+	if el := gp.ErrorLayer(); el != nil {
+		t.Fatalf("gopacket: %v", el.Error())
+	}
+	udp, ok := gp.Layer(layers.LayerTypeUDP).(*layers.UDP)
+	if !ok || udp.SrcPort != 1234 || int(udp.Length) != len(seg) {
+		t.Fatalf("gopacket UDP layer %+v", udp)
+	}
+}
+
+func TestRunRateAndDuration(t *testing.T) {
+	p := newVethPair(t, 1)
+	p.attachDUT(t, 1)
+	cfg := p.config(0)
+	cfg.Duration = 500 * time.Millisecond
+	cfg.Rate = 20000
+	s := p.run(t, context.Background(), cfg)
+	// At most rate x duration plus one chunk (rate/1000 frames).
+	if s.Sent > 10000+20 || s.Sent < 8000 {
+		t.Errorf("sent %d frames in %v at 20000 pps, want about 10000", s.Sent, s.Duration)
+	}
+	if s.Duration < cfg.Duration || s.Duration > cfg.Duration+200*time.Millisecond {
+		t.Errorf("ran %v, want %v", s.Duration, cfg.Duration)
+	}
+}
+
+func TestRunStopsWithContext(t *testing.T) {
+	p := newVethPair(t, 1)
+	p.attachDUT(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	var progress int
+	var s Stats
+	err := inNS(t, p.genNS, func() error {
+		cfg := p.config(0)
+		cfg.Interval = 100 * time.Millisecond
+		var err error
+		s, err = Run(ctx, cfg, func(Stats) { progress++ })
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second || s.Sent == 0 {
+		t.Errorf("ran %v and sent %d, want about 300ms and some frames", d, s.Sent)
+	}
+	if progress < 2 {
+		t.Errorf("progress called %d times in 300ms at 100ms intervals", progress)
+	}
+	if s.Xmit != s.Sent {
+		t.Errorf("device accepted %d of %d frames", s.Xmit, s.Sent)
+	}
+}
+
+// Without an XDP program (or GRO) on the peer, veth has no NAPI to deliver
+// with and drops the frames before counting them: Unaccounted shows it.
+func TestRunPeerWithoutXDP(t *testing.T) {
+	p := newVethPair(t, 1)
+	s := p.run(t, context.Background(), p.config(10000))
+	t.Logf("peer without XDP: sent %d, xmit %d, errors %d, unaccounted %d", s.Sent, s.Xmit, s.Errors, s.Unaccounted())
+	if s.Sent != 10000 || s.Xmit != 0 || s.Xmit+s.Errors+s.Unaccounted() != s.Sent {
+		t.Errorf("accounting does not close: %+v, unaccounted %d", s, s.Unaccounted())
+	}
+}
+
+func TestDstMACFindsPeerInOtherNamespace(t *testing.T) {
+	p := newVethPair(t, 1)
+	var mac net.HardwareAddr
+	var how string
+	err := inNS(t, p.genNS, func() error {
+		var err error
+		mac, how, err = DstMAC(p.gen.Index, netip.MustParseAddr("198.18.0.2"))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mac.String() != p.dut.MAC.String() || how != "veth peer" {
+		t.Errorf("DstMAC = %s (%s), want dut0's %s", mac, how, p.dut.MAC)
+	}
+}

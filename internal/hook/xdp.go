@@ -1,0 +1,304 @@
+//go:build linux
+
+// Package hook attaches XDP and tc programs to interfaces so that nothing is
+// left behind: through a bpf_link wherever the kernel has one, so the kernel
+// detaches the program when the last file descriptor goes (the process exits,
+// even on kill -9), and through netlink only where links are missing, in
+// which case Close detaches and a killed process does leave the program.
+//
+// It never replaces a program someone else attached unless asked to (force),
+// and never one held by another process's bpf_link: that process is alive,
+// owns the attachment and would not notice it had been taken away.
+//
+// All interface indexes are in the calling thread's network namespace.
+package hook
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+)
+
+// XDPMode is where in the receive path an XDP program runs.
+type XDPMode int
+
+const (
+	// Native runs the program in the driver, before an skb exists
+	// (XDP_FLAGS_DRV_MODE). veth supports it.
+	Native XDPMode = iota
+	// Generic runs the program on the skb, after the driver: it works on
+	// every interface, more slowly (XDP_FLAGS_SKB_MODE).
+	Generic
+)
+
+// String returns "native" or "generic".
+func (m XDPMode) String() string {
+	switch m {
+	case Native:
+		return "native"
+	case Generic:
+		return "generic"
+	}
+	return fmt.Sprintf("XDPMode(%d)", int(m))
+}
+
+// ParseXDPMode accepts "native" (or "drv", "driver") and "generic" (or "skb").
+func ParseXDPMode(s string) (XDPMode, error) {
+	switch s {
+	case "native", "drv", "driver":
+		return Native, nil
+	case "generic", "skb":
+		return Generic, nil
+	}
+	return 0, fmt.Errorf("unknown XDP mode %q (want native or generic)", s)
+}
+
+func (m XDPMode) linkFlags() link.XDPAttachFlags {
+	if m == Generic {
+		return link.XDPGenericMode
+	}
+	return link.XDPDriverMode
+}
+
+func (m XDPMode) netlinkFlags() int {
+	if m == Generic {
+		return unix.XDP_FLAGS_SKB_MODE
+	}
+	return unix.XDP_FLAGS_DRV_MODE
+}
+
+// attached describes the XDP program already on an interface.
+type attached struct {
+	progID uint32
+	mode   string // as netlink reports it: native, generic, offload, multi
+	linkID link.ID
+}
+
+func (a attached) String() string {
+	return fmt.Sprintf("XDP program id %d (%s mode)", a.progID, a.mode)
+}
+
+// AttachXDP attaches prog to the interface ifindex in mode and returns what
+// detaches it.
+//
+// If a program is already attached (in any mode) it refuses, naming the
+// program, unless force is set. With force, a program attached through
+// netlink (ip link, libxdp, older tools) is detached through netlink first;
+// a program held by a bpf_link is refused even then, because a live process
+// owns that link (bpftool link show names it).
+//
+// The attachment is a bpf_link; on kernels without XDP links (before 5.9) it
+// falls back to netlink, and then the program stays if the process is killed
+// before Close.
+func AttachXDP(prog *ebpf.Program, ifindex int, mode XDPMode, force bool) (io.Closer, error) {
+	if mode != Native && mode != Generic {
+		return nil, fmt.Errorf("attach XDP: invalid mode %v", mode)
+	}
+	dev, err := netlink.LinkByIndex(ifindex)
+	if err != nil {
+		return nil, fmt.Errorf("attach XDP: interface index %d: %w", ifindex, err)
+	}
+	name := dev.Attrs().Name
+	if cur, ok := currentXDP(dev); ok {
+		if err := takeOver(dev, cur, force); err != nil {
+			return nil, err
+		}
+	}
+
+	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex, Flags: mode.linkFlags()})
+	if err == nil {
+		return &xdpLink{link: l, name: name}, nil
+	}
+	// Without bpf_link at all cilium/ebpf says ErrNotSupported; kernels
+	// with links but before XDP links (5.7, 5.8) say EINVAL.
+	if errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.EINVAL) {
+		c, nlErr := attachXDPNetlink(prog, dev, mode)
+		if nlErr == nil {
+			return c, nil
+		}
+		err = fmt.Errorf("%w (netlink fallback: %w)", err, nlErr)
+	}
+	return nil, explainXDP(err, dev, mode)
+}
+
+// currentXDP reports the XDP program attached to dev, and the bpf_link that
+// holds it if there is one.
+func currentXDP(dev netlink.Link) (attached, bool) {
+	x := dev.Attrs().Xdp
+	if x == nil || !x.Attached || x.ProgId == 0 {
+		return attached{}, false
+	}
+	a := attached{progID: x.ProgId, mode: modeName(x.AttachMode)}
+	a.linkID = findXDPLink(dev.Attrs().Index, x.ProgId)
+	return a, true
+}
+
+// findXDPLink returns the id of the XDP bpf_link holding program progID on
+// ifindex, or 0 if there is none (the program was attached through netlink).
+// Link ifindexes are per namespace; the program id (global) disambiguates.
+func findXDPLink(ifindex int, progID uint32) link.ID {
+	var it link.Iterator
+	defer it.Close()
+	for it.Next() {
+		info, err := it.Link.Info()
+		if err != nil || info.Type != link.XDPType || uint32(info.Program) != progID {
+			continue
+		}
+		if x := info.XDP(); x != nil && int(x.Ifindex) == ifindex {
+			return it.ID
+		}
+	}
+	return 0
+}
+
+// takeOver refuses or, with force, removes the program cur on dev.
+func takeOver(dev netlink.Link, cur attached, force bool) error {
+	name := dev.Attrs().Name
+	if cur.linkID != 0 {
+		return fmt.Errorf("interface %s already has %s attached by someone else through bpf_link id %d: "+
+			"a running process holds it, so it is not replaced even with --force; "+
+			"stop that process (bpftool link show id %d shows its pid)",
+			name, cur, cur.linkID, cur.linkID)
+	}
+	if !force {
+		return fmt.Errorf("interface %s already has %s attached by someone else; "+
+			"detach it (ip link set dev %s xdp off) or pass --force", name, cur, name)
+	}
+	if err := detachNetlinkAll(dev); err != nil {
+		return fmt.Errorf("replace %s on %s: %w", cur, name, err)
+	}
+	return nil
+}
+
+// detachNetlinkAll removes netlink-attached XDP programs in every mode: the
+// "multi" state (native and offload at once) does not say which are set.
+func detachNetlinkAll(dev netlink.Link) error {
+	var errs []error
+	for _, flags := range []int{unix.XDP_FLAGS_DRV_MODE, unix.XDP_FLAGS_SKB_MODE, unix.XDP_FLAGS_HW_MODE} {
+		// Removing from a mode with nothing attached is a no-op, and a
+		// driver without that mode says EOPNOTSUPP: neither matters here.
+		err := netlink.LinkSetXdpFdWithFlags(dev, -1, flags)
+		if err != nil && !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.EINVAL) {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("detach XDP through netlink: %w", err)
+	}
+	return nil
+}
+
+// explainXDP turns the kernel's errno into advice.
+func explainXDP(err error, dev netlink.Link, mode XDPMode) error {
+	name := dev.Attrs().Name
+	switch {
+	case errors.Is(err, unix.EOPNOTSUPP) && mode == Native:
+		return fmt.Errorf("attach XDP to %s: the driver has no native XDP support; generic mode (-m generic, -S) works on every interface: %w", name, err)
+	case errors.Is(err, unix.EBUSY), errors.Is(err, unix.EEXIST):
+		// Someone attached in between, or holds the other mode (native
+		// and generic cannot be active at once).
+		who := "another program"
+		if fresh, lerr := netlink.LinkByIndex(dev.Attrs().Index); lerr == nil {
+			if cur, ok := currentXDP(fresh); ok {
+				who = cur.String()
+				if cur.linkID != 0 {
+					who += fmt.Sprintf(" held by bpf_link id %d", cur.linkID)
+				}
+			}
+		}
+		return fmt.Errorf("attach XDP to %s: %s is attached (ip link show dev %s; bpftool net): %w", name, who, name, err)
+	case errors.Is(err, unix.ERANGE), errors.Is(err, unix.E2BIG):
+		return fmt.Errorf("attach XDP to %s in %s mode: the MTU is too large for XDP on this driver (lower it, or use -m generic): %w", name, mode, err)
+	case errors.Is(err, unix.EPERM):
+		return fmt.Errorf("attach XDP to %s: permission denied (needs CAP_BPF and CAP_NET_ADMIN): %w", name, err)
+	}
+	return fmt.Errorf("attach XDP to %s in %s mode: %w", name, mode, err)
+}
+
+// xdpAttachedMulti is IFLA_XDP_ATTACHED's "programs in more than one mode";
+// the nl package stops at XDP_ATTACHED_HW.
+const xdpAttachedMulti = 4
+
+func modeName(m uint32) string {
+	switch m {
+	case nl.XDP_ATTACHED_DRV:
+		return "native"
+	case nl.XDP_ATTACHED_SKB:
+		return "generic"
+	case nl.XDP_ATTACHED_HW:
+		return "offload"
+	case xdpAttachedMulti:
+		return "multi"
+	}
+	return fmt.Sprintf("mode %d", m)
+}
+
+// xdpLink is an XDP attachment through bpf_link.
+type xdpLink struct {
+	link link.Link
+	name string
+	once sync.Once
+	err  error
+}
+
+// Close detaches the program; later calls return the first result.
+func (x *xdpLink) Close() error {
+	x.once.Do(func() {
+		if err := x.link.Close(); err != nil {
+			x.err = fmt.Errorf("detach XDP from %s: %w", x.name, err)
+		}
+	})
+	return x.err
+}
+
+// attachXDPNetlink attaches prog through netlink, refusing to replace
+// anything (XDP_FLAGS_UPDATE_IF_NOEXIST) so that a program attached between
+// our check and now is not lost.
+func attachXDPNetlink(prog *ebpf.Program, dev netlink.Link, mode XDPMode) (io.Closer, error) {
+	info, err := prog.Info()
+	if err != nil {
+		return nil, fmt.Errorf("program info: %w", err)
+	}
+	id, _ := info.ID()
+	flags := mode.netlinkFlags() | unix.XDP_FLAGS_UPDATE_IF_NOEXIST
+	if err := netlink.LinkSetXdpFdWithFlags(dev, prog.FD(), flags); err != nil {
+		return nil, fmt.Errorf("netlink attach: %w", err)
+	}
+	return &xdpNetlink{ifindex: dev.Attrs().Index, name: dev.Attrs().Name, mode: mode, progID: uint32(id)}, nil
+}
+
+// xdpNetlink is an XDP attachment through netlink.
+type xdpNetlink struct {
+	ifindex int
+	name    string
+	mode    XDPMode
+	progID  uint32
+	once    sync.Once
+	err     error
+}
+
+// Close detaches the program if it is still ours: if someone replaced it
+// meanwhile, theirs stays.
+func (x *xdpNetlink) Close() error {
+	x.once.Do(func() {
+		dev, err := netlink.LinkByIndex(x.ifindex)
+		if err != nil {
+			// The interface is gone, and its program with it.
+			return
+		}
+		if cur, ok := currentXDP(dev); !ok || cur.progID != x.progID {
+			return
+		}
+		if err := netlink.LinkSetXdpFdWithFlags(dev, -1, x.mode.netlinkFlags()); err != nil {
+			x.err = fmt.Errorf("detach XDP from %s through netlink: %w", x.name, err)
+		}
+	})
+	return x.err
+}

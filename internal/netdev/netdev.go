@@ -1,0 +1,138 @@
+// Package netdev answers questions about one network interface in the calling
+// thread's network namespace: its index, MAC, driver, MTU and how many queues it
+// really has, which XDP program is attached, the driver's `ethtool -S` counters
+// (veth's per-queue XDP counters close xdpeng's packet accounting) and the NAPI
+// instances that serve it.
+//
+// Every function works in the network namespace of the calling OS thread. To ask
+// about an interface inside a test bed namespace, call it from
+// testbed.Do(ns, ...); the ethtool and netlink sockets used here are opened and
+// closed inside each call, so they never outlive the namespace switch.
+package netdev
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/safchain/ethtool"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Info describes an interface as xdpeng needs it.
+type Info struct {
+	Name   string
+	Index  int
+	MAC    net.HardwareAddr
+	Driver string // "veth", "mlx5_core", ...; the link kind when the driver does not say
+	MTU    int
+	// RxQueues and TxQueues are the queues in use, the ids an AF_XDP socket may
+	// bind to: ethtool channels (combined + rx/tx) where the driver reports them,
+	// otherwise the allocated queue count from netlink (which is exact for veth).
+	RxQueues, TxQueues int
+}
+
+// NoInterfaceError reports that an interface does not exist in the namespace
+// of the calling thread.
+type NoInterfaceError struct {
+	Name string
+}
+
+func (e *NoInterfaceError) Error() string {
+	return fmt.Sprintf("interface %q not found in this network namespace (list them with: ip link)", e.Name)
+}
+
+// Lookup returns the facts about the interface called name in the current
+// network namespace. A missing interface is a *NoInterfaceError.
+func Lookup(name string) (*Info, error) {
+	if name == "" {
+		return nil, errors.New("no interface name given")
+	}
+	if len(name) >= unix.IFNAMSIZ {
+		return nil, fmt.Errorf("interface name %q is longer than %d characters", name, unix.IFNAMSIZ-1)
+	}
+	link, err := netlink.LinkByName(name)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) || errors.Is(err, unix.ENODEV) {
+			return nil, &NoInterfaceError{Name: name}
+		}
+		return nil, fmt.Errorf("look up interface %s: %w", name, err)
+	}
+	attrs := link.Attrs()
+	info := &Info{
+		Name:     attrs.Name,
+		Index:    attrs.Index,
+		MAC:      attrs.HardwareAddr,
+		Driver:   link.Type(),
+		MTU:      attrs.MTU,
+		RxQueues: attrs.NumRxQueues,
+		TxQueues: attrs.NumTxQueues,
+	}
+
+	et, err := ethtool.NewEthtool()
+	if err != nil {
+		return nil, fmt.Errorf("open ethtool socket for %s: %w", name, err)
+	}
+	defer et.Close()
+	// Not every device answers ethtool (lo, some virtual links): the netlink
+	// facts above stay as they are then.
+	if drv, err := et.DriverName(name); err == nil && drv != "" {
+		info.Driver = drv
+	}
+	if ch, err := et.GetChannels(name); err == nil {
+		info.RxQueues, info.TxQueues = channelQueues(ch, info.RxQueues, info.TxQueues)
+	}
+	return info, nil
+}
+
+// channelQueues turns ethtool channels into queue counts. NICs usually report
+// combined channels (one rx and one tx queue each) and sometimes extra rx-only
+// or tx-only ones; veth reports rx and tx. netlink's counts are the allocated
+// maximum, kept when the driver reports nothing.
+func channelQueues(ch ethtool.Channels, rx, tx int) (int, int) {
+	r := int(ch.CombinedCount + ch.RxCount)
+	t := int(ch.CombinedCount + ch.TxCount)
+	if r > 0 {
+		rx = r
+	}
+	if t > 0 {
+		tx = t
+	}
+	return rx, tx
+}
+
+// QueueError reports a queue id the device does not have.
+type QueueError struct {
+	Dev      string
+	Driver   string
+	Queue    int
+	RxQueues int
+}
+
+func (e *QueueError) Error() string {
+	have := fmt.Sprintf("it has %d receive queues (0-%d)", e.RxQueues, e.RxQueues-1)
+	if e.RxQueues == 1 {
+		have = "it has 1 receive queue (0)"
+	}
+	msg := fmt.Sprintf("queue %d does not exist on %s: %s", e.Queue, e.Dev, have)
+	want := e.Queue + 1
+	if e.Driver == "veth" {
+		// veth queue counts are fixed when the pair is created.
+		return fmt.Sprintf("%s; veth queues are set at creation: recreate the pair with numrxqueues %d numtxqueues %d "+
+			"(for the test bed: xdpeng testbed up --queues %d)", msg, want, want, want)
+	}
+	return fmt.Sprintf("%s; add queues with: ethtool -L %s combined %d", msg, e.Dev, want)
+}
+
+// CheckQueues returns a *QueueError for the first queue id in queues that the
+// device does not have.
+func (i *Info) CheckQueues(queues []int) error {
+	for _, q := range queues {
+		if q < 0 || q >= i.RxQueues {
+			return &QueueError{Dev: i.Name, Driver: i.Driver, Queue: q, RxQueues: i.RxQueues}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,150 @@
+package netdev
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/safchain/ethtool"
+)
+
+func TestParseVethQueues(t *testing.T) {
+	// What `ethtool -S` gives for a 2-queue veth on Linux 6.18, plus a
+	// counter from the future that must be ignored.
+	stats := map[string]uint64{
+		"peer_ifindex":               2,
+		"rx_queue_0_xdp_packets":     10,
+		"rx_queue_0_xdp_bytes":       600,
+		"rx_queue_0_drops":           1,
+		"rx_queue_0_xdp_redirect":    7,
+		"rx_queue_0_xdp_drops":       2,
+		"rx_queue_0_xdp_tx":          0,
+		"rx_queue_0_xdp_tx_errors":   0,
+		"rx_queue_1_xdp_packets":     5,
+		"rx_queue_1_xdp_bytes":       300,
+		"rx_queue_1_drops":           0,
+		"rx_queue_1_xdp_redirect":    5,
+		"rx_queue_1_xdp_drops":       0,
+		"rx_queue_1_xdp_tx":          3,
+		"rx_queue_1_xdp_tx_errors":   1,
+		"rx_queue_1_xdp_future":      99,
+		"tx_queue_0_xdp_xmit":        8,
+		"tx_queue_0_xdp_xmit_errors": 4,
+		"tx_queue_1_xdp_xmit":        6,
+		"tx_queue_1_xdp_xmit_errors": 0,
+	}
+	got, err := ParseVethQueues(stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []VethQueue{
+		{Queue: 0, RxPackets: 10, RxBytes: 600, RxDrops: 1, RxXDPRedirect: 7, RxXDPDrops: 2, TxXDPXmit: 8, TxXDPXmitErrors: 4},
+		{Queue: 1, RxPackets: 5, RxBytes: 300, RxXDPRedirect: 5, RxXDPTx: 3, RxXDPTxErrors: 1, TxXDPXmit: 6},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ParseVethQueues (-want +got):\n%s", diff)
+	}
+	sum := SumVethQueues(got)
+	if sum.Queue != -1 || sum.RxPackets != 15 || sum.TxXDPXmitErrors != 4 || sum.RxXDPTx != 3 {
+		t.Errorf("SumVethQueues = %+v", sum)
+	}
+}
+
+func TestParseVethQueuesOtherNames(t *testing.T) {
+	// Kernels that name the packet counters without the xdp_ prefix.
+	got, err := ParseVethQueues(map[string]uint64{"rx_queue_3_packets": 4, "rx_queue_3_bytes": 240})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Queue != 3 || got[0].RxPackets != 4 || got[0].RxBytes != 240 {
+		t.Errorf("got %+v", got)
+	}
+}
+
+func TestParseVethQueuesNotVeth(t *testing.T) {
+	_, err := ParseVethQueues(map[string]uint64{"rx_packets": 1, "tx_queue_x_xdp_xmit": 2, "rx_queue_-1_drops": 3})
+	if !errors.Is(err, ErrNoQueueCounters) {
+		t.Errorf("err = %v, want ErrNoQueueCounters", err)
+	}
+}
+
+func TestChannelQueues(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ch     ethtool.Channels
+		rx, tx int
+	}{
+		{"veth", ethtool.Channels{RxCount: 2, TxCount: 2, MaxRx: 2, MaxTx: 2}, 2, 2},
+		{"nic combined", ethtool.Channels{CombinedCount: 4, MaxCombined: 64}, 4, 4},
+		{"nic combined+rx", ethtool.Channels{CombinedCount: 4, RxCount: 2}, 6, 4},
+		{"nothing reported", ethtool.Channels{}, 8, 8},
+	} {
+		rx, tx := channelQueues(tc.ch, 8, 8)
+		if rx != tc.rx || tx != tc.tx {
+			t.Errorf("%s: got %d/%d, want %d/%d", tc.name, rx, tx, tc.rx, tc.tx)
+		}
+	}
+}
+
+func TestCheckQueues(t *testing.T) {
+	nic := &Info{Name: "eth1", Driver: "mlx5_core", RxQueues: 2}
+	if err := nic.CheckQueues([]int{0, 1}); err != nil {
+		t.Errorf("queues 0,1 on 2 queues: %v", err)
+	}
+	err := nic.CheckQueues([]int{0, 3})
+	var qe *QueueError
+	if !errors.As(err, &qe) || qe.Queue != 3 {
+		t.Fatalf("err = %v, want a QueueError for queue 3", err)
+	}
+	for _, s := range []string{"queue 3", "eth1", "2 receive queues", "ethtool -L eth1 combined 4"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not mention %q", err, s)
+		}
+	}
+	veth := &Info{Name: "dut0", Driver: "veth", RxQueues: 1}
+	err = veth.CheckQueues([]int{1})
+	for _, s := range []string{"queue 1", "1 receive queue (0)", "xdpeng testbed up --queues 2"} {
+		if err == nil || !strings.Contains(err.Error(), s) {
+			t.Errorf("error %v does not mention %q", err, s)
+		}
+	}
+	if err := veth.CheckQueues([]int{-1}); err == nil {
+		t.Error("queue -1 accepted")
+	}
+}
+
+func TestNoInterfaceError(t *testing.T) {
+	want := `interface "eth9" not found in this network namespace (list them with: ip link)`
+	if got := (&NoInterfaceError{Name: "eth9"}).Error(); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestAttachMode(t *testing.T) {
+	for m, want := range map[uint32]string{0: "", 1: "native", 2: "generic", 3: "offload", 4: "multi"} {
+		if got := attachMode(m); got != want {
+			t.Errorf("attachMode(%d) = %q, want %q", m, got, want)
+		}
+	}
+}
+
+func TestParseNAPI(t *testing.T) {
+	// genl header, then ID 342, ifindex 3, pid 13178 as netlink attributes.
+	msg := []byte{
+		11, 1, 0, 0,
+		8, 0, 2, 0, 0x56, 0x01, 0, 0,
+		8, 0, 1, 0, 3, 0, 0, 0,
+		8, 0, 4, 0, 0x7a, 0x33, 0, 0,
+	}
+	n, err := parseNAPI(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (NAPI{ID: 342, IfIndex: 3, PID: 13178}); n != want {
+		t.Errorf("parseNAPI = %+v, want %+v", n, want)
+	}
+	if _, err := parseNAPI([]byte{1}); err == nil {
+		t.Error("short message accepted")
+	}
+}

@@ -1,0 +1,49 @@
+package netdev
+
+import (
+	"fmt"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+)
+
+// XDPState says which XDP program, if any, is attached to an interface.
+type XDPState struct {
+	ProgID uint32 // 0 when nothing is attached
+	// Mode is "native", "generic", "offload", "multi" (programs in more than
+	// one mode) or "" when nothing is attached.
+	Mode string
+}
+
+// XDPAttached reports the XDP program attached to the interface with index
+// ifindex in the current network namespace, as netlink sees it (this includes
+// programs attached through bpf_link).
+func XDPAttached(ifindex int) (XDPState, error) {
+	link, err := netlink.LinkByIndex(ifindex)
+	if err != nil {
+		return XDPState{}, fmt.Errorf("look up interface index %d: %w", ifindex, err)
+	}
+	x := link.Attrs().Xdp
+	if x == nil || !x.Attached {
+		return XDPState{}, nil
+	}
+	return XDPState{ProgID: x.ProgId, Mode: attachMode(x.AttachMode)}, nil
+}
+
+func attachMode(m uint32) string {
+	switch m {
+	case nl.XDP_ATTACHED_DRV:
+		return "native"
+	case nl.XDP_ATTACHED_SKB:
+		return "generic"
+	case nl.XDP_ATTACHED_HW:
+		return "offload"
+	case xdpAttachedMulti:
+		return "multi"
+	}
+	return ""
+}
+
+// xdpAttachedMulti is XDP_ATTACHED_MULTI from linux/if_link.h, which the
+// netlink package does not name.
+const xdpAttachedMulti = 4

@@ -1,0 +1,39 @@
+// Package pkt builds and parses Ethernet frames by hand: Ethernet with up to
+// two VLAN tags, IPv4 and IPv6, UDP, TCP, ICMP and ICMPv6.
+//
+// It is written for the data path. Builders write into a buffer the caller
+// owns (a UMEM frame, a generator template) and return the length; Parse fills
+// a caller's Summary. Neither allocates, and Parse never reads past the frame
+// nor panics, whatever bytes it is given: frames come from the wire.
+//
+// Sizes are frame sizes without the 4-byte FCS, as xdpsock's -s and the
+// kernel see them: the usual "64-byte" test frame is Size 64 here, 68 bytes
+// on the wire with its FCS (RFC 2544's 64 includes the FCS, that is Size 60).
+package pkt
+
+// Header lengths and field values used by the builders and the parser.
+const (
+	EthHdrLen  = 14
+	VLANTagLen = 4
+	IPv4HdrLen = 20 // without options
+	IPv6HdrLen = 40
+	UDPHdrLen  = 8
+	TCPHdrLen  = 20 // without options
+	ICMPHdrLen = 8  // echo request/reply: type, code, checksum, id, sequence
+
+	EtherTypeIPv4 = 0x0800
+	EtherTypeIPv6 = 0x86dd
+	EtherTypeVLAN = 0x8100 // 802.1Q customer tag
+	EtherTypeQinQ = 0x88a8 // 802.1ad service tag
+
+	ProtoICMP   = 1
+	ProtoTCP    = 6
+	ProtoUDP    = 17
+	ProtoICMPv6 = 58
+
+	// MinFrameSize is the smallest Ethernet frame without FCS (64 with it).
+	MinFrameSize = 60
+	// MaxFrameSize is the largest untagged frame for a 1500-byte MTU without
+	// FCS; a VLAN tag adds VLANTagLen to it.
+	MaxFrameSize = 1514
+)

@@ -1,0 +1,252 @@
+package pkt
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+)
+
+var (
+	macA = net.HardwareAddr{0x02, 0, 0, 0, 0, 0x01}
+	macB = net.HardwareAddr{0x02, 0, 0, 0, 0, 0x02}
+)
+
+func udpConfig(v6 bool, vlan uint16, size int) UDPConfig {
+	c := UDPConfig{
+		SrcMAC: macA, DstMAC: macB,
+		SrcIP: netip.MustParseAddr("198.18.0.1"), DstIP: netip.MustParseAddr("198.18.0.2"),
+		SrcPort: 1234, DstPort: 9, VLAN: vlan, Size: size, Fill: 0xa5,
+	}
+	if v6 {
+		c.SrcIP, c.DstIP = netip.MustParseAddr("2001:2::1"), netip.MustParseAddr("2001:2::2")
+	}
+	return c
+}
+
+// serialize builds the same frame with gopacket, lengths and checksums
+// computed by it, as the reference for our builders.
+func serialize(t testing.TB, c UDPConfig, l4 gopacket.SerializableLayer, l4proto uint8, payloadLen int) []byte {
+	t.Helper()
+	eth := &layers.Ethernet{SrcMAC: c.SrcMAC, DstMAC: c.DstMAC, EthernetType: layers.EthernetTypeIPv4}
+	var ls []gopacket.SerializableLayer
+	ls = append(ls, eth)
+	et := layers.EthernetTypeIPv4
+	if c.IPv6() {
+		et = layers.EthernetTypeIPv6
+	}
+	if c.VLAN != 0 {
+		eth.EthernetType = layers.EthernetTypeDot1Q
+		ls = append(ls, &layers.Dot1Q{VLANIdentifier: c.VLAN, Type: et})
+	} else {
+		eth.EthernetType = et
+	}
+	var nl gopacket.NetworkLayer
+	if c.IPv6() {
+		ip := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocol(l4proto),
+			SrcIP: c.SrcIP.AsSlice(), DstIP: c.DstIP.AsSlice()}
+		nl = ip
+		ls = append(ls, ip)
+	} else {
+		ip := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Flags: layers.IPv4DontFragment,
+			Protocol: layers.IPProtocol(l4proto), SrcIP: c.SrcIP.AsSlice(), DstIP: c.DstIP.AsSlice()}
+		nl = ip
+		ls = append(ls, ip)
+	}
+	switch l := l4.(type) {
+	case *layers.UDP:
+		l.SetNetworkLayerForChecksum(nl)
+	case *layers.TCP:
+		l.SetNetworkLayerForChecksum(nl)
+	case *layers.ICMPv6:
+		l.SetNetworkLayerForChecksum(nl)
+	}
+	ls = append(ls, l4, gopacket.Payload(bytes.Repeat([]byte{c.Fill}, payloadLen)))
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestBuildUDPMatchesGopacket(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		for _, vlan := range []uint16{0, 100} {
+			for _, size := range []int{66, 64 + 4*3, 128, 1514} {
+				c := udpConfig(v6, vlan, size)
+				buf := make([]byte, 2048)
+				n, err := BuildUDP(buf, c)
+				if err != nil {
+					t.Fatalf("v6=%v vlan=%d size=%d: %v", v6, vlan, size, err)
+				}
+				if n != size {
+					t.Fatalf("length %d, want %d", n, size)
+				}
+				want := serialize(t, c, &layers.UDP{SrcPort: 1234, DstPort: 9}, ProtoUDP, size-c.L4Offset()-UDPHdrLen)
+				if diff := cmp.Diff(want, buf[:n]); diff != "" {
+					t.Errorf("v6=%v vlan=%d size=%d: frame differs from gopacket's (-gopacket +ours):\n%s", v6, vlan, size, diff)
+				}
+				checkDecodes(t, buf[:n], layers.LayerTypeUDP)
+			}
+		}
+	}
+}
+
+func TestBuildTCPAndICMPMatchGopacket(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		c := udpConfig(v6, 0, 100)
+		buf := make([]byte, 2048)
+		n, err := BuildTCP(buf, c, TCPSyn|TCPAck)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tcp := &layers.TCP{SrcPort: 1234, DstPort: 9, Seq: 1, DataOffset: 5, SYN: true, ACK: true, Window: 65535}
+		want := serialize(t, c, tcp, ProtoTCP, 100-c.L4Offset()-TCPHdrLen)
+		if diff := cmp.Diff(want, buf[:n]); diff != "" {
+			t.Errorf("TCP v6=%v differs (-gopacket +ours):\n%s", v6, diff)
+		}
+		checkDecodes(t, buf[:n], layers.LayerTypeTCP)
+
+		n, err = BuildICMPEcho(buf, c, 7, 42)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !v6 {
+			icmp := &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(8, 0), Id: 7, Seq: 42}
+			want = serialize(t, c, icmp, ProtoICMP, 100-c.L4Offset()-ICMPHdrLen)
+			if diff := cmp.Diff(want, buf[:n]); diff != "" {
+				t.Errorf("ICMP differs (-gopacket +ours):\n%s", diff)
+			}
+			checkDecodes(t, buf[:n], layers.LayerTypeICMPv4)
+			continue
+		}
+		p := checkDecodes(t, buf[:n], layers.LayerTypeICMPv6Echo)
+		// gopacket does not verify checksums: the sum over the
+		// pseudo-header and the whole message must fold to zero.
+		src, dst := c.SrcIP.As16(), c.DstIP.As16()
+		seg := buf[c.L4Offset():n]
+		if got := Fold(Sum(pseudoSum(src[:], dst[:], ProtoICMPv6, len(seg)), seg)); got != 0 {
+			t.Errorf("ICMPv6 checksum does not verify: %#04x", got)
+		}
+		if echo := p.Layer(layers.LayerTypeICMPv6Echo).(*layers.ICMPv6Echo); echo.Identifier != 7 || echo.SeqNumber != 42 {
+			t.Errorf("ICMPv6 echo = %+v, want id 7 seq 42", echo)
+		}
+	}
+}
+
+// checkDecodes decodes frame with gopacket, fails on any decoding error and
+// checks that the layer l is present.
+func checkDecodes(t *testing.T, frame []byte, l gopacket.LayerType) gopacket.Packet {
+	t.Helper()
+	p := gopacket.NewPacket(frame, layers.LayerTypeEthernet, gopacket.Default)
+	if el := p.ErrorLayer(); el != nil {
+		t.Fatalf("gopacket: %v", el.Error())
+	}
+	if p.Layer(l) == nil {
+		t.Fatalf("gopacket found no %v layer in %v", l, p)
+	}
+	if ip, ok := p.Layer(layers.LayerTypeIPv4).(*layers.IPv4); ok {
+		if got := Checksum(ip.Contents); got != 0 {
+			t.Errorf("IPv4 header checksum does not verify: %#04x", got)
+		}
+	}
+	return p
+}
+
+func TestBuildErrorsNameTheField(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		modify func(*UDPConfig)
+		want   string
+	}{
+		{"short size", func(c *UDPConfig) { c.Size = 59 }, "Size 59 out of range: frame size without FCS must be 60..1514"},
+		{"big size", func(c *UDPConfig) { c.Size = 1515 }, "Size 1515 out of range"},
+		{"vlan big size ok", func(c *UDPConfig) { c.VLAN = 5; c.Size = 1519 }, "Size 1519 out of range: frame size without FCS must be 60..1518"},
+		{"v6 min", func(c *UDPConfig) {
+			c.SrcIP, c.DstIP = netip.MustParseAddr("::1"), netip.MustParseAddr("::2")
+			c.VLAN, c.Size = 7, 64
+		}, "must be 66..1518"},
+		{"src mac", func(c *UDPConfig) { c.SrcMAC = nil }, "SrcMAC"},
+		{"dst mac", func(c *UDPConfig) { c.DstMAC = net.HardwareAddr{1, 2} }, "DstMAC"},
+		{"src ip", func(c *UDPConfig) { c.SrcIP = netip.Addr{} }, "SrcIP is not set"},
+		{"dst ip", func(c *UDPConfig) { c.DstIP = netip.Addr{} }, "DstIP is not set"},
+		{"mixed", func(c *UDPConfig) { c.DstIP = netip.MustParseAddr("::2") }, "both must be IPv4 or both IPv6"},
+		{"vlan", func(c *UDPConfig) { c.VLAN = 4095 }, "VLAN 4095 out of range: 1..4094"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := udpConfig(false, 0, 64)
+			tc.modify(&c)
+			_, err := BuildUDP(make([]byte, 2048), c)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := BuildUDP(make([]byte, 63), udpConfig(false, 0, 64)); err == nil || !strings.Contains(err.Error(), "too small") {
+		t.Errorf("small buffer: error %v", err)
+	}
+}
+
+func TestChecksumHelpers(t *testing.T) {
+	// RFC 1071's example: the sum of these words is 0xddf2.
+	b := []byte{0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7}
+	if got := Checksum(b); got != ^uint16(0xddf2) {
+		t.Errorf("Checksum = %#04x, want %#04x", got, ^uint16(0xddf2))
+	}
+	// Odd length pads with zero.
+	if got, want := Checksum([]byte{0x12, 0x34, 0x56}), ^uint16(0x1234+0x5600); got != want {
+		t.Errorf("odd Checksum = %#04x, want %#04x", got, want)
+	}
+	// Rewriting the port incrementally gives the checksum of a rebuild.
+	c := udpConfig(false, 0, 64)
+	f := make([]byte, 64)
+	if _, err := BuildUDP(f, c); err != nil {
+		t.Fatal(err)
+	}
+	l4 := c.L4Offset()
+	for _, port := range []uint16{10, 65535, 0, 4242} {
+		old := binary.BigEndian.Uint16(f[l4+2:])
+		binary.BigEndian.PutUint16(f[l4+2:], port)
+		binary.BigEndian.PutUint16(f[l4+6:], UpdateChecksum(binary.BigEndian.Uint16(f[l4+6:]), old, port))
+		c.DstPort = port
+		want := make([]byte, 64)
+		if _, err := BuildUDP(want, c); err != nil {
+			t.Fatal(err)
+		}
+		// The two may differ only in 0x0000 versus 0xffff, the two
+		// one's complement zeros; both verify.
+		got, exp := binary.BigEndian.Uint16(f[l4+6:]), binary.BigEndian.Uint16(want[l4+6:])
+		if got != exp && !(got|exp == 0xffff && got&exp == 0) {
+			t.Errorf("port %d: incremental checksum %#04x, rebuilt %#04x", port, got, exp)
+		}
+	}
+}
+
+func TestSwapAndSetMACs(t *testing.T) {
+	f := make([]byte, 64)
+	if _, err := BuildUDP(f, udpConfig(false, 0, 64)); err != nil {
+		t.Fatal(err)
+	}
+	SwapMACs(f)
+	if !bytes.Equal(f[0:6], macA) || !bytes.Equal(f[6:12], macB) {
+		t.Errorf("after SwapMACs dst %x src %x", f[0:6], f[6:12])
+	}
+	c := net.HardwareAddr{0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff}
+	SetDstMAC(f, c)
+	SetSrcMAC(f, macA)
+	if !bytes.Equal(f[0:6], c) || !bytes.Equal(f[6:12], macA) {
+		t.Errorf("after Set* dst %x src %x", f[0:6], f[6:12])
+	}
+	short := []byte{1, 2, 3}
+	SwapMACs(short)
+	SetDstMAC(short, c)
+	if !bytes.Equal(short, []byte{1, 2, 3}) {
+		t.Errorf("short frame changed: %x", short)
+	}
+}
