@@ -20,9 +20,14 @@ volatile const __u16 port_count = 0;
 // Offset of the UDP header in the frame: 34 for Ethernet + IPv4, 54 for
 // IPv6, 4 more with a VLAN tag. Userspace built the frame, so it knows.
 volatile const __u16 udp_off = 34;
+// If not zero, frames are paced to one every ns_per_frame nanoseconds on
+// this CPU: the program waits (bpf_loop) until a frame is due, so that a
+// rate is kept frame by frame, without bursts a receiver has to absorb.
+volatile const __u64 ns_per_frame = 0;
 
 struct gen_state {
 	__u64 sent;	// frames redirected on this CPU
+	__u64 next;	// when the next frame is due (ns), with ns_per_frame
 	__u32 port;	// index of the next destination port
 	__u32 pad;
 };
@@ -36,6 +41,27 @@ struct {
 	__type(value, struct gen_state);
 } state SEC(".maps");
 
+static long wait_until(__u64 index, void *ctx)
+{
+	return bpf_ktime_get_ns() >= *(__u64 *)ctx; // 1 ends the loop
+}
+
+// pace waits until the next frame is due. A CPU that fell behind (it was
+// preempted, or the frames are slower than the rate) starts afresh rather
+// than catch up in a burst.
+static __always_inline void pace(struct gen_state *st)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u64 due = st->next;
+
+	if (!due || now > due + 64 * ns_per_frame) {
+		due = now;
+	} else if (now < due) {
+		bpf_loop(1 << 23, wait_until, &due, 0);
+	}
+	st->next = due + ns_per_frame;
+}
+
 SEC("xdp")
 int xdp_gen(struct xdp_md *ctx)
 {
@@ -44,6 +70,8 @@ int xdp_gen(struct xdp_md *ctx)
 
 	if (!st)
 		return XDP_ABORTED;
+	if (ns_per_frame)
+		pace(st);
 	if (port_count > 1) {
 		void *data = (void *)(long)ctx->data;
 		void *end = (void *)(long)ctx->data_end;

@@ -16,6 +16,7 @@ import (
 type GenGenState struct {
 	_    structs.HostLayout
 	Sent uint64
+	Next uint64
 	Port uint32
 	Pad  uint32
 }
@@ -24,12 +25,13 @@ type GenGenState struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	GenMapState     = "state"
-	GenProgXdpGen   = "xdp_gen"
-	GenVarIfindex   = "ifindex"
-	GenVarPortCount = "port_count"
-	GenVarPortMin   = "port_min"
-	GenVarUdpOff    = "udp_off"
+	GenMapState      = "state"
+	GenProgXdpGen    = "xdp_gen"
+	GenVarIfindex    = "ifindex"
+	GenVarNsPerFrame = "ns_per_frame"
+	GenVarPortCount  = "port_count"
+	GenVarPortMin    = "port_min"
+	GenVarUdpOff     = "udp_off"
 )
 
 // LoadGen returns the embedded CollectionSpec for Gen.
@@ -88,10 +90,11 @@ type GenMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type GenVariableSpecs struct {
-	Ifindex   *ebpf.VariableSpec `ebpf:"ifindex"`
-	PortCount *ebpf.VariableSpec `ebpf:"port_count"`
-	PortMin   *ebpf.VariableSpec `ebpf:"port_min"`
-	UdpOff    *ebpf.VariableSpec `ebpf:"udp_off"`
+	Ifindex    *ebpf.VariableSpec `ebpf:"ifindex"`
+	NsPerFrame *ebpf.VariableSpec `ebpf:"ns_per_frame"`
+	PortCount  *ebpf.VariableSpec `ebpf:"port_count"`
+	PortMin    *ebpf.VariableSpec `ebpf:"port_min"`
+	UdpOff     *ebpf.VariableSpec `ebpf:"udp_off"`
 }
 
 // GenObjects contains all objects after they have been loaded into the kernel.
@@ -127,10 +130,11 @@ func (m *GenMaps) Close() error {
 //
 // It can be passed to LoadGenObjects or ebpf.CollectionSpec.LoadAndAssign.
 type GenVariables struct {
-	Ifindex   *ebpf.Variable `ebpf:"ifindex"`
-	PortCount *ebpf.Variable `ebpf:"port_count"`
-	PortMin   *ebpf.Variable `ebpf:"port_min"`
-	UdpOff    *ebpf.Variable `ebpf:"udp_off"`
+	Ifindex    *ebpf.Variable `ebpf:"ifindex"`
+	NsPerFrame *ebpf.Variable `ebpf:"ns_per_frame"`
+	PortCount  *ebpf.Variable `ebpf:"port_count"`
+	PortMin    *ebpf.Variable `ebpf:"port_min"`
+	UdpOff     *ebpf.Variable `ebpf:"udp_off"`
 }
 
 // GenPrograms contains all programs after they have been loaded into the kernel.

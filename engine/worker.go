@@ -47,6 +47,8 @@ type Worker struct {
 	// ports are the sockets a handler can send to: ports[0] is the queue's
 	// own socket, further ones share its UMEM (Batch.Forward).
 	ports []*xsk.Socket
+	// out is the per-batch state of each port, rebuilt when ports changes.
+	out []outPort
 
 	txOutstanding uint32 // submitted to tx, not yet completed
 	c             local
@@ -171,12 +173,12 @@ func (w *Worker) rxHandle() uint32 {
 		return 0
 	}
 	b := &w.batch
+	// Slicing to n once lets the compiler drop the per-frame bounds checks.
+	addrs, lens, verdicts := b.addrs[:n], b.lens[:n], b.verdicts[:n]
 	var bytes uint64
-	for i := uint32(0); i < n; i++ {
-		d := s.Rx.Desc(idx + i)
-		b.addrs[i] = d.Addr
-		b.lens[i] = d.Len
-		b.verdicts[i] = Drop
+	for i := range addrs {
+		d := s.Rx.Desc(idx + uint32(i))
+		addrs[i], lens[i], verdicts[i] = d.Addr, d.Len, Drop
 		bytes += uint64(d.Len)
 	}
 	s.Rx.Release(n)
@@ -187,27 +189,54 @@ func (w *Worker) rxHandle() uint32 {
 
 	w.handler.Handle(b)
 
+	if len(w.out) != len(w.ports) {
+		w.syncPorts()
+	}
 	mask := ^uint64(w.umem.FrameSize() - 1)
 	tidx, troom := s.Tx.Reserve(n)
 	var ntx uint32
-	for i := 0; i < b.n; i++ {
-		switch b.verdicts[i] {
+	// Frames that are not sent go straight back to the fill ring, in a
+	// reservation made at the first of them; only what does not fit there
+	// goes through the free stack.
+	var fidx, froom, nfill uint32
+	fillReserved := false
+	ports := b.ports[:n]
+	for i, v := range verdicts {
+		if v == Forward && ports[i] == 0 {
+			v = Transmit // port 0 is the queue's own socket
+		}
+		switch v {
 		case Transmit:
 			if ntx < troom {
-				s.Tx.Set(tidx+ntx, b.addrs[i], b.lens[i])
+				s.Tx.Set(tidx+ntx, addrs[i], lens[i])
 				ntx++
-				w.c.txBytes += uint64(b.lens[i])
+				w.c.txBytes += uint64(lens[i])
 				continue
 			}
 			w.c.txRingFull++
 		case Forward:
-			if w.forward(b.ports[i], b.addrs[i], b.lens[i]) {
+			if w.forward(ports[i], addrs[i], lens[i], n-uint32(i)) {
 				continue
 			}
 		default:
 			w.c.dropped++
 		}
-		s.Frames.Push(b.addrs[i] & mask)
+		if !fillReserved {
+			fidx, froom = s.Fill.Reserve(n - uint32(i))
+			fillReserved = true
+		}
+		if nfill < froom {
+			s.Fill.Set(fidx+nfill, addrs[i]&mask)
+			nfill++
+		} else {
+			s.Frames.Push(addrs[i] & mask)
+		}
+	}
+	if fillReserved {
+		s.Fill.Cancel(froom - nfill)
+		if nfill > 0 {
+			s.Fill.Submit(nfill)
+		}
 	}
 	s.Tx.Cancel(troom - ntx)
 	if ntx > 0 {
@@ -215,52 +244,92 @@ func (w *Worker) rxHandle() uint32 {
 		w.txOutstanding += ntx
 		w.kickTx(s)
 	}
-	w.flushPorts()
+	if len(w.out) > 1 {
+		w.flushPorts()
+	}
 	if s.Frames.Len() > 0 {
 		s.Refill()
 	}
 	return n
 }
 
-// forward queues a frame on another port's tx ring; false means it could
-// not (no such port, or its ring is full) and the frame is the caller's.
-func (w *Worker) forward(p uint8, addr uint64, length uint32) bool {
-	if int(p) >= len(w.ports) || p == 0 {
-		if p == 0 {
-			// Port 0 is the queue's own socket: the same as Transmit.
-			s := w.sock
-			if idx, got := s.Tx.Reserve(1); got == 1 {
-				s.Tx.Set(idx, addr, length)
-				s.Tx.Submit(1)
-				w.txOutstanding++
-				w.c.txBytes += uint64(length)
-				w.kickTx(s)
-				return true
-			}
-			w.c.txRingFull++
-			return false
-		}
+// outPort is the worker's per-batch state of one port: the tx slots
+// reserved for the batch, so that a batch costs one Reserve and one Submit
+// per port rather than one per frame.
+type outPort struct {
+	s *xsk.Socket
+	// copy is set when the port has a UMEM of its own: frames are copied
+	// into one of its free frames, and its completions go back to its own
+	// stack rather than to the rx socket's fill ring.
+	copy              bool
+	idx, room, used   uint32
+	reserved          bool
+}
+
+// syncPorts rebuilds the per-port state after w.ports changed.
+func (w *Worker) syncPorts() {
+	w.out = make([]outPort, len(w.ports))
+	for i, s := range w.ports {
+		w.out[i] = outPort{s: s, copy: s.Umem() != w.umem}
+	}
+}
+
+// forward queues a frame on port p's tx ring; rest is the most frames of
+// the batch that may still follow to it. It reports whether the port took
+// the frame itself (shared UMEM); false means the frame is still the
+// caller's, because it was copied into the port's own UMEM or could not be
+// sent (no such port, ring full, no free frame: counted).
+func (w *Worker) forward(p uint8, addr uint64, length uint32, rest uint32) bool {
+	if int(p) >= len(w.out) {
 		w.c.dropped++
 		return false
 	}
-	s := w.ports[p]
-	idx, got := s.Tx.Reserve(1)
-	if got == 0 {
+	o := &w.out[p]
+	if !o.reserved {
+		o.idx, o.room = o.s.Tx.Reserve(rest)
+		o.used = 0
+		o.reserved = true
+	}
+	if o.used == o.room {
 		w.c.txRingFull++
 		return false
 	}
-	s.Tx.Set(idx, addr, length)
-	s.Tx.Submit(1)
+	if o.copy {
+		dst, ok := o.s.Frames.Pop()
+		if !ok {
+			// Every frame of the port's UMEM is in flight: as good as a
+			// full ring.
+			w.c.txRingFull++
+			return false
+		}
+		copy(o.s.Umem().Frame(dst, length), w.umem.Frame(addr, length))
+		o.s.Tx.Set(o.idx+o.used, dst, length)
+		o.used++
+		w.txOutstanding++
+		w.c.txBytes += uint64(length)
+		return false
+	}
+	o.s.Tx.Set(o.idx+o.used, addr, length)
+	o.used++
 	w.txOutstanding++
 	w.c.txBytes += uint64(length)
 	return true
 }
 
-// flushPorts kicks the other ports' transmitters.
+// flushPorts submits what the batch queued on the other ports and kicks
+// their transmitters.
 func (w *Worker) flushPorts() {
-	for _, s := range w.ports[1:] {
-		if s.Tx.Pending() > 0 {
-			w.kickTx(s)
+	for i := 1; i < len(w.out); i++ {
+		o := &w.out[i]
+		if o.reserved {
+			o.s.Tx.Cancel(o.room - o.used)
+			if o.used > 0 {
+				o.s.Tx.Submit(o.used)
+			}
+			o.reserved = false
+		}
+		if o.s.Tx.Pending() > 0 {
+			w.kickTx(o.s)
 		}
 	}
 }
@@ -277,10 +346,19 @@ func (w *Worker) kickTx(s *xsk.Socket) {
 	_ = s.WakeTx()
 }
 
-// complete reaps the completion rings of every port.
+// complete reaps the completion rings of every port. Frames of the rx
+// socket's UMEM go straight back to its fill ring (through the free stack
+// only when the fill ring is full); frames of a port with a UMEM of its own
+// go back to that port's stack.
 func (w *Worker) complete() error {
+	if len(w.out) != len(w.ports) {
+		w.syncPorts()
+	}
 	mask := ^uint64(w.umem.FrameSize() - 1)
-	for _, s := range w.ports {
+	rx := w.sock
+	for i := range w.out {
+		o := &w.out[i]
+		s := o.s
 		idx, n := s.Completion.Peek(s.Completion.Size())
 		if n == 0 {
 			if s.Tx.Pending() > 0 {
@@ -288,21 +366,41 @@ func (w *Worker) complete() error {
 			}
 			continue
 		}
-		for i := uint32(0); i < n; i++ {
-			w.sock.Frames.Push(s.Completion.Addr(idx+i) & mask)
+		if o.copy {
+			for j := uint32(0); j < n; j++ {
+				s.Frames.Push(s.Completion.Addr(idx+j) & mask)
+			}
+		} else {
+			fidx, room := rx.Fill.Reserve(n)
+			for j := uint32(0); j < room; j++ {
+				rx.Fill.Set(fidx+j, s.Completion.Addr(idx+j)&mask)
+			}
+			if room > 0 {
+				rx.Fill.Submit(room)
+			}
+			for j := room; j < n; j++ {
+				rx.Frames.Push(s.Completion.Addr(idx+j) & mask)
+			}
 		}
 		s.Completion.Release(n)
 		w.txOutstanding -= n
 		w.c.txPackets += uint64(n)
 	}
-	if w.sock.Frames.Len() > 0 {
-		w.sock.Refill()
+	if rx.Frames.Len() > 0 {
+		rx.Refill()
 	}
 	return nil
 }
 
 // idle is called when a loop found no frames.
 func (w *Worker) idle(spins *int) error {
+	// The kernel publishes its fill-ring consumer index lazily, only when it
+	// has used up every buffer it peeked, so a batch may have found no room
+	// and left frames on the free stack. Give them now: with the rx ring
+	// empty there may be no next batch to do it.
+	if w.sock.Frames.Len() > 0 {
+		w.sock.Refill()
+	}
 	switch w.wait {
 	case WaitBusyPoll:
 		// The recvfrom runs the driver's NAPI in our context.

@@ -107,6 +107,12 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 		Ports: f.ports, Count: f.count, Duration: f.duration, Rate: f.rate, Threads: f.threads, Interval: f.interval,
 		Frame: pkt.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort, VLAN: f.vlan, Size: f.size},
 	}
+	// The exact bounds depend on the frame (IPv6, VLAN) and are checked
+	// again by Validate; this catches the obvious before any lookup.
+	if f.size < pkt.MinFrameSize || f.size > pkt.MaxFrameSize+pkt.VLANTagLen {
+		return fmt.Errorf("--size %d out of range: frame size without FCS must be %d..%d (%d with --vlan)",
+			f.size, pkt.MinFrameSize, pkt.MaxFrameSize, pkt.MaxFrameSize+pkt.VLANTagLen)
+	}
 	if f.ports < 1 {
 		return fmt.Errorf("--ports %d: need at least 1", f.ports)
 	}

@@ -16,7 +16,10 @@
 // send it) to the sending threads: the kernel stops after the current batch
 // of 64 frames and returns EINTR. The program counts the frames it
 // redirects in a per-CPU map, so the count is exact however the call ends.
-// A Rate is kept in 100 ms steps for the same reason.
+// A Rate is kept by the program itself, frame by frame: it waits (in a
+// bpf_loop) until each frame is due, so a rate-limited run has no bursts
+// for the receiver to absorb, and the kernel flushes small batches so the
+// frames do not wait long for the flush either.
 //
 // # What Sent means
 //
@@ -73,9 +76,6 @@ const (
 	// BatchSize is how many frames the kernel runs before it flushes them
 	// to the device; 64 is the NAPI budget and the kernel's default.
 	BatchSize = 64
-	// RateStep is the pacing step of a Rate: each thread sends a step's
-	// worth of frames, then waits for the next step.
-	RateStep = 100 * time.Millisecond
 	// DefaultInterval is the progress interval when Config.Interval is 0.
 	DefaultInterval = time.Second
 	// stopSignal interrupts a sending thread's BPF_PROG_TEST_RUN.
@@ -440,6 +440,16 @@ func (p *program) counts() ([]uint64, error) {
 	return n, nil
 }
 
+// nsPerFrame is the gap between frames on each CPU that keeps the total at
+// or under cfg.Rate, 0 without a rate.
+func nsPerFrame(cfg Config) uint64 {
+	if cfg.Rate == 0 {
+		return 0
+	}
+	// Rounded up, so that the rate is an upper bound.
+	return (uint64(time.Second)*uint64(cfg.Threads) + cfg.Rate - 1) / cfg.Rate
+}
+
 func load(cfg Config) (*program, error) {
 	spec, err := bpf.LoadGen()
 	if err != nil {
@@ -460,6 +470,7 @@ func load(cfg Config) (*program, error) {
 		set(bpf.GenVarPortMin, cfg.Frame.DstPort),
 		set(bpf.GenVarPortCount, uint16(cfg.Ports)),
 		set(bpf.GenVarUdpOff, uint16(cfg.Frame.L4Offset())),
+		set(bpf.GenVarNsPerFrame, nsPerFrame(cfg)),
 	} {
 		if err != nil {
 			return nil, err
@@ -508,42 +519,24 @@ func (w *worker) run(prog *program, frame []byte, ns netns.NsHandle, start time.
 	w.tid.Store(int64(unix.Gettid()))
 
 	fd := prog.objs.XdpGen.FD()
-	step := uint64(math.MaxUint32)
+	batch := uint32(BatchSize)
 	if w.rate > 0 {
-		step = max(1, w.rate*uint64(RateStep)/uint64(time.Second))
+		// About one flush every 100 us, so that paced frames reach the
+		// device soon after they are due.
+		batch = uint32(min(BatchSize, max(1, w.rate/10000)))
 	}
-	var timer *time.Timer
 	var sent uint64
 	for !stopping.Load() {
-		n := step
+		n := uint64(math.MaxUint32)
 		if w.count > 0 {
 			if sent >= w.count {
 				return nil
 			}
 			n = min(n, w.count-sent)
 		}
-		// Both the count and the step are relative to what this CPU has
-		// sent: the program's counter (an interrupted run says nothing).
-		if w.rate > 0 {
-			// Token bucket in steps: wait until the frames sent so far
-			// are due, so the rate is never above w.rate by more than
-			// one step's worth.
-			due := start.Add(time.Duration(float64(sent) / float64(w.rate) * float64(time.Second)))
-			if wait := time.Until(due); wait > 0 {
-				if timer == nil {
-					timer = time.NewTimer(wait)
-				} else {
-					timer.Reset(wait)
-				}
-				select {
-				case <-stop:
-					timer.Stop()
-					return nil
-				case <-timer.C:
-				}
-			}
-		}
-		err := runLive(fd, frame, uint32(n))
+		// The count is relative to what this CPU has sent: the program's
+		// counter (an interrupted run says nothing).
+		err := runLive(fd, frame, uint32(n), batch)
 		counts, cerr := prog.counts()
 		if cerr != nil {
 			return cerr

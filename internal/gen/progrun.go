@@ -36,14 +36,14 @@ type progRunAttr struct {
 // EINTR is returned to the caller, which reads the program's own count and
 // decides whether to go on; interrupting a run with a signal is also how
 // the generator stops before its count is reached.
-func runLive(progFD int, frame []byte, repeat uint32) error {
+func runLive(progFD int, frame []byte, repeat, batch uint32) error {
 	attr := progRunAttr{
 		progFD:     uint32(progFD),
 		dataSizeIn: uint32(len(frame)),
 		dataIn:     uint64(uintptr(unsafe.Pointer(&frame[0]))),
 		repeat:     repeat,
 		flags:      unix.BPF_F_TEST_XDP_LIVE_FRAMES,
-		batchSize:  BatchSize,
+		batchSize:  batch,
 	}
 	_, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_PROG_TEST_RUN, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
 	// The kernel reads frame through a pointer the garbage collector
