@@ -3,6 +3,7 @@ package xsk
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -184,7 +185,7 @@ func NewSocket(u *Umem, cfg SocketConfig) (_ *Socket, err error) {
 		sa.Flags |= unix.XDP_SHARED_UMEM
 		sa.SharedUmemFD = uint32(u.fd)
 	}
-	if err := unix.Bind(s.fd, sa); err != nil {
+	if err := bind(s.fd, sa); err != nil {
 		return nil, bindError(cfg, err)
 	}
 	var opts struct{ Flags uint32 }
@@ -213,6 +214,22 @@ func (s *Socket) setup() {
 	}
 	s.Frames = NewFrameStack(uint64(s.cfg.FirstFrame)*uint64(s.umem.frameSize), s.umem.frameSize, int(n))
 	s.Refill()
+}
+
+// bindRetry is how long bind retries a busy queue. The kernel frees a
+// closed socket's hold on its queue from a workqueue, a little after close
+// returns, so a queue that was just released can still look taken.
+const bindRetry = time.Second
+
+func bind(fd int, sa *unix.SockaddrXDP) error {
+	deadline := time.Now().Add(bindRetry)
+	for {
+		err := unix.Bind(fd, sa)
+		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func bindError(cfg SocketConfig, err error) error {
