@@ -42,6 +42,7 @@ lint:
 # Micro-benchmarks (0 allocs, ns per frame), then the test-bed comparison.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/... ./engine/...
+	./$(BIN) compare --testbed --family all --duration 3s
 
 demo: build
 	./$(BIN) demo

@@ -84,6 +84,14 @@ type Config struct {
 	Handler func(queue int) Handler
 	// PollTimeout bounds each poll() so that a stop is noticed promptly.
 	PollTimeout time.Duration
+	// TxOnly, if set, makes the engine a generator (xdpsock -t): its
+	// sockets only transmit, no program is attached, Queues are tx queues,
+	// and Handler, UDPPort and SharedUmem do not apply.
+	TxOnly *TxOnlyConfig
+	// Forward, if set, forwards every frame received on Interface out of
+	// another device (see ForwardConfig). Handler defaults to a
+	// ForwardHandler that rewrites the destination MAC.
+	Forward *ForwardConfig
 }
 
 // DefaultConfig returns xdpsock's defaults: batch 64, 4096-byte frames,
@@ -115,6 +123,19 @@ func (c *Config) Validate() error {
 	if c.Interface == "" {
 		return errors.New("no interface given: use -i DEV")
 	}
+	if c.TxOnly != nil && c.Forward != nil {
+		return errors.New("txonly and forward exclude each other")
+	}
+	if c.TxOnly != nil {
+		if err := c.TxOnly.validate(c); err != nil {
+			return err
+		}
+	}
+	if c.Forward != nil {
+		if err := c.Forward.validate(c); err != nil {
+			return err
+		}
+	}
 	if err := (xsk.UmemConfig{FrameSize: c.FrameSize, NumFrames: 1}).Validate(); err != nil {
 		return err
 	}
@@ -129,7 +150,11 @@ func (c *Config) Validate() error {
 	if c.Batch < 1 || c.Batch > MaxBatch {
 		return fmt.Errorf("batch size %d: must be between 1 and %d", c.Batch, MaxBatch)
 	}
-	if uint32(c.Batch) > c.RxSize || uint32(c.Batch) > c.FillSize {
+	if c.TxOnly != nil {
+		if uint32(c.Batch) > c.TxSize {
+			return fmt.Errorf("batch size %d is larger than the tx ring (%d): a batch must fit in the ring", c.Batch, c.TxSize)
+		}
+	} else if uint32(c.Batch) > c.RxSize || uint32(c.Batch) > c.FillSize {
 		return fmt.Errorf("batch size %d is larger than the rx ring (%d) or fill ring (%d): a batch must fit in the rings", c.Batch, c.RxSize, c.FillSize)
 	}
 	if c.CPUs != nil && c.Queues != nil && len(c.CPUs) != len(c.Queues) {

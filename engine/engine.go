@@ -6,7 +6,9 @@
 // A Handler sees a *Batch of frames and gives each a verdict (drop, transmit
 // back, forward); it never sees ring indices, UMEM addresses or system
 // calls. The built-in modes are handlers too: DropHandler (rxdrop),
-// L2FwdHandler (l2fwd).
+// L2FwdHandler (l2fwd), ForwardHandler (fwd, with Config.Forward). With
+// Config.TxOnly the engine is instead a generator (txonly): its workers only
+// transmit pre-built frames and no program is attached.
 //
 // Setup is all or nothing: New either returns a running-ready engine or
 // leaves the device as it found it. Close detaches the program and closes
@@ -41,6 +43,12 @@ type Engine struct {
 	workers []*Worker
 	stop    atomic.Bool
 	started time.Time
+
+	// Forwarding (Config.Forward): the output device, whether its sockets
+	// share the input sockets' UMEMs, and why not if they do not.
+	out          *netdev.Info
+	outShared    bool
+	outSharedErr error
 }
 
 // New validates cfg, binds a socket to every queue, and attaches the
@@ -53,6 +61,9 @@ func New(cfg Config) (_ *Engine, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.TxOnly != nil {
+		return newTxOnly(cfg, info)
+	}
 	if cfg.Queues == nil {
 		for q := 0; q < info.RxQueues; q++ {
 			cfg.Queues = append(cfg.Queues, q)
@@ -63,6 +74,12 @@ func New(cfg Config) (_ *Engine, err error) {
 	}
 	if err := info.CheckQueues(cfg.Queues); err != nil {
 		return nil, err
+	}
+	var out *netdev.Info
+	if cfg.Forward != nil {
+		if out, err = lookupOut(&cfg, info); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.CPUs == nil {
 		if cfg.CPUs, err = defaultCPUs(len(cfg.Queues)); err != nil {
@@ -79,7 +96,7 @@ func New(cfg Config) (_ *Engine, err error) {
 			info.Name, cur.ProgID, cur.Mode)
 	}
 
-	e := &Engine{cfg: cfg, info: info}
+	e := &Engine{cfg: cfg, info: info, out: out}
 	defer func() {
 		if err != nil {
 			e.Close()
@@ -114,9 +131,17 @@ func defaultCPUs(n int) ([]int, error) {
 func (e *Engine) bindAll() error {
 	cfg := &e.cfg
 	per := cfg.framesPerSocket()
+	// stride is the frames each queue takes of a UMEM: its rx socket's,
+	// and with forwarding the one frame that sits in the output socket's
+	// fill ring (see bindOut).
+	stride := per
+	if cfg.Forward != nil {
+		e.outShared = !cfg.Forward.NoSharedUmem
+		stride += outFrames
+	}
 	var shared *xsk.Umem
 	if cfg.SharedUmem {
-		u, err := xsk.NewUmem(xsk.UmemConfig{FrameSize: cfg.FrameSize, NumFrames: per * uint32(len(cfg.Queues))})
+		u, err := xsk.NewUmem(xsk.UmemConfig{FrameSize: cfg.FrameSize, NumFrames: stride * uint32(len(cfg.Queues))})
 		if err != nil {
 			return err
 		}
@@ -124,18 +149,28 @@ func (e *Engine) bindAll() error {
 		e.umems = append(e.umems, u)
 	}
 	for i, q := range cfg.Queues {
-		u, first := shared, uint32(i)*per
+		u, first := shared, uint32(i)*stride
 		if u == nil {
 			var err error
-			if u, err = xsk.NewUmem(xsk.UmemConfig{FrameSize: cfg.FrameSize, NumFrames: per}); err != nil {
+			if u, err = xsk.NewUmem(xsk.UmemConfig{FrameSize: cfg.FrameSize, NumFrames: stride}); err != nil {
 				return err
 			}
 			e.umems = append(e.umems, u)
 			first = 0
 		}
 		h := Handler(DropHandler{})
-		if cfg.Handler != nil {
+		switch {
+		case cfg.Handler != nil:
 			h = cfg.Handler(q)
+		case cfg.Forward != nil:
+			h = &ForwardHandler{DstMAC: cfg.Forward.DstMAC}
+		}
+		mode, wakeup := cfg.BindMode, cfg.NeedWakeup
+		if i > 0 && shared != nil {
+			// The kernel refuses bind flags on a socket that shares a
+			// UMEM (EINVAL): it inherits copy/zero-copy and need_wakeup
+			// from the UMEM's first socket.
+			mode, wakeup = xsk.Auto, false
 		}
 		txSize := cfg.TxSize
 		if _, ok := h.(dropper); ok {
@@ -150,8 +185,8 @@ func (e *Engine) bindAll() error {
 			CompletionSize: cfg.CompletionSize,
 			RxSize:         cfg.RxSize,
 			TxSize:         txSize,
-			Mode:           cfg.BindMode,
-			NeedWakeup:     cfg.NeedWakeup,
+			Mode:           mode,
+			NeedWakeup:     wakeup,
 			FirstFrame:     first,
 			NumFrames:      per,
 		})
@@ -160,6 +195,11 @@ func (e *Engine) bindAll() error {
 		}
 		w := newWorker(q, cfg.CPUs[i], s, h, cfg)
 		e.workers = append(e.workers, w)
+		if cfg.Forward != nil {
+			if err := e.bindOut(w, first+per); err != nil {
+				return err
+			}
+		}
 		if cfg.Wait == WaitBusyPoll {
 			if err := s.SetBusyPoll(cfg.BusyPollUsecs, cfg.BusyPollBudget); err != nil {
 				return fmt.Errorf("queue %d: %w", q, err)
@@ -185,7 +225,8 @@ func (e *Engine) Workers() []*Worker { return e.workers }
 // Steering is the loaded steering program (for its counters).
 func (e *Engine) Steering() *bpf.XskRedirect { return e.prog }
 
-// Run starts the workers and returns when ctx is done or a worker fails (a
+// Run starts the workers and returns when ctx is done, when every worker
+// has finished (a generator that sent its count), or when a worker fails (a
 // handler panic included). Counters stay readable after Run returns.
 func (e *Engine) Run(ctx context.Context) error {
 	e.started = time.Now()
@@ -198,10 +239,22 @@ func (e *Engine) Run(ctx context.Context) error {
 			errs <- e.runWorker(w)
 		}()
 	}
+	// Receiving workers run until stopped; a generator's workers end by
+	// themselves when they have sent their count, and the engine ends when
+	// all have, or at the first error.
 	var err error
-	select {
-	case <-ctx.Done():
-	case err = <-errs:
+	ended := 0
+wait:
+	for ended < len(e.workers) {
+		select {
+		case <-ctx.Done():
+			break wait
+		case err = <-errs:
+			ended++
+			if err != nil {
+				break wait
+			}
+		}
 	}
 	e.stop.Store(true)
 	wg.Wait()
@@ -246,6 +299,10 @@ func (e *Engine) Close() error {
 		e.link = nil
 	}
 	for _, w := range e.workers {
+		// Sockets that share a UMEM before the one that registered it.
+		for _, p := range w.ports[1:] {
+			errs = append(errs, p.Close())
+		}
 		errs = append(errs, w.sock.Close())
 	}
 	e.workers = nil

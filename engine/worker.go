@@ -50,6 +50,9 @@ type Worker struct {
 	// out is the per-batch state of each port, rebuilt when ports changes.
 	out []outPort
 
+	// tx is the generator state of a txonly worker, nil otherwise.
+	tx *txGen
+
 	txOutstanding uint32 // submitted to tx, not yet completed
 	c             local
 	pub           *counters
@@ -96,6 +99,9 @@ const adaptiveSpins = 2000
 
 // run is the worker's loop; it returns when stop is set.
 func (w *Worker) run(stop *atomic.Bool) error {
+	if w.tx != nil {
+		return w.runTxOnly(stop)
+	}
 	spins := 0
 	for !stop.Load() {
 		if w.wait == WaitPoll {
@@ -261,9 +267,9 @@ type outPort struct {
 	// copy is set when the port has a UMEM of its own: frames are copied
 	// into one of its free frames, and its completions go back to its own
 	// stack rather than to the rx socket's fill ring.
-	copy              bool
-	idx, room, used   uint32
-	reserved          bool
+	copy            bool
+	idx, room, used uint32
+	reserved        bool
 }
 
 // syncPorts rebuilds the per-port state after w.ports changed.

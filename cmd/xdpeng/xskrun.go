@@ -154,6 +154,27 @@ func (f *xskFlags) config() (engine.Config, error) {
 // runXsk runs an engine in mode until the duration ends or Ctrl-C/SIGTERM,
 // printing statistics every interval and the totals at the end.
 func runXsk(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config) error {
+	return runXskWith(cmd, mode, f, cfg, xskHooks{})
+}
+
+// xskHooks let a mode add its own output to what every AF_XDP mode prints,
+// which stays as it is. Each hook is optional; with --json only the JSON
+// ones are called, otherwise only the text ones.
+type xskHooks struct {
+	// intervalText writes lines after each interval's table; dt is the
+	// interval's length in seconds.
+	intervalText func(w io.Writer, dt float64)
+	// intervalJSON adds fields to each interval's JSON object.
+	intervalJSON func(obj map[string]any, dt float64)
+	// summaryText writes lines after the text summary.
+	summaryText func(w io.Writer)
+	// summaryJSON returns what to print as the JSON summary in place of
+	// sum; it should embed sum so that the common fields stay.
+	summaryJSON func(sum xskSummary) any
+}
+
+// runXskWith is runXsk with a mode's own output added by hooks.
+func runXskWith(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config, hooks xskHooks) error {
 	if err := privilege.Check(mode); err != nil {
 		return err
 	}
@@ -174,7 +195,7 @@ func runXsk(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config) err
 		defer c2()
 	}
 	out := cmd.OutOrStdout()
-	p := &xskPrinter{w: out, mode: mode, f: f, eng: eng}
+	p := &xskPrinter{w: out, mode: mode, f: f, eng: eng, hooks: hooks}
 	p.header()
 	done := make(chan error, 1)
 	go func() { done <- eng.Run(ctx) }()
@@ -202,10 +223,11 @@ func runXsk(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config) err
 }
 
 type xskPrinter struct {
-	w    io.Writer
-	mode string
-	f    *xskFlags
-	eng  *engine.Engine
+	w     io.Writer
+	mode  string
+	f     *xskFlags
+	eng   *engine.Engine
+	hooks xskHooks
 }
 
 func (p *xskPrinter) header() {
@@ -288,11 +310,15 @@ func (p *xskPrinter) interval(prev, cur engine.Snapshot) {
 	total := rates(prev.Total(), cur.Total(), dt, p.f)
 	elapsed := cur.Time.Sub(p.eng.Started()).Seconds()
 	if p.f.json {
-		writeJSON(p.w, map[string]any{
+		obj := map[string]any{
 			"type": "interval", "mode": p.mode, "t": round3(elapsed),
 			"rx_pps": total.RxPPS, "tx_pps": total.TxPPS, "rx_packets": total.RxPackets, "tx_packets": total.TxPackets,
 			"per_queue": rows,
-		})
+		}
+		if p.hooks.intervalJSON != nil {
+			p.hooks.intervalJSON(obj, dt)
+		}
+		writeJSON(p.w, obj)
 		return
 	}
 	fmt.Fprintf(p.w, "[%7.2fs] %-5s %3s %12s %14s %12s %14s\n", elapsed, "queue", "cpu", "rx pps", "rx total", "tx pps", "tx total")
@@ -315,6 +341,9 @@ func (p *xskPrinter) interval(prev, cur engine.Snapshot) {
 			fmt.Fprintf(p.w, "%16s app/s: rx_wakeups %.0f tx_wakeups %.0f polls %.0f batches %.0f\n", "",
 				r.RxWakeupsS, r.TxWakeupsS, r.PollsS, r.BatchesS)
 		}
+	}
+	if p.hooks.intervalText != nil {
+		p.hooks.intervalText(p.w, dt)
 	}
 }
 
@@ -363,6 +392,10 @@ func (p *xskPrinter) summary(s engine.Snapshot) {
 		sum.TxPPS = float64(t.TxPackets) / dur
 	}
 	if p.f.json {
+		if p.hooks.summaryJSON != nil {
+			writeJSON(p.w, p.hooks.summaryJSON(sum))
+			return
+		}
 		writeJSON(p.w, sum)
 		return
 	}
@@ -375,6 +408,9 @@ func (p *xskPrinter) summary(s engine.Snapshot) {
 	fmt.Fprintf(p.w, "  xdp stats: rx_dropped %d, rx_invalid_descs %d, tx_invalid_descs %d, rx_ring_full %d, rx_fill_ring_empty_descs %d, tx_ring_empty_descs %d\n",
 		x.RxDropped, x.RxInvalidDescs, x.TxInvalidDescs, x.RxRingFull, x.RxFillRingEmptyDescs, x.TxRingEmptyDescs)
 	fmt.Fprintf(p.w, "  app stats: rx_wakeups %d, tx_wakeups %d, polls %d, batches %d\n", t.RxWakeups, t.TxWakeups, t.Polls, t.Batches)
+	if p.hooks.summaryText != nil {
+		p.hooks.summaryText(p.w)
+	}
 }
 
 func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }

@@ -1,0 +1,230 @@
+package main
+
+// Helpers of the CLI integration tests: build the binary, run it inside a
+// test bed's namespaces, and read what is attached to an interface.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/vishvananda/netlink"
+
+	"github.com/xdpeng/xdpeng/internal/netdev"
+	"github.com/xdpeng/xdpeng/internal/testbed"
+	"github.com/xdpeng/xdpeng/internal/xsk"
+)
+
+// buildCLI builds xdpeng into a temporary directory that other users may
+// enter (the not-root cases run it as nobody) and returns its path.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "xdpeng")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// result is how a run of the binary ended.
+type result struct {
+	code           int // exit status; -1 if killed by a signal
+	signal         syscall.Signal
+	stdout, stderr string
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d (signal %v)\nstdout:\n%s\nstderr:\n%s", r.code, r.signal, r.stdout, r.stderr)
+}
+
+// nsCommand makes `ip netns exec NS argv...`.
+func nsCommand(ctx context.Context, ns string, argv ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns}, argv...)...)
+}
+
+// runIn runs argv in namespace ns and waits, at most timeout.
+func runIn(t *testing.T, timeout time.Duration, ns string, argv ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	p := startCmd(t, nsCommand(ctx, ns, argv...))
+	return p.wait(t)
+}
+
+// proc is a command started in the background.
+type proc struct {
+	cmd            *exec.Cmd
+	stdout, stderr *bytes.Buffer
+	done           chan struct{}
+	res            result
+}
+
+func startCmd(t *testing.T, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{cmd: cmd, stdout: new(bytes.Buffer), stderr: new(bytes.Buffer), done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %v: %v", cmd.Args, err)
+	}
+	go func() {
+		err := cmd.Wait()
+		p.res = result{stdout: p.stdout.String(), stderr: p.stderr.String()}
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+		case errors.As(err, &ee):
+			p.res.code = ee.ExitCode()
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				p.res.signal = ws.Signal()
+			}
+		default:
+			p.res.code = -2
+			p.res.stderr += "\n(wait: " + err.Error() + ")"
+		}
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// startIn starts argv in namespace ns. `ip netns exec` execs the command
+// in its own process, so signals sent to p reach xdpeng itself.
+func startIn(t *testing.T, ns string, argv ...string) *proc {
+	t.Helper()
+	return startCmd(t, nsCommand(context.Background(), ns, argv...))
+}
+
+func (p *proc) wait(t *testing.T) result {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.done
+		t.Fatalf("%v did not end within 30 s", p.cmd.Args)
+	}
+	return p.res
+}
+
+func (p *proc) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("send %v: %v", sig, err)
+	}
+}
+
+// hookState is every program attached to an interface: XDP (netlink sees
+// bpf_link attachments too), TCX ingress and egress, classic tc ingress
+// filters.
+type hookState struct {
+	XDPProg    uint32
+	TCXIngress []ebpf.ProgramID
+	TCXEgress  []ebpf.ProgramID
+	TCFilters  int
+}
+
+func (h hookState) equal(o hookState) bool {
+	return h.XDPProg == o.XDPProg && slices.Equal(h.TCXIngress, o.TCXIngress) &&
+		slices.Equal(h.TCXEgress, o.TCXEgress) && h.TCFilters == o.TCFilters
+}
+
+func (h hookState) empty() bool { return h.equal(hookState{}) }
+
+// readHooks reads the hooks of dev in namespace ns.
+func readHooks(t *testing.T, ns, dev string) hookState {
+	t.Helper()
+	var h hookState
+	err := testbed.Do(ns, func() error {
+		l, err := netlink.LinkByName(dev)
+		if err != nil {
+			return err
+		}
+		st, err := netdev.XDPAttached(l.Attrs().Index)
+		if err != nil {
+			return err
+		}
+		h.XDPProg = st.ProgID
+		for _, a := range []struct {
+			typ ebpf.AttachType
+			ids *[]ebpf.ProgramID
+		}{{ebpf.AttachTCXIngress, &h.TCXIngress}, {ebpf.AttachTCXEgress, &h.TCXEgress}} {
+			r, err := link.QueryPrograms(link.QueryOptions{Target: l.Attrs().Index, Attach: a.typ})
+			if err != nil {
+				continue // no TCX on this kernel: nothing can be attached there
+			}
+			for _, p := range r.Programs {
+				*a.ids = append(*a.ids, p.ID)
+			}
+		}
+		if fs, err := netlink.FilterList(l, netlink.HANDLE_MIN_INGRESS); err == nil {
+			h.TCFilters = len(fs)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("read the hooks of %s in %s: %v", dev, ns, err)
+	}
+	return h
+}
+
+// waitHooks waits up to 5 s for dev's hooks to satisfy ok and returns the
+// last state read.
+func waitHooks(t *testing.T, ns, dev string, ok func(hookState) bool) (hookState, bool) {
+	t.Helper()
+	var h hookState
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if h = readHooks(t, ns, dev); ok(h) {
+			return h, true
+		}
+	}
+	return h, false
+}
+
+// queuesFree binds a fresh AF_XDP socket to each queue of dev in ns and
+// closes it: EBUSY means a socket was left bound.
+func queuesFree(ns, dev string, queues ...int) error {
+	return testbed.Do(ns, func() error {
+		info, err := netdev.Lookup(dev)
+		if err != nil {
+			return err
+		}
+		for _, q := range queues {
+			u, err := xsk.NewUmem(xsk.UmemConfig{FrameSize: 2048, NumFrames: 64})
+			if err != nil {
+				return err
+			}
+			s, err := xsk.NewSocket(u, xsk.SocketConfig{Ifindex: info.Index, Queue: q, FillSize: 32, CompletionSize: 32, RxSize: 32, Mode: xsk.Copy})
+			if err != nil {
+				u.Close()
+				return fmt.Errorf("queue %d of %s is not free: %w", q, dev, err)
+			}
+			s.Close()
+			u.Close()
+		}
+		return nil
+	})
+}

@@ -1,0 +1,233 @@
+package main
+
+// xdpeng compare: every receive path side by side on the same traffic
+// (internal/compare), printed as a table and a bar chart, JSON or CSV.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/xdpeng/xdpeng/internal/compare"
+	"github.com/xdpeng/xdpeng/internal/cpuset"
+)
+
+func init() { addCommand(newCompareCmd()) }
+
+type compareFlags struct {
+	iface            string
+	queues           string
+	paths            string
+	family           string
+	duration         time.Duration
+	rate             uint64
+	size             int
+	testbed          bool
+	name             string
+	layout           string
+	bedQueues        int
+	genCPUs, dutCPUs string
+	json, csv        bool
+	quiet            bool
+}
+
+func newCompareCmd() *cobra.Command {
+	f := &compareFlags{}
+	cmd := &cobra.Command{
+		Use:   "compare (-i DEV | --testbed) [--paths LIST | --family drop|forward|all]",
+		Short: "Measure the receive paths side by side: XDP, tc, AF_XDP (ours and asavie/xdp), AF_PACKET, bridge",
+		Long: `compare runs each path in turn against the same traffic and prints one table:
+Mpps received, CPU time per packet on the receiving side, busy % of each CPU,
+and the loss with the counters that explain it, then a bar chart of Mpps.
+
+With --testbed it makes its own veth test bed, drives the live-frames
+generator itself with the same offered load for every path, and removes the
+bed afterwards (also on Ctrl-C). With -i DEV it measures whatever traffic
+arrives on DEV for --duration per path; every path takes all of DEV's
+traffic meanwhile, so do not use the interface you are logged in through.
+
+Drop family (the default): ` + pathList(compare.Drop) + `
+Forward family (--family forward, test bed only): ` + pathList(compare.Forward) + `
+xsk-fwd is not available yet: the engine has no forwarding mode.
+
+Layouts (2 CPUs): A = generator on CPU 0, where veth also runs the DUT's NAPI
+(XDP programs, AF_XDP copy, skbs) in softirq, receiver threads on CPU 1;
+B = generator on CPU 0, the DUT's NAPI threaded and pinned to CPU 1 together
+with the receiver threads.`,
+		Example: `  sudo xdpeng compare --testbed
+  sudo xdpeng compare --testbed --layout B -d 3s --json
+  sudo xdpeng compare --testbed --family forward
+  sudo xdpeng compare --testbed --paths xdp-drop,xsk-drop,asavie-drop --rate 2000000 --csv
+  sudo xdpeng compare -i eth1 --paths xdp-drop,xsk-drop -d 10s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.config(cmd)
+			if err != nil {
+				return err
+			}
+			return runCompare(cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, f.json, f.csv, false)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVarP(&f.iface, "interface", "i", "", "measure the traffic arriving on this device (instead of --testbed)")
+	fs.StringVarP(&f.queues, "queues", "q", "", "with -i: rx queues for the AF_XDP paths (default: all)")
+	fs.StringVar(&f.paths, "paths", "", "comma-separated paths to run (default: the --family's)")
+	fs.StringVar(&f.family, "family", "drop", "drop, forward or all")
+	fs.DurationVarP(&f.duration, "duration", "d", 5*time.Second, "measurement time per path")
+	fs.Uint64Var(&f.rate, "rate", 0, "test bed: offered load in frames per second (default: as fast as the generator goes)")
+	fs.IntVar(&f.size, "size", 64, "test bed: frame size in bytes, without FCS")
+	fs.BoolVar(&f.testbed, "testbed", false, "make a test bed, drive the generator, remove the bed afterwards")
+	fs.StringVar(&f.name, "name", "", "test bed name (default: a unique one)")
+	fs.StringVar(&f.layout, "layout", "A", "test bed layout: A (DUT NAPI in softirq on the generator CPU) or B (threaded NAPI on the DUT CPU)")
+	fs.IntVar(&f.bedQueues, "bed-queues", 1, "test bed: queues per veth end")
+	fs.StringVar(&f.genCPUs, "gen-cpus", "", "test bed: generator CPUs (default: the first CPU)")
+	fs.StringVar(&f.dutCPUs, "dut-cpus", "", "receiver CPUs (default: the last CPU)")
+	fs.BoolVar(&f.json, "json", false, "print one JSON object with the setup and the rows")
+	fs.BoolVar(&f.csv, "csv", false, "print CSV: a header and one line per path")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")
+	return cmd
+}
+
+func pathList(f compare.Family) string {
+	var names []string
+	for _, p := range compare.Paths(f) {
+		names = append(names, p.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// config checks the flags and turns them into a compare.Config; nothing is
+// touched before it returns.
+func (f *compareFlags) config(cmd *cobra.Command) (compare.Config, error) {
+	cfg := compare.Config{
+		Duration: f.duration, Rate: f.rate, FrameSize: f.size, Testbed: f.testbed, BedName: f.name,
+		Queues: f.bedQueues, Interface: f.iface,
+	}
+	if f.json && f.csv {
+		return cfg, errors.New("--json and --csv exclude each other")
+	}
+	if f.testbed == (f.iface != "") {
+		return cfg, errors.New("give either -i DEV (measure a real interface) or --testbed (make a test bed and drive traffic)")
+	}
+	if !f.testbed {
+		for _, fl := range []string{"rate", "size", "name", "layout", "bed-queues", "gen-cpus"} {
+			if cmd.Flags().Changed(fl) {
+				return cfg, fmt.Errorf("--%s is for --testbed", fl)
+			}
+		}
+	} else if f.queues != "" {
+		return cfg, errors.New("-q/--queues is for -i; the test bed's queues are --bed-queues")
+	}
+	var err error
+	switch {
+	case f.paths != "":
+		if cmd.Flags().Changed("family") {
+			return cfg, errors.New("give --paths or --family, not both")
+		}
+		if cfg.Paths, err = compare.ParsePaths(f.paths); err != nil {
+			return cfg, fmt.Errorf("--paths: %w", err)
+		}
+	case f.family == "drop" || f.family == "forward":
+		for _, p := range compare.Paths(compare.Family(f.family)) {
+			cfg.Paths = append(cfg.Paths, p.Name)
+		}
+	case f.family == "all":
+		for _, p := range compare.Paths("") {
+			cfg.Paths = append(cfg.Paths, p.Name)
+		}
+	default:
+		return cfg, fmt.Errorf("--family %q: use drop, forward or all", f.family)
+	}
+	if f.testbed {
+		l, err := compare.ParseLayout(f.layout)
+		if err != nil {
+			return cfg, fmt.Errorf("--layout: %w", err)
+		}
+		cfg.Layout = l
+	}
+	if f.queues != "" {
+		if cfg.InterfaceQueues, err = cpuset.Parse(f.queues, "queue"); err != nil {
+			return cfg, fmt.Errorf("-q: %w", err)
+		}
+	}
+	if f.genCPUs != "" {
+		if cfg.GenCPUs, err = cpuset.Parse(f.genCPUs, "CPU"); err != nil {
+			return cfg, fmt.Errorf("--gen-cpus: %w", err)
+		}
+	}
+	if f.dutCPUs != "" {
+		if cfg.DUTCPUs, err = cpuset.Parse(f.dutCPUs, "CPU"); err != nil {
+			return cfg, fmt.Errorf("--dut-cpus: %w", err)
+		}
+	}
+	if !f.quiet {
+		errw := cmd.ErrOrStderr()
+		cfg.Progress = func(msg string) { fmt.Fprintf(errw, "compare: %s\n", msg) }
+	}
+	if err := cfg.Check(); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// runCompare runs cfg and prints the result: the table and chart, or JSON,
+// or CSV. It fails if a path failed, after printing what was measured.
+func runCompare(out, errw io.Writer, cfg compare.Config, asJSON, asCSV, explain bool) error {
+	if os.Geteuid() != 0 {
+		return errors.New("xdpeng compare needs root (CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN for the test bed): run with sudo")
+	}
+	if err := raiseMemlock(); err != nil {
+		return err
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	res, err := compare.Run(ctx, cfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return interrupted{err}
+		}
+		return err
+	}
+	switch {
+	case asJSON:
+		if err := compare.WriteJSON(out, &res); err != nil {
+			return err
+		}
+	case asCSV:
+		if err := compare.WriteCSV(out, &res); err != nil {
+			return err
+		}
+	default:
+		compare.WriteTable(out, &res)
+		fmt.Fprintln(out)
+		compare.WriteChart(out, &res)
+		if explain {
+			fmt.Fprint(out, howToRead)
+		}
+	}
+	if bad := res.Failed(); len(bad) > 0 {
+		return fmt.Errorf("%d path(s) failed: %s", len(bad), strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// interrupted is returned when Ctrl-C or SIGTERM stopped a comparison; by
+// then every program, socket and test bed it made has been removed.
+type interrupted struct{ err error }
+
+func (e interrupted) Error() string {
+	msg := "interrupted; everything compare set up has been removed"
+	if !errors.Is(e.err, context.Canceled) {
+		msg += " (" + e.err.Error() + ")"
+	}
+	return msg
+}
+
+// ExitCode is the shell's code for a process ended by SIGINT.
+func (interrupted) ExitCode() int { return 130 }

@@ -1,0 +1,171 @@
+package main
+
+// xdpeng fwd: userspace forwarding between two devices
+// (engine.ForwardConfig), flags and printing.
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/internal/cpuset"
+	"github.com/xdpeng/xdpeng/internal/privilege"
+	"github.com/xdpeng/xdpeng/internal/units"
+	"github.com/xdpeng/xdpeng/internal/xsk"
+)
+
+func init() { addCommand(newFwdCmd()) }
+
+type fwdFlags struct {
+	xskFlags
+	out          string
+	dstMAC       string
+	noSharedUmem bool
+}
+
+func newFwdCmd() *cobra.Command {
+	f := &fwdFlags{}
+	c := &cobra.Command{
+		Use:   "fwd -i IN -o OUT [flags]",
+		Short: "Forward frames from one device to another through AF_XDP sockets",
+		Long: `fwd receives on every queue of IN through AF_XDP sockets (steered by an XDP
+program, as rxdrop) and sends each frame out of the same queue number of OUT,
+with its destination MAC rewritten: --dst-mac, or on a veth OUT's peer's
+address. OUT needs at least as many queues as the highest IN queue plus one.
+
+By default OUT's sockets share IN's UMEMs (XDP_SHARED_UMEM across devices,
+Linux 5.10+): frames move without a copy, and OUT's completions go straight back
+to IN's fill ring. With --no-shared-umem, or if the kernel refuses to share,
+every frame is copied into a UMEM of OUT's own; the header and the JSON say
+which ("umem": "shared" or "copy").
+
+Accounting: every frame received on IN is transmitted on OUT, or counted as
+dropped (handler verdict) or tx_ring_full (OUT's ring or UMEM had no room).`,
+		Example: `  ip netns exec xdpeng-dut xdpeng fwd -i dut0 -o dut1 -d 10s
+  xdpeng fwd -i dut0 -o dut1 --no-shared-umem --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runFwd(cmd, f) },
+	}
+	fs := c.Flags()
+	f.register(fs)
+	fs.StringVarP(&f.out, "out", "o", "", "device to send out of (required)")
+	fs.StringVar(&f.dstMAC, "dst-mac", "", "destination MAC of forwarded frames (default: OUT's veth peer's)")
+	fs.BoolVar(&f.noSharedUmem, "no-shared-umem", false, "copy frames into UMEMs of OUT's own instead of sharing IN's")
+	_ = c.MarkFlagRequired("interface")
+	_ = c.MarkFlagRequired("out")
+	return c
+}
+
+func runFwd(cmd *cobra.Command, f *fwdFlags) error {
+	cfg, err := f.config()
+	if err != nil {
+		return err
+	}
+	fc := &engine.ForwardConfig{Interface: f.out, NoSharedUmem: f.noSharedUmem}
+	if f.dstMAC != "" {
+		if fc.DstMAC, err = parseMAC(f.dstMAC); err != nil {
+			return fmt.Errorf("--dst-mac: %w", err)
+		}
+	}
+	cfg.Forward = fc
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if err := privilege.Check("fwd"); err != nil {
+		return err
+	}
+	if err := raiseMemlock(); err != nil {
+		return err
+	}
+	eng, err := engine.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	ecfg := eng.Config()
+	umem, why := eng.ForwardUmem()
+	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "fwd", f: &f.xskFlags, eng: eng}
+	if !f.json {
+		fmt.Fprintf(p.w, "fwd %s (%s) -> %s (%s): queues %s on CPUs %s, XDP %s, %s, umem %s, dst MAC %s, batch %d, rings fill/comp/rx/tx %d/%d/%d/%d, need_wakeup %v, wait %s\n",
+			ecfg.Interface, eng.Interface().Driver, eng.Output().Name, eng.Output().Driver, cpuset.Format(ecfg.Queues), cpuListInOrder(ecfg.CPUs),
+			ecfg.XDPMode, bindModeName(eng), umem, ecfg.Forward.DstMAC, ecfg.Batch,
+			ecfg.FillSize, ecfg.CompletionSize, ecfg.RxSize, ecfg.TxSize, ecfg.NeedWakeup, ecfg.Wait)
+		if why != nil {
+			fmt.Fprintf(p.w, "  (the kernel refused to share the UMEM with %s: %v; copying instead)\n", eng.Output().Name, why)
+		}
+	}
+	last, runErr := runEngine(eng, &f.xskFlags, p)
+	outStats, serr := eng.OutputStats()
+	if serr != nil && runErr == nil {
+		runErr = serr
+	}
+	var outXDP xsk.Statistics
+	for _, s := range outStats {
+		outXDP.Add(s)
+	}
+	t := last.Total()
+	dur := last.Time.Sub(eng.Started()).Seconds()
+	sum := fwdSummary{
+		Type: "summary", Mode: "fwd", In: ecfg.Interface, Out: eng.Output().Name, Queues: ecfg.Queues, Umem: umem,
+		XDPMode: ecfg.XDPMode.String(), ZeroCopy: bindModeName(eng) == "zero-copy", Batch: ecfg.Batch, FrameSize: ecfg.FrameSize,
+		DstMAC: ecfg.Forward.DstMAC.String(), DurationS: round3(dur),
+		RxPackets: t.RxPackets, RxBytes: t.RxBytes, TxPackets: t.TxPackets, TxBytes: t.TxBytes,
+		Drops: map[string]uint64{
+			"dropped": t.Dropped, "tx_ring_full": t.TxRingFull,
+			"in_rx_dropped": t.XDP.RxDropped, "in_rx_ring_full": t.XDP.RxRingFull,
+			"out_tx_invalid_descs": outXDP.TxInvalidDescs,
+		},
+		PerQueue: last.Queues, InXDPStats: t.XDP, OutXDPStats: outXDP,
+		App: map[string]uint64{"rx_wakeups": t.RxWakeups, "tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches},
+	}
+	if why != nil {
+		sum.UmemNote = why.Error()
+	}
+	if dur > 0 {
+		sum.RxPPS, sum.TxPPS = float64(t.RxPackets)/dur, float64(t.TxPackets)/dur
+	}
+	if f.json {
+		writeJSON(p.w, sum)
+		return runErr
+	}
+	fmt.Fprintf(p.w, "\nfwd %s -> %s (umem %s): %.2f s, rx %d packets (%s), tx %d packets (%s), dropped %d, tx ring full %d\n",
+		sum.In, sum.Out, umem, dur, t.RxPackets, units.PPS(sum.RxPPS), t.TxPackets, units.PPS(sum.TxPPS), t.Dropped, t.TxRingFull)
+	for _, q := range last.Queues {
+		fmt.Fprintf(p.w, "  queue %d (CPU %d): rx %d, tx %d, dropped %d, tx ring full %d\n", q.Queue, q.CPU, q.RxPackets, q.TxPackets, q.Dropped, q.TxRingFull)
+	}
+	x := t.XDP
+	fmt.Fprintf(p.w, "  xdp stats %s: rx_dropped %d, rx_invalid_descs %d, rx_ring_full %d, rx_fill_ring_empty_descs %d\n",
+		sum.In, x.RxDropped, x.RxInvalidDescs, x.RxRingFull, x.RxFillRingEmptyDescs)
+	fmt.Fprintf(p.w, "  xdp stats %s: tx_invalid_descs %d, tx_ring_empty_descs %d\n", sum.Out, outXDP.TxInvalidDescs, outXDP.TxRingEmptyDescs)
+	fmt.Fprintf(p.w, "  app stats: rx_wakeups %d, tx_wakeups %d, polls %d, batches %d\n", t.RxWakeups, t.TxWakeups, t.Polls, t.Batches)
+	return runErr
+}
+
+// fwdSummary is fwd's last JSON line: rx counts are IN's, tx counts OUT's.
+type fwdSummary struct {
+	Type        string              `json:"type"`
+	Mode        string              `json:"mode"`
+	In          string              `json:"in"`
+	Out         string              `json:"out"`
+	Queues      []int               `json:"queues"`
+	Umem        string              `json:"umem"`
+	UmemNote    string              `json:"umem_note,omitempty"`
+	XDPMode     string              `json:"xdp_mode"`
+	ZeroCopy    bool                `json:"zero_copy"`
+	Batch       int                 `json:"batch"`
+	FrameSize   uint32              `json:"frame_size"`
+	DstMAC      string              `json:"dst_mac"`
+	DurationS   float64             `json:"duration_s"`
+	RxPackets   uint64              `json:"rx_packets"`
+	RxBytes     uint64              `json:"rx_bytes"`
+	TxPackets   uint64              `json:"tx_packets"`
+	TxBytes     uint64              `json:"tx_bytes"`
+	RxPPS       float64             `json:"rx_pps"`
+	TxPPS       float64             `json:"tx_pps"`
+	Drops       map[string]uint64   `json:"drops"`
+	PerQueue    []engine.QueueStats `json:"per_queue"`
+	InXDPStats  xsk.Statistics      `json:"in_xdp_stats"`
+	OutXDPStats xsk.Statistics      `json:"out_xdp_stats"`
+	App         map[string]uint64   `json:"app_stats"`
+}

@@ -1,0 +1,264 @@
+package main
+
+// xdpeng txonly: the AF_XDP generator (engine.TxOnlyConfig), flags and
+// printing.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/internal/cpuset"
+	"github.com/xdpeng/xdpeng/internal/gen"
+	"github.com/xdpeng/xdpeng/internal/netdev"
+	"github.com/xdpeng/xdpeng/internal/pkt"
+	"github.com/xdpeng/xdpeng/internal/privilege"
+	"github.com/xdpeng/xdpeng/internal/units"
+	"github.com/xdpeng/xdpeng/internal/xsk"
+)
+
+func init() { addCommand(newTxOnlyCmd()) }
+
+type txOnlyFlags struct {
+	xskFlags
+	size             int
+	count, rate      uint64
+	ports            int
+	srcIP, dstIP     string
+	srcPort, dstPort uint16
+	srcMAC, dstMAC   string
+	fill             uint8
+	vlan             uint16
+}
+
+func newTxOnlyCmd() *cobra.Command {
+	f := &txOnlyFlags{}
+	c := &cobra.Command{
+		Use:   "txonly -i DEV (--count N | -d DURATION) [flags]",
+		Short: "Send UDP frames from AF_XDP sockets (xdpsock -t)",
+		Long: `txonly binds one transmit-only AF_XDP socket per queue (no rx ring, no XDP
+program) and runs one pinned worker per queue. The frames are built once into
+each socket's UMEM; the workers only move descriptors: a batch onto the tx ring,
+a kick (sendto) when the kernel asks for one (in copy mode, every time: the copy
+happens inside sendto), completions reaped.
+
+--count is split exactly over the queues; --rate is an upper bound, paced per
+worker in small bursts. A run needs --count or --duration. Addresses are from
+198.18.0.0/15 (RFC 2544); the destination MAC defaults to the veth peer's, else
+the neighbour entry of --dst-ip.
+
+tx counts are completions: frames the kernel has finished with. On a veth they
+arrive only if the peer has an XDP program attached or GRO on.`,
+		Example: `  xdpeng txonly -i dut0 --count 1000000
+  xdpeng txonly -i dut0 -d 5s --rate 500000 --ports 16 --size 128 --json
+  ip netns exec xdpeng-dut xdpeng txonly -i dut0 -q 0 --count 100 -c`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTxOnly(cmd, f) },
+	}
+	fs := c.Flags()
+	f.register(fs)
+	fs.Lookup("interface").Usage = "device to send out of (required)"
+	fs.Lookup("queues").Usage = "tx queues to bind, e.g. 0, 0-3 (default: all of the device's)"
+	fs.IntVar(&f.size, "size", 64, fmt.Sprintf("frame size in bytes without FCS, %d..%d", pkt.MinFrameSize, pkt.MaxFrameSize))
+	fs.Uint64Var(&f.count, "count", 0, "frames to send in total, split exactly over the queues")
+	fs.Uint64Var(&f.rate, "rate", 0, "upper bound in frames per second over all queues (default: as fast as possible)")
+	fs.IntVar(&f.ports, "ports", 1, "cycle the UDP destination port over this many values from --dst-port")
+	fs.StringVar(&f.srcIP, "src-ip", "", "source address (default: DEV's address in 198.18.0.0/15, else 198.18.0.1)")
+	fs.StringVar(&f.dstIP, "dst-ip", "198.18.0.2", "destination address, in 198.18.0.0/15")
+	fs.Uint16Var(&f.srcPort, "src-port", 1234, "UDP source port")
+	fs.Uint16Var(&f.dstPort, "dst-port", 9, "UDP destination port (9 is discard), the first of --ports")
+	fs.StringVar(&f.srcMAC, "src-mac", "", "source MAC (default: DEV's)")
+	fs.StringVar(&f.dstMAC, "dst-mac", "", "destination MAC (default: the veth peer's, else the neighbour entry of --dst-ip)")
+	fs.Uint8Var(&f.fill, "fill", 0, "payload byte")
+	fs.Uint16Var(&f.vlan, "vlan", 0, "802.1Q VLAN ID to tag frames with, 1..4094 (default: untagged)")
+	_ = c.MarkFlagRequired("interface")
+	return c
+}
+
+func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
+	if f.count == 0 && f.duration <= 0 {
+		return errors.New("txonly needs a bound: give --count N or --duration D (it never sends without one)")
+	}
+	if f.ports < 1 || f.ports > 65536 {
+		return fmt.Errorf("--ports %d: need 1..65536", f.ports)
+	}
+	cfg, err := f.config()
+	if err != nil {
+		return err
+	}
+	frame := pkt.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort, VLAN: f.vlan, Size: f.size, Fill: f.fill}
+	if frame.DstIP, err = netip.ParseAddr(f.dstIP); err != nil {
+		return fmt.Errorf("--dst-ip %q is not an IP address", f.dstIP)
+	}
+	frame.DstIP = frame.DstIP.Unmap()
+	if !frame.DstIP.Is4() || !gen.BenchmarkPrefix().Contains(frame.DstIP) {
+		return fmt.Errorf("--dst-ip %s is outside %s, the range reserved for benchmarking (RFC 2544): txonly sends only there so that its traffic cannot hit a real service",
+			frame.DstIP, gen.BenchmarkPrefix())
+	}
+	if f.srcIP != "" {
+		if frame.SrcIP, err = netip.ParseAddr(f.srcIP); err != nil {
+			return fmt.Errorf("--src-ip %q is not an IP address", f.srcIP)
+		}
+		frame.SrcIP = frame.SrcIP.Unmap()
+	}
+	if f.srcMAC != "" {
+		if frame.SrcMAC, err = parseMAC(f.srcMAC); err != nil {
+			return fmt.Errorf("--src-mac: %w", err)
+		}
+	}
+	if f.dstMAC != "" {
+		if frame.DstMAC, err = parseMAC(f.dstMAC); err != nil {
+			return fmt.Errorf("--dst-mac: %w", err)
+		}
+	}
+	if err := privilege.Check("txonly"); err != nil {
+		return err
+	}
+	if err := raiseMemlock(); err != nil {
+		return err
+	}
+	info, err := netdev.Lookup(cfg.Interface)
+	if err != nil {
+		return fmt.Errorf("-i: %w", err)
+	}
+	if frame.SrcMAC == nil {
+		frame.SrcMAC = info.MAC
+	}
+	if !frame.SrcIP.IsValid() {
+		frame.SrcIP = netip.MustParseAddr("198.18.0.1")
+		if ip, ok, err := gen.BenchmarkSrcIP(info.Index); err != nil {
+			return err
+		} else if ok {
+			frame.SrcIP = ip
+		}
+	}
+	if frame.DstMAC == nil {
+		mac, _, err := gen.DstMAC(info.Index, frame.DstIP)
+		if err != nil {
+			return fmt.Errorf("%w: give the receiver's address with --dst-mac", err)
+		}
+		frame.DstMAC = mac
+	}
+	if err := frame.ValidateUDP(); err != nil {
+		return flagError(err)
+	}
+	frames, err := engine.UDPFrames(frame, f.ports)
+	if err != nil {
+		return flagError(err)
+	}
+	cfg.TxOnly = &engine.TxOnlyConfig{Frames: frames, Count: f.count, Rate: f.rate}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	eng, err := engine.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "txonly", f: &f.xskFlags, eng: eng}
+	if !f.json {
+		fmt.Fprintf(p.w, "txonly on %s (%s): queues %s on CPUs %s, %s, batch %d, %d-byte UDP %s:%d -> %s:%d (%s), %d port(s), count %s, rate %s, need_wakeup %v\n",
+			info.Name, info.Driver, cpuset.Format(eng.Config().Queues), cpuListInOrder(eng.Config().CPUs), bindModeName(eng), cfg.Batch,
+			frame.Size, frame.SrcIP, frame.SrcPort, frame.DstIP, frame.DstPort, frame.DstMAC, f.ports,
+			orUnbounded(f.count), orUnbounded(f.rate), cfg.NeedWakeup)
+	}
+	last, runErr := runEngine(eng, &f.xskFlags, p)
+	dur := last.Time.Sub(eng.Started()).Seconds()
+	t := last.Total()
+	sum := txOnlySummary{
+		Type: "summary", Mode: "txonly", Interface: info.Name, Driver: info.Driver, Queues: eng.Config().Queues,
+		ZeroCopy: bindModeName(eng) == "zero-copy", Batch: cfg.Batch, Size: frame.Size, Ports: f.ports,
+		Count: f.count, Rate: f.rate, DurationS: round3(dur), TxPackets: t.TxPackets, TxBytes: t.TxBytes,
+		PerQueue: last.Queues, XDPStats: t.XDP,
+		App: map[string]uint64{"tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches},
+	}
+	if dur > 0 {
+		sum.TxPPS = float64(t.TxPackets) / dur
+	}
+	if f.json {
+		writeJSON(p.w, sum)
+	} else {
+		fmt.Fprintf(p.w, "\ntxonly on %s: %.2f s, tx %d packets, %d bytes (%s)\n", info.Name, dur, t.TxPackets, t.TxBytes, units.PPS(sum.TxPPS))
+		for _, q := range last.Queues {
+			fmt.Fprintf(p.w, "  queue %d (CPU %d): tx %d, tx_invalid_descs %d, tx_ring_empty_descs %d\n", q.Queue, q.CPU, q.TxPackets, q.XDP.TxInvalidDescs, q.XDP.TxRingEmptyDescs)
+		}
+		fmt.Fprintf(p.w, "  app stats: tx_wakeups %d, polls %d, batches %d\n", t.TxWakeups, t.Polls, t.Batches)
+	}
+	if runErr == nil && f.count > 0 && t.TxPackets != f.count {
+		return fmt.Errorf("sent %d of %d frames: the rest were not completed (tx_invalid_descs %d)", t.TxPackets, f.count, t.XDP.TxInvalidDescs)
+	}
+	return runErr
+}
+
+// txOnlySummary is txonly's last JSON line.
+type txOnlySummary struct {
+	Type      string              `json:"type"`
+	Mode      string              `json:"mode"`
+	Interface string              `json:"interface"`
+	Driver    string              `json:"driver"`
+	Queues    []int               `json:"queues"`
+	ZeroCopy  bool                `json:"zero_copy"`
+	Batch     int                 `json:"batch"`
+	Size      int                 `json:"size"`
+	Ports     int                 `json:"ports"`
+	Count     uint64              `json:"count"`
+	Rate      uint64              `json:"rate"`
+	DurationS float64             `json:"duration_s"`
+	TxPackets uint64              `json:"tx_packets"`
+	TxBytes   uint64              `json:"tx_bytes"`
+	TxPPS     float64             `json:"tx_pps"`
+	PerQueue  []engine.QueueStats `json:"per_queue"`
+	XDPStats  xsk.Statistics      `json:"xdp_stats"`
+	App       map[string]uint64   `json:"app_stats"`
+}
+
+func orUnbounded(v uint64) string {
+	if v == 0 {
+		return "unbounded"
+	}
+	return fmt.Sprint(v)
+}
+
+func bindModeName(eng *engine.Engine) string {
+	if ws := eng.Workers(); len(ws) > 0 && ws[0].Socket().ZeroCopy() {
+		return "zero-copy"
+	}
+	return "copy"
+}
+
+// runEngine runs eng until it ends by itself (a count sent), the duration
+// ends, or Ctrl-C/SIGTERM, printing intervals through p; it returns the
+// last statistics.
+func runEngine(eng *engine.Engine, f *xskFlags, p *xskPrinter) (engine.Snapshot, error) {
+	ctx, cancel := signalContext()
+	defer cancel()
+	if f.duration > 0 {
+		var c2 context.CancelFunc
+		ctx, c2 = contextWithTimeout(ctx, f.duration)
+		defer c2()
+	}
+	done := make(chan error, 1)
+	go func() { done <- eng.Run(ctx) }()
+	tick := time.NewTicker(f.interval)
+	defer tick.Stop()
+	prev, _ := eng.Stats()
+	for {
+		select {
+		case err := <-done:
+			last, serr := eng.Stats()
+			return last, errors.Join(err, serr)
+		case <-tick.C:
+			cur, err := eng.Stats()
+			if err != nil {
+				return cur, err
+			}
+			p.interval(prev, cur)
+			prev = cur
+		}
+	}
+}

@@ -1,0 +1,87 @@
+package engine_test
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/internal/gen"
+	"github.com/xdpeng/xdpeng/internal/pkt"
+	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+)
+
+// TestCountExact sends a known mix into the DUT, UDP to three ports from
+// the generator and TCP, ICMP and non-IP frames injected through an
+// AF_PACKET socket, and checks count's numbers to the frame.
+func TestCountExact(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	l := bed.Links[0]
+	const perPort = 10_000
+	base := pkt.UDPConfig{
+		SrcMAC: l.GenMAC, DstMAC: l.DUTMAC,
+		SrcIP: netip.MustParseAddr(l.GenIP.String()), DstIP: netip.MustParseAddr(l.DUTIP.String()),
+		SrcPort: 1234, DstPort: 9, Size: 64,
+	}
+	build := func(n int, mod func(*pkt.UDPConfig), b func([]byte, pkt.UDPConfig) (int, error)) [][]byte {
+		c := base
+		mod(&c)
+		f := make([]byte, c.Size)
+		if _, err := b(f, c); err != nil {
+			t.Fatal(err)
+		}
+		out := make([][]byte, n)
+		for i := range out {
+			out[i] = f
+		}
+		return out
+	}
+	syn := func(f []byte, c pkt.UDPConfig) (int, error) { return pkt.BuildTCP(f, c, pkt.TCPSyn) }
+	echo := func(f []byte, c pkt.UDPConfig) (int, error) { return pkt.BuildICMPEcho(f, c, 1, 1) }
+	v6 := func(c *pkt.UDPConfig) {
+		c.SrcIP, c.DstIP, c.Size = netip.MustParseAddr("2001:2::1"), netip.MustParseAddr("2001:2::2"), 80
+	}
+	var injected [][]byte
+	injected = append(injected, build(300, func(c *pkt.UDPConfig) { c.DstPort = 80 }, syn)...)
+	injected = append(injected, build(200, func(c *pkt.UDPConfig) { v6(c); c.DstPort = 443 }, syn)...)
+	injected = append(injected, build(100, func(*pkt.UDPConfig) {}, echo)...)
+	injected = append(injected, build(40, v6, echo)...)
+	injected = append(injected, build(70, func(c *pkt.UDPConfig) { c.VLAN = 7; c.DstPort = 53; c.Size = 68 }, pkt.BuildUDP)...)
+	// A local experimental EtherType: not IP, and nothing on the bed
+	// answers it.
+	raw := make([]byte, 60)
+	copy(raw, l.DUTMAC)
+	copy(raw[6:], l.GenMAC)
+	binary.BigEndian.PutUint16(raw[12:], 0x88b5)
+	for range 50 {
+		injected = append(injected, raw)
+	}
+
+	var g engine.CountGroup
+	cfg := rxdropConfig(bed)
+	cfg.Handler = g.Handler
+	r := start(t, bed, cfg)
+	st := send(t, bed, 0, gen.Config{Frame: base, Ports: 3, Count: 3 * perPort, Rate: 100_000, Threads: 1})
+	if st.Sent != 3*perPort {
+		t.Fatalf("generator sent %d, want %d", st.Sent, 3*perPort)
+	}
+	openPacketSocket(t, bed, 0).send(t, injected...)
+	total := uint64(3*perPort + len(injected))
+	s := r.finish(total)
+	tot := s.Total()
+	if tot.RxPackets != total || tot.XDP.Drops() != 0 {
+		t.Fatalf("received %d frames, want exactly %d (xdp stats %+v)", tot.RxPackets, total, tot.XDP)
+	}
+
+	want := engine.CountStats{
+		Frames:      total,
+		ByProtocol:  map[string]uint64{"udp": 3*perPort + 70, "tcp": 500, "icmp": 100, "icmpv6": 40, "other": 50},
+		ByPort:      map[string]uint64{"udp/9": perPort, "udp/10": perPort, "udp/11": perPort, "udp/53": 70, "tcp/80": 300, "tcp/443": 200},
+		ByEtherType: map[string]uint64{"0x88b5": 50},
+	}
+	if diff := cmp.Diff(want, g.Stats()); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+}

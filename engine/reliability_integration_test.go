@@ -1,0 +1,389 @@
+package engine_test
+
+// What happens when things go wrong inside the engine: a handler that
+// panics, a setup that fails half-way, a handler too slow for the traffic.
+// Each test checks the contracts: the interface is left as found, no
+// socket or file descriptor stays behind, and every frame is counted.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/xdpeng/xdpeng/bpf"
+	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/internal/gen"
+	"github.com/xdpeng/xdpeng/internal/hook"
+	"github.com/xdpeng/xdpeng/internal/netdev"
+	"github.com/xdpeng/xdpeng/internal/testbed"
+	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/xsk"
+)
+
+// hookState is every program attached to an interface: XDP (netlink sees
+// bpf_link attachments too), TCX ingress and egress, and classic tc
+// ingress filters.
+type hookState struct {
+	XDPProg    uint32
+	TCXIngress []ebpf.ProgramID
+	TCXEgress  []ebpf.ProgramID
+	TCFilters  int
+}
+
+func (h hookState) equal(o hookState) bool {
+	return h.XDPProg == o.XDPProg && slices.Equal(h.TCXIngress, o.TCXIngress) &&
+		slices.Equal(h.TCXEgress, o.TCXEgress) && h.TCFilters == o.TCFilters
+}
+
+// readHooks reads the hooks of dev in the bed's DUT namespace.
+func readHooks(t *testing.T, bed *testbed.Bed, dev string) hookState {
+	t.Helper()
+	var h hookState
+	err := bed.InDUT(func() error {
+		l, err := netlink.LinkByName(dev)
+		if err != nil {
+			return err
+		}
+		st, err := netdev.XDPAttached(l.Attrs().Index)
+		if err != nil {
+			return err
+		}
+		h.XDPProg = st.ProgID
+		for _, a := range []struct {
+			typ ebpf.AttachType
+			ids *[]ebpf.ProgramID
+		}{{ebpf.AttachTCXIngress, &h.TCXIngress}, {ebpf.AttachTCXEgress, &h.TCXEgress}} {
+			r, err := link.QueryPrograms(link.QueryOptions{Target: l.Attrs().Index, Attach: a.typ})
+			if err != nil {
+				continue // no TCX on this kernel: nothing can be attached there
+			}
+			for _, p := range r.Programs {
+				*a.ids = append(*a.ids, p.ID)
+			}
+		}
+		fs, err := netlink.FilterList(l, netlink.HANDLE_MIN_INGRESS)
+		if err == nil {
+			h.TCFilters = len(fs)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("read the hooks of %s: %v", dev, err)
+	}
+	return h
+}
+
+// queuesFree binds a fresh AF_XDP socket to each queue of dev in the DUT
+// namespace and closes it again: EBUSY means a socket was left bound.
+func queuesFree(bed *testbed.Bed, dev string, queues ...int) error {
+	return bed.InDUT(func() error {
+		info, err := netdev.Lookup(dev)
+		if err != nil {
+			return err
+		}
+		for _, q := range queues {
+			s, u, err := bindBare(info.Index, q)
+			if err != nil {
+				return fmt.Errorf("queue %d is not free: %w", q, err)
+			}
+			s.Close()
+			u.Close()
+		}
+		return nil
+	})
+}
+
+// bindBare binds a minimal copy-mode socket to queue q of ifindex, in the
+// calling thread's namespace.
+func bindBare(ifindex, q int) (*xsk.Socket, *xsk.Umem, error) {
+	u, err := xsk.NewUmem(xsk.UmemConfig{FrameSize: 2048, NumFrames: 64})
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := xsk.NewSocket(u, xsk.SocketConfig{Ifindex: ifindex, Queue: q, FillSize: 32, CompletionSize: 32, RxSize: 32, Mode: xsk.Copy})
+	if err != nil {
+		u.Close()
+		return nil, nil, err
+	}
+	return s, u, nil
+}
+
+// openFDs counts this process's open file descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// checkFDs fails the test if the process holds more descriptors than
+// before; other tests of the package do not run in parallel with these,
+// but the Go runtime and the test bed may open a few briefly.
+func checkFDs(t *testing.T, before int) {
+	t.Helper()
+	var now int
+	for range 20 {
+		if now = openFDs(t); now <= before {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Errorf("%d file descriptors open, %d before: sockets or maps were left open", now, before)
+}
+
+// TestHandlerPanicLeavesNothing: a panic in a user's handler on one queue
+// stops every worker; Run returns it as an error naming the queue, the
+// counters stay readable, and Close leaves the interface as it was.
+func TestHandlerPanicLeavesNothing(t *testing.T) {
+	bed := testbedtest.New(t, 2, 1)
+	dut := bed.Links[0].DUT
+	before := readHooks(t, bed, dut)
+	fds := openFDs(t)
+
+	cfg := rxdropConfig(bed)
+	cfg.Handler = func(q int) engine.Handler {
+		return engine.HandlerFunc(func(b *engine.Batch) {
+			if b.Len() > 0 {
+				panic(fmt.Sprintf("user handler of queue %d gave up", q))
+			}
+		})
+	}
+	var eng *engine.Engine
+	if err := bed.InDUT(func() (err error) { eng, err = engine.New(cfg); return err }); err != nil {
+		t.Fatalf("engine.New: %v", err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			eng.Close()
+		}
+	})
+	if h := readHooks(t, bed, dut); h.XDPProg == 0 {
+		t.Fatal("no XDP program attached while the engine exists")
+	}
+	done := make(chan error, 1)
+	go func() { done <- eng.Run(context.Background()) }()
+	send(t, bed, 0, gen.Config{Count: 1000, Rate: 100_000, Threads: 2})
+
+	var runErr error
+	select {
+	case runErr = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10 s of a handler panic")
+	}
+	if runErr == nil || !strings.Contains(runErr.Error(), "handler panicked: user handler of queue") {
+		t.Fatalf("Run returned %v, want the handler's panic", runErr)
+	}
+	if !strings.Contains(runErr.Error(), "goroutine") {
+		t.Errorf("the error carries no stack trace: %v", runErr)
+	}
+	s, err := eng.Stats()
+	if err != nil {
+		t.Fatalf("Stats after the panic: %v", err)
+	}
+	if s.Total().RxPackets == 0 {
+		t.Errorf("no frame counted before the panic: %+v", s.Total())
+	}
+	if err := eng.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	closed = true
+	if err := eng.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if h := readHooks(t, bed, dut); !h.equal(before) {
+		t.Errorf("hooks after Close %+v, before %+v", h, before)
+	}
+	if err := queuesFree(bed, dut, 0, 1); err != nil {
+		t.Error(err)
+	}
+	checkFDs(t, fds)
+}
+
+// TestSetupFailsOnSecondQueue: queue 1 is held by another socket, so New
+// fails after it bound queue 0. The error says why, queue 0's socket is
+// closed, nothing is attached and no descriptor stays open.
+func TestSetupFailsOnSecondQueue(t *testing.T) {
+	bed := testbedtest.New(t, 2, 1)
+	dut := bed.Links[0].DUT
+	before := readHooks(t, bed, dut)
+
+	var other *xsk.Socket
+	var otherUmem *xsk.Umem
+	if err := bed.InDUT(func() error {
+		info, err := netdev.Lookup(dut)
+		if err != nil {
+			return err
+		}
+		other, otherUmem, err = bindBare(info.Index, 1)
+		return err
+	}); err != nil {
+		t.Fatalf("bind the other socket to queue 1: %v", err)
+	}
+	t.Cleanup(func() { other.Close(); otherUmem.Close() })
+	fds := openFDs(t)
+
+	cfg := rxdropConfig(bed)
+	cfg.Queues = []int{0, 1}
+	err := bed.InDUT(func() error {
+		eng, err := engine.New(cfg)
+		if err == nil {
+			eng.Close()
+		}
+		return err
+	})
+	if err == nil {
+		t.Fatal("engine.New bound a queue another socket holds")
+	}
+	if !errors.Is(err, unix.EBUSY) {
+		t.Errorf("error %v does not wrap EBUSY", err)
+	}
+	for _, want := range []string{"queue 1", "another AF_XDP socket is bound to this queue", "-q"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+	if h := readHooks(t, bed, dut); !h.equal(before) {
+		t.Errorf("hooks after a failed New %+v, before %+v", h, before)
+	}
+	if err := queuesFree(bed, dut, 0); err != nil {
+		t.Errorf("the socket of the queue bound before the failure was left open: %v", err)
+	}
+	checkFDs(t, fds)
+}
+
+// TestSetupFailsAtAttach: every queue binds, then attaching the steering
+// program fails because another process's bpf_link holds the interface
+// (even with Force). The sockets are closed and the other program stays.
+func TestSetupFailsAtAttach(t *testing.T) {
+	bed := testbedtest.New(t, 2, 1)
+	dut := bed.Links[0].DUT
+	var held interface{ Close() error }
+	var prog *bpf.KernObjects
+	if err := bed.InDUT(func() error {
+		l, err := netlink.LinkByName(dut)
+		if err != nil {
+			return err
+		}
+		if prog, err = bpf.LoadKern(bpf.Pass, bpf.KernOptions{}); err != nil {
+			return err
+		}
+		held, err = hook.AttachXDP(prog.Program, l.Attrs().Index, hook.Native, false)
+		return err
+	}); err != nil {
+		t.Fatalf("attach the other program: %v", err)
+	}
+	t.Cleanup(func() { held.Close(); prog.Close() })
+	before := readHooks(t, bed, dut)
+	fds := openFDs(t)
+
+	for _, force := range []bool{false, true} {
+		cfg := rxdropConfig(bed)
+		cfg.Force = force
+		err := bed.InDUT(func() error {
+			eng, err := engine.New(cfg)
+			if err == nil {
+				eng.Close()
+			}
+			return err
+		})
+		if err == nil {
+			t.Fatalf("force=%v: engine.New replaced a program held by a bpf_link", force)
+		}
+		t.Logf("force=%v: %v", force, err)
+		want := []string{"already has XDP program id", "someone else"}
+		if force {
+			want = append(want, "bpf_link", "not replaced even with --force")
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("force=%v: error %q does not contain %q", force, err, w)
+			}
+		}
+		if !force && !strings.Contains(err.Error(), "bpf_link") {
+			// Known weakness, reported: the check before binding says
+			// "pass --force", which cannot help against a bpf_link.
+			t.Logf("KNOWN ISSUE: without --force the error does not say that a bpf_link (a running process) holds the program, and suggests --force, which cannot replace it: %v", err)
+		}
+		if h := readHooks(t, bed, dut); !h.equal(before) {
+			t.Errorf("force=%v: hooks after a failed New %+v, before %+v", force, h, before)
+		}
+		if err := queuesFree(bed, dut, 0, 1); err != nil {
+			t.Errorf("force=%v: %v", force, err)
+		}
+		checkFDs(t, fds)
+	}
+}
+
+// spin busy-waits for d: a handler that does ~1 µs of work per frame.
+func spin(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+	}
+}
+
+// TestOverloadAccountingSlowHandler sends as fast as the generator can to
+// a handler that needs about a microsecond per frame, with small rings:
+// most frames cannot be taken, and every one of them must be counted.
+func TestOverloadAccountingSlowHandler(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		queues, threads int
+	}{{"1queue", 1, 1}, {"2queues", 2, 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			bed := testbedtest.New(t, tc.queues, 1)
+			cfg := rxdropConfig(bed)
+			cfg.FillSize, cfg.RxSize, cfg.CompletionSize, cfg.TxSize = 64, 64, 64, 64
+			cfg.NumFrames = 128
+			cfg.Batch = 32
+			cfg.Handler = func(int) engine.Handler {
+				return engine.HandlerFunc(func(b *engine.Batch) {
+					for i := 0; i < b.Len(); i++ {
+						_ = b.Frame(i)[0]
+						spin(time.Microsecond)
+					}
+				})
+			}
+			r := start(t, bed, cfg)
+			st := send(t, bed, 0, gen.Config{Duration: 1500 * time.Millisecond, Threads: tc.threads})
+			s := r.finish(st.Sent)
+			tot := s.Total()
+			t.Logf("sent %d: received %d, socket drops %d (%+v), veth xmit errors %d, unaccounted %d",
+				st.Sent, tot.RxPackets, tot.XDP.Drops(), tot.XDP, st.Errors, st.Unaccounted())
+			if got := tot.RxPackets + tot.XDP.Drops() + st.Errors + st.Unaccounted(); got != st.Sent {
+				t.Errorf("sent %d != received %d + socket drops %d + veth xmit errors %d + unaccounted %d = %d",
+					st.Sent, tot.RxPackets, tot.XDP.Drops(), st.Errors, st.Unaccounted(), got)
+			}
+			if st.Unaccounted() != 0 {
+				t.Errorf("%d frames vanished before the veth counted them", st.Unaccounted())
+			}
+			if tot.XDP.Drops() == 0 && st.Errors == 0 {
+				t.Errorf("no drop at all: the handler was not overloaded (sent %d)", st.Sent)
+			}
+			if tot.Dropped != tot.RxPackets {
+				t.Errorf("handler verdicts: %d dropped of %d received", tot.Dropped, tot.RxPackets)
+			}
+			// Every UMEM frame is back in a ring or on the free stack,
+			// but for the one a copy-mode socket's kernel side may park
+			// after an rx-ring-full drop (xsk.CopyModeParked).
+			for _, w := range r.eng.Workers() {
+				c := w.Socket().CountFrames()
+				if err := c.Check(); err != nil {
+					t.Errorf("queue %d: %v", w.Queue(), err)
+				}
+				t.Logf("queue %d frames: %+v (missing %d)", w.Queue(), c, c.Missing())
+			}
+		})
+	}
+}

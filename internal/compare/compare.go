@@ -1,0 +1,478 @@
+//go:build linux
+
+// Package compare measures receive paths side by side on the same traffic:
+// the in-kernel XDP and tc drops, xdpeng's AF_XDP engine, the same rxdrop
+// written on github.com/asavie/xdp, an AF_PACKET TPACKET_V3 ring, and the
+// forwarding paths (Linux bridge, XDP redirect through a devmap).
+//
+// Each path is set up on the device under test, measured, and torn down
+// before the next one starts, so that every path sees the same offered load
+// and leaves the interface as it found it (every program detached, every
+// socket closed) on every exit path.
+//
+// # What is measured
+//
+// Mpps is the frames the path received, counted by the path itself (its BPF
+// counters, the engine's rx counters, the AF_PACKET blocks) or, for
+// forwarding paths, where the frames come out (an XDP counter on the
+// generator side of the egress link), divided by the time between two
+// samples taken inside the generator's run, after a warm-up and before its
+// end, so that start-up and drain do not dilute the rate.
+//
+// CPU is read from /proc/stat over the same window: every busy tick of the
+// receiver CPUs that run no generator, plus the irq and softirq ticks of the
+// other CPUs, where the kernel runs a veth's receive work (NAPI) for the
+// receiver when the generator sends from there (layout A). ns per packet is
+// that CPU time divided by the frames received in the window. The kernel
+// here samples CPU time at each tick (no IRQ_TIME_ACCOUNTING), so a 2.5 s
+// window at 250 Hz resolves about 0.2% of a CPU.
+//
+// Loss is accounted over the whole run: sent = received + every counted drop
+// reason + unexplained, where unexplained should be near zero.
+package compare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/xdpeng/xdpeng/internal/cpuset"
+	"github.com/xdpeng/xdpeng/internal/testbed"
+)
+
+// Family groups the paths that do the same job on the same traffic.
+type Family string
+
+// The families: drop every frame, or forward every frame to another port.
+const (
+	Drop    Family = "drop"
+	Forward Family = "forward"
+)
+
+// PathInfo describes one path.
+type PathInfo struct {
+	Name   string
+	Family Family
+	// Doc says what the path is and where its frames are counted.
+	Doc string
+	// Testbed is set for paths that need a test bed (forwarding: they
+	// count where frames come out, on the generator side).
+	Testbed bool
+}
+
+// paths lists every path in the order tables show them.
+var paths = []PathInfo{
+	{"xdp-drop", Drop, "XDP_DROP in the driver (native XDP), counted by the program", false},
+	{"xdp-drop-generic", Drop, "XDP_DROP on the skb (generic XDP), counted by the program", false},
+	{"tc-drop", Drop, "tc ingress TC_ACT_SHOT (TCX), counted by the program", false},
+	{"xsk-drop", Drop, "xdpeng engine, DropHandler: AF_XDP rxdrop, counted by the engine", false},
+	{"xsk-l2fwd", Drop, "xdpeng engine, L2FwdHandler: swap MACs, send back; received = frames that came back out to the generator side (test bed) or the engine's tx completions (NIC)", false},
+	{"asavie-drop", Drop, "the same rxdrop on github.com/asavie/xdp v0.3.3, its default loop, 4096 frames, rings of 2048", false},
+	{"af-packet", Drop, "AF_PACKET TPACKET_V3 mmap ring, count each block's packets and release it", false},
+	{"bridge", Forward, "Linux bridge of dut0 and dut1, counted where frames come out (gen1)", true},
+	{"xdp-redirect", Forward, "XDP redirect dut0 -> dut1 through a DEVMAP (native), counted at gen1", true},
+	{"xdp-redirect-generic", Forward, "the same in generic XDP, counted at gen1", true},
+	{"xdp-redirect-multi", Forward, "XDP broadcast redirect (DEVMAP_HASH) dut0 -> dut1 and dut2, a copy counted at each of gen1 and gen2", true},
+}
+
+// Paths returns the paths of a family, or all of them for "".
+func Paths(f Family) []PathInfo {
+	var out []PathInfo
+	for _, p := range paths {
+		if f == "" || p.Family == f {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// LookupPath returns the path called name.
+func LookupPath(name string) (PathInfo, bool) {
+	for _, p := range paths {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return PathInfo{}, false
+}
+
+func pathNames(ps []PathInfo) []string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.Name
+	}
+	return names
+}
+
+// ParsePaths turns a comma-separated list into path names, in table order
+// and without duplicates. An unknown name is an error that lists the valid
+// ones.
+func ParsePaths(list string) ([]string, error) {
+	var names []string
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if _, ok := LookupPath(n); !ok {
+			return nil, fmt.Errorf("unknown path %q: valid paths are %s (xsk-fwd is not available: the engine has no forwarding mode yet)",
+				n, strings.Join(pathNames(paths), ", "))
+		}
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("empty path list: give some of %s", strings.Join(pathNames(paths), ", "))
+	}
+	slices.SortStableFunc(names, func(a, b string) int { return pathIndex(a) - pathIndex(b) })
+	return names, nil
+}
+
+func pathIndex(name string) int {
+	return slices.IndexFunc(paths, func(p PathInfo) bool { return p.Name == name })
+}
+
+// Layout is where the test bed runs the DUT's receive work.
+type Layout string
+
+const (
+	// LayoutA leaves the DUT's NAPI in softirq on the generator's CPU; the
+	// receiver's own threads run on the DUT CPU.
+	LayoutA Layout = "A"
+	// LayoutB runs the DUT's NAPI threaded, pinned to the DUT CPU together
+	// with the receiver's threads: one core does all the DUT's work.
+	LayoutB Layout = "B"
+)
+
+// ParseLayout accepts A or B (either case).
+func ParseLayout(s string) (Layout, error) {
+	switch strings.ToUpper(s) {
+	case "A":
+		return LayoutA, nil
+	case "B":
+		return LayoutB, nil
+	}
+	return "", fmt.Errorf("layout %q: use A (DUT NAPI in softirq on the generator CPU) or B (threaded NAPI on the DUT CPU)", s)
+}
+
+// Config describes a comparison.
+type Config struct {
+	// Paths are the path names to run, in order (see ParsePaths).
+	Paths []string
+	// Duration is how long each path is measured (the generator's run on
+	// a test bed).
+	Duration time.Duration
+	// Rate bounds the generator in frames per second; 0 is as fast as it
+	// can.
+	Rate uint64
+	// FrameSize is the generated frame size in bytes (without FCS).
+	FrameSize int
+
+	// Testbed makes a test bed for the run and removes it afterwards.
+	Testbed bool
+	// Bed, if set, is an existing test bed to run on instead (it is left
+	// in place); its queues, CPUs and NAPI mode are used.
+	Bed *testbed.Bed
+	// BedName names the bed; "" picks a unique one.
+	BedName string
+	Layout  Layout
+	// Queues is the test bed's queue count.
+	Queues int
+	// GenCPUs and DUTCPUs are where the generator and the receiver run;
+	// nil picks the first and the last CPU.
+	GenCPUs, DUTCPUs []int
+
+	// Interface is the receiving device when there is no test bed: every
+	// path measures whatever traffic arrives there for Duration.
+	Interface string
+	// Queues of Interface to bind (AF_XDP paths); nil means all.
+	InterfaceQueues []int
+
+	// Progress, if set, is told what is happening (one line per call).
+	Progress func(msg string)
+}
+
+// Check validates cfg and fills in defaults. It touches nothing.
+func (c *Config) Check() error {
+	if c.Bed != nil {
+		if c.Interface != "" {
+			return errors.New("give either a test bed or an interface (-i), not both")
+		}
+		c.Testbed, c.Queues, c.GenCPUs, c.DUTCPUs = true, c.Bed.Queues, c.Bed.GenCPUs, c.Bed.DUTCPUs
+		c.Layout = LayoutA
+		if c.Bed.ThreadedNAPI {
+			c.Layout = LayoutB
+		}
+		if n := needLinks(c.Paths); len(c.Bed.Links) < n {
+			return fmt.Errorf("test bed %s has %d link(s); the paths need %d", c.Bed.Name, len(c.Bed.Links), n)
+		}
+	}
+	if len(c.Paths) == 0 {
+		c.Paths = pathNames(Paths(Drop))
+	}
+	for _, n := range c.Paths {
+		p, ok := LookupPath(n)
+		if !ok {
+			_, err := ParsePaths(n)
+			return err
+		}
+		if p.Testbed && !c.Testbed {
+			return fmt.Errorf("path %s counts frames where they come out, on the test bed's generator side: use --testbed", n)
+		}
+	}
+	if c.Duration <= 0 {
+		return fmt.Errorf("duration %v: must be positive", c.Duration)
+	}
+	if c.Duration < 500*time.Millisecond {
+		return fmt.Errorf("duration %v is too short to measure: use at least 500ms", c.Duration)
+	}
+	if c.FrameSize == 0 {
+		c.FrameSize = 64
+	}
+	if c.Testbed {
+		if c.Interface != "" {
+			return errors.New("give either a test bed or an interface (-i), not both")
+		}
+		if c.Layout == "" {
+			c.Layout = LayoutA
+		}
+		if _, err := ParseLayout(string(c.Layout)); err != nil {
+			return err
+		}
+		if c.Queues == 0 {
+			c.Queues = 1
+		}
+		if c.Queues < 1 || c.Queues > testbed.MaxQueues {
+			return fmt.Errorf("queues %d: out of range 1-%d", c.Queues, testbed.MaxQueues)
+		}
+	} else if c.Interface == "" {
+		return errors.New("no interface: give -i DEV, or --testbed to make a test bed")
+	}
+	online, err := cpuset.Online()
+	if err != nil {
+		return err
+	}
+	if len(c.DUTCPUs) == 0 {
+		c.DUTCPUs = []int{online[len(online)-1]}
+	}
+	if c.Testbed && len(c.GenCPUs) == 0 {
+		c.GenCPUs = []int{online[0]}
+	}
+	if err := cpuset.CheckOnline(append(slices.Clone(c.GenCPUs), c.DUTCPUs...)); err != nil {
+		return err
+	}
+	if c.Layout == LayoutB {
+		for _, d := range c.DUTCPUs {
+			if slices.Contains(c.GenCPUs, d) {
+				return fmt.Errorf("layout B needs DUT CPUs apart from the generator's: CPU %d is in both", d)
+			}
+		}
+	}
+	return nil
+}
+
+// needLinks is how many veth pairs the paths need: dut0 receives, dut1 (and
+// dut2 for the broadcast redirect) forward.
+func needLinks(names []string) int {
+	n := 1
+	for _, p := range names {
+		switch p {
+		case "xdp-redirect-multi":
+			n = max(n, 3)
+		case "bridge", "xdp-redirect", "xdp-redirect-generic":
+			n = max(n, 2)
+		}
+	}
+	return n
+}
+
+// Setup says where the figures were measured, so that they can be
+// reproduced.
+type Setup struct {
+	Mode      string  `json:"mode"` // "testbed" or "interface"
+	Interface string  `json:"interface"`
+	Bed       string  `json:"testbed,omitempty"`
+	Layout    Layout  `json:"layout,omitempty"`
+	NAPI      string  `json:"napi,omitempty"`
+	Queues    int     `json:"queues"`
+	FrameSize int     `json:"frame_size,omitempty"`
+	GenCPUs   []int   `json:"gen_cpus,omitempty"`
+	DUTCPUs   []int   `json:"dut_cpus"`
+	DurationS float64 `json:"duration_s"`
+	Rate      uint64  `json:"rate,omitempty"`
+	Kernel    string  `json:"kernel,omitempty"`
+	// CPUNote says what the CPU figures include.
+	CPUNote string `json:"cpu_note"`
+}
+
+// Result is a whole comparison.
+type Result struct {
+	Setup Setup `json:"setup"`
+	Rows  []Row `json:"rows"`
+	// Notes are remarks on the run (paths left out, and why).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Row is one path's figures.
+type Row struct {
+	Path   string `json:"path"`
+	Family Family `json:"family"`
+	// Mpps is the frames received per second in the measurement window,
+	// in millions.
+	Mpps float64 `json:"mpps"`
+	// NsPerPacket is the receiving side's CPU time per received frame.
+	NsPerPacket float64 `json:"ns_per_packet"`
+	// Sent is what the generator sent (0 without a test bed), OfferedMpps
+	// its rate.
+	Sent        uint64  `json:"sent"`
+	OfferedMpps float64 `json:"offered_mpps,omitempty"`
+	// Copies is how many frames come out per frame in (2 for the
+	// broadcast redirect to two ports), so sent*copies is expected.
+	Copies   int    `json:"copies"`
+	Received uint64 `json:"received"`
+	// Dropped is sent*copies - received, the frames lost, and Reasons
+	// splits it by counter; Unexplained is what no counter accounts for
+	// (negative if counters saw more than was sent).
+	Dropped     uint64            `json:"dropped"`
+	Reasons     map[string]uint64 `json:"drop_reasons"`
+	Unexplained int64             `json:"unexplained"`
+	// CPUPercent is each CPU's busy time in the window, keyed by CPU
+	// number; CPU has the breakdown.
+	CPUPercent map[string]float64 `json:"cpu_percent"`
+	CPU        []CPUUse           `json:"cpu"`
+	// WindowS and WindowPackets are the measurement window behind Mpps
+	// and NsPerPacket.
+	WindowS       float64 `json:"window_s"`
+	WindowPackets uint64  `json:"window_packets"`
+	// CountedAt says where Received is counted.
+	CountedAt string `json:"counted_at"`
+	// Error is set when the path could not be run.
+	Error string `json:"error,omitempty"`
+}
+
+// Failed reports whether any row has an error.
+func (r *Result) Failed() []string {
+	var bad []string
+	for _, row := range r.Rows {
+		if row.Error != "" {
+			bad = append(bad, row.Path)
+		}
+	}
+	return bad
+}
+
+// Row returns the row of path name.
+func (r *Result) Row(name string) (Row, bool) {
+	for _, row := range r.Rows {
+		if row.Path == name {
+			return row, true
+		}
+	}
+	return Row{}, false
+}
+
+func (c *Config) progress(format string, args ...any) {
+	if c.Progress != nil {
+		c.Progress(fmt.Sprintf(format, args...))
+	}
+}
+
+// Run runs every path of cfg in turn and returns their rows. With
+// cfg.Testbed it makes a test bed first and removes it before returning,
+// also when ctx is cancelled. A path that fails gets a row with Error and
+// the others still run; Run itself fails only on bad input, when the bed
+// cannot be made or removed, or when ctx is cancelled.
+func Run(ctx context.Context, cfg Config) (res Result, err error) {
+	if err := cfg.Check(); err != nil {
+		return res, err
+	}
+	res.Setup = Setup{
+		Queues: cfg.Queues, FrameSize: cfg.FrameSize, GenCPUs: cfg.GenCPUs, DUTCPUs: cfg.DUTCPUs,
+		DurationS: cfg.Duration.Seconds(), Rate: cfg.Rate, Kernel: kernelRelease(),
+	}
+	var e *env
+	if cfg.Bed != nil {
+		e = bedEnv(cfg.Bed, &cfg)
+		res.Setup.Mode, res.Setup.Bed, res.Setup.Layout = "testbed", cfg.Bed.Name, cfg.Layout
+		res.Setup.NAPI = napiText(cfg.Bed)
+	} else if cfg.Testbed {
+		napi := testbed.NAPISoftirq
+		if cfg.Layout == LayoutB {
+			napi = testbed.NAPIThreaded
+		}
+		name := cfg.BedName
+		if name == "" {
+			name = testbed.UniqueName("cmp")
+		}
+		cfg.progress("making test bed %s (layout %s, %d queue(s), %d link(s))", name, cfg.Layout, cfg.Queues, needLinks(cfg.Paths))
+		bed, err := testbed.Up(testbed.Config{
+			Name: name, Queues: cfg.Queues, Links: needLinks(cfg.Paths), GenCPUs: cfg.GenCPUs, DUTCPUs: cfg.DUTCPUs, NAPI: napi,
+		})
+		if err != nil {
+			return res, fmt.Errorf("compare: %w", err)
+		}
+		defer func() {
+			cfg.progress("removing test bed %s", bed.Name)
+			if derr := bed.Down(); derr != nil {
+				err = errors.Join(err, fmt.Errorf("compare: %w", derr))
+			}
+		}()
+		e = bedEnv(bed, &cfg)
+		res.Setup.Mode, res.Setup.Bed, res.Setup.Layout = "testbed", bed.Name, cfg.Layout
+		res.Setup.NAPI = napiText(bed)
+	} else {
+		if e, err = nicEnv(&cfg); err != nil {
+			return res, err
+		}
+		res.Setup.Mode = "interface"
+		res.Setup.FrameSize = 0
+	}
+	res.Setup.Interface = e.dut
+	res.Setup.Queues = len(e.queues)
+	res.Setup.CPUNote = cpuNote(&cfg)
+
+	for _, name := range cfg.Paths {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		info, _ := LookupPath(name)
+		cfg.progress("%-20s measuring for %v", name, cfg.Duration)
+		row, perr := measure(ctx, e, &cfg, info)
+		if perr != nil {
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+			row.Error = perr.Error()
+			cfg.progress("%-20s failed: %v", name, perr)
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	if slices.ContainsFunc(cfg.Paths, func(n string) bool { p, _ := LookupPath(n); return p.Family == Forward }) {
+		res.Notes = append(res.Notes, "xsk-fwd (the engine's userspace forwarder) is left out: the engine has no forwarding mode yet")
+	}
+	return res, nil
+}
+
+func napiText(bed *testbed.Bed) string {
+	if bed.ThreadedNAPI {
+		return "threaded, pinned to CPU " + cpuset.Format(bed.DUTCPUs)
+	}
+	return "in softirq on the sending (generator) CPU"
+}
+
+// cpuNote says what ns/packet and the CPU columns include.
+func cpuNote(cfg *Config) string {
+	rest := "the other CPUs"
+	if len(cfg.GenCPUs) > 0 {
+		rest = "the generator CPU " + cpuset.Format(cfg.GenCPUs)
+	}
+	return fmt.Sprintf("CPU per packet = all busy time (user+system+irq+softirq) of receiver CPU %s + irq+softirq of %s "+
+		"(where veth runs the DUT's NAPI in layout A; forwarding paths include the XDP counter on the egress peer), "+
+		"from /proc/stat over the measurement window, divided by the frames received in it; "+
+		"tick-sampled at CONFIG_HZ, idle-polling threads count as busy",
+		cpuset.Format(cfg.DUTCPUs), rest)
+}

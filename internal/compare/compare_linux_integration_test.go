@@ -1,0 +1,202 @@
+//go:build linux
+
+package compare
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/vishvananda/netlink"
+
+	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/internal/netdev"
+	"github.com/xdpeng/xdpeng/internal/testbed"
+	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+)
+
+// run compares paths on bed for d each.
+func run(t *testing.T, bed *testbed.Bed, d time.Duration, paths ...string) Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Config{Bed: bed, Paths: paths, Duration: d})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, row := range res.Rows {
+		if row.Error != "" {
+			t.Errorf("%s: %s", row.Path, row.Error)
+		}
+	}
+	return res
+}
+
+// socketState is what a path could leave behind in this process.
+func socketState(t *testing.T) (sockets int, mapped []string) {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		if target, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil && strings.HasPrefix(target, "socket:") {
+			sockets++
+		}
+	}
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(maps), "\n") {
+		if strings.Contains(l, "socket:[") {
+			mapped = append(mapped, l)
+		}
+	}
+	return sockets, mapped
+}
+
+// checkClean fails if any interface of the bed has an XDP or tc program,
+// the bridge is still there, or queue 0 of dut0 cannot be bound again.
+func checkClean(t *testing.T, bed *testbed.Bed) {
+	t.Helper()
+	check := func(ns string, names func(testbed.Link) (string, int)) {
+		err := testbed.Do(ns, func() error {
+			for _, l := range bed.Links {
+				name, idx := names(l)
+				if st, err := netdev.XDPAttached(idx); err != nil || st.ProgID != 0 {
+					t.Errorf("%s: XDP program %d left attached (%v)", name, st.ProgID, err)
+				}
+				for _, at := range []ebpf.AttachType{ebpf.AttachTCXIngress, ebpf.AttachTCXEgress} {
+					q, err := link.QueryPrograms(link.QueryOptions{Target: idx, Attach: at})
+					if err != nil {
+						t.Errorf("%s: query tc programs: %v", name, err)
+					} else if len(q.Programs) != 0 {
+						t.Errorf("%s: %d tc programs left attached", name, len(q.Programs))
+					}
+				}
+			}
+			if _, err := netlink.LinkByName(bridgeName); err == nil {
+				t.Errorf("bridge %s left in %s", bridgeName, ns)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(bed.DUTNS, func(l testbed.Link) (string, int) { return l.DUT, l.DUTIndex })
+	check(bed.GenNS, func(l testbed.Link) (string, int) { return l.Gen, l.GenIndex })
+	// A socket left bound (or held by a ring mapping) would make this
+	// bind fail with EBUSY.
+	err := bed.InDUT(func() error {
+		cfg := engine.DefaultConfig()
+		cfg.Interface = bed.Links[0].DUT
+		eng, err := engine.New(cfg)
+		if err != nil {
+			return err
+		}
+		return eng.Close()
+	})
+	if err != nil {
+		t.Errorf("queue 0 of dut0 cannot be bound again: %v", err)
+	}
+}
+
+// TestEveryPath runs every path briefly on one bed: each gives a JSON row
+// with the fields, and leaves no program, socket or mapping behind.
+func TestEveryPath(t *testing.T) {
+	bed := testbedtest.New(t, 1, 3)
+	sockets, _ := socketState(t)
+	res := run(t, bed, 700*time.Millisecond, pathNames(Paths(""))...)
+	if len(res.Rows) != len(paths) {
+		t.Fatalf("%d rows for %d paths", len(res.Rows), len(paths))
+	}
+	b, err := json.Marshal(&res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decoded struct {
+		Setup map[string]any   `json:"setup"`
+		Rows  []map[string]any `json:"rows"`
+	}
+	if err := json.Unmarshal(b, &decoded); err != nil {
+		t.Fatal(err)
+	}
+	for i, row := range decoded.Rows {
+		if row["path"] != paths[i].Name {
+			t.Errorf("row %d is %v, want %s", i, row["path"], paths[i].Name)
+		}
+		for _, f := range []string{"mpps", "ns_per_packet", "sent", "received", "dropped", "drop_reasons", "cpu_percent"} {
+			if _, ok := row[f]; !ok {
+				t.Errorf("%s: JSON row has no %q", paths[i].Name, f)
+			}
+		}
+	}
+	for _, row := range res.Rows {
+		t.Logf("%-20s %6.3f Mpps %7.1f ns/pkt sent %d received %d reasons %v unexplained %d",
+			row.Path, row.Mpps, row.NsPerPacket, row.Sent, row.Received, row.Reasons, row.Unexplained)
+		if row.Received == 0 {
+			t.Errorf("%s received nothing", row.Path)
+		}
+		// Exact accounting: what no counter explains is at most a few
+		// frames (in flight when the last sample was taken, or a frame
+		// the kernel itself sent on a link).
+		if u, limit := row.Unexplained, max(64, int64(row.Sent/1000)); u > limit || u < -limit {
+			t.Errorf("%s: %d frames unexplained (sent %d x%d, received %d, reasons %v)",
+				row.Path, u, row.Sent, row.Copies, row.Received, row.Reasons)
+		}
+	}
+	checkClean(t, bed)
+	if n, mapped := socketState(t); n != sockets || len(mapped) > 0 {
+		t.Errorf("sockets open before %d, after %d; socket mappings left: %q", sockets, n, mapped)
+	}
+}
+
+// TestOrderings checks the issue's orderings on medians of three short
+// runs: each run measures the paths side by side, so the ratios hold even
+// when the machine as a whole is slower or faster at the time.
+func TestOrderings(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	names := []string{"xdp-drop", "tc-drop", "xsk-drop", "af-packet"}
+	mpps := map[string][]float64{}
+	for range 3 {
+		res := run(t, bed, time.Second, names...)
+		for _, row := range res.Rows {
+			mpps[row.Path] = append(mpps[row.Path], row.Mpps)
+		}
+	}
+	median := func(p string) float64 {
+		v := slices.Clone(mpps[p])
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	t.Logf("Mpps of 3 runs: %v", mpps)
+	for _, pair := range [][2]string{{"xdp-drop", "tc-drop"}, {"xsk-drop", "af-packet"}} {
+		if a, b := median(pair[0]), median(pair[1]); a <= b {
+			t.Errorf("median %s %.3f Mpps is not above %s %.3f Mpps", pair[0], a, pair[1], b)
+		}
+	}
+	checkClean(t, bed)
+}
+
+// TestInterrupted cancels a comparison in the middle of a path: the path
+// is torn down and nothing stays attached.
+func TestInterrupted(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	for _, p := range []string{"asavie-drop", "xsk-drop", "tc-drop"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+		_, err := Run(ctx, Config{Bed: bed, Paths: []string{p}, Duration: 5 * time.Second})
+		cancel()
+		if err == nil {
+			t.Errorf("%s: Run was not interrupted", p)
+		}
+	}
+	checkClean(t, bed)
+}

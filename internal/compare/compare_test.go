@@ -1,0 +1,185 @@
+//go:build linux
+
+package compare
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParsePaths(t *testing.T) {
+	got, err := ParsePaths(" tc-drop,xdp-drop,tc-drop ,,xsk-drop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Table order, no duplicates, blanks ignored.
+	if want := []string{"xdp-drop", "tc-drop", "xsk-drop"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("ParsePaths = %v, want %v", got, want)
+	}
+	for _, bad := range []string{"xdp-drop,nosuch", "xsk-fwd", ""} {
+		_, err := ParsePaths(bad)
+		if err == nil {
+			t.Fatalf("ParsePaths(%q) accepted", bad)
+		}
+		// The error lists every valid path, so the user can pick one.
+		for _, p := range Paths("") {
+			if !strings.Contains(err.Error(), p.Name) {
+				t.Errorf("ParsePaths(%q) error %q does not list %s", bad, err, p.Name)
+			}
+		}
+	}
+}
+
+func TestCheckRefusesBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"unknown path", Config{Testbed: true, Paths: []string{"nosuch"}, Duration: time.Second}, "valid paths are"},
+		{"no target", Config{Duration: time.Second}, "no interface"},
+		{"both", Config{Testbed: true, Interface: "eth0", Duration: time.Second}, "not both"},
+		{"short", Config{Testbed: true, Duration: 10 * time.Millisecond}, "too short"},
+		{"forward on a NIC", Config{Interface: "lo", Paths: []string{"bridge"}, Duration: time.Second}, "--testbed"},
+		{"layout", Config{Testbed: true, Layout: "C", Duration: time.Second}, "layout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Check()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Check() = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestNeedLinks(t *testing.T) {
+	for _, tc := range []struct {
+		paths []string
+		want  int
+	}{
+		{[]string{"xdp-drop", "xsk-l2fwd"}, 1},
+		{[]string{"xdp-drop", "bridge"}, 2},
+		{[]string{"xdp-redirect", "xdp-redirect-multi"}, 3},
+	} {
+		if got := needLinks(tc.paths); got != tc.want {
+			t.Errorf("needLinks(%v) = %d, want %d", tc.paths, got, tc.want)
+		}
+	}
+}
+
+func TestReceiverCPU(t *testing.T) {
+	const stat = `cpu  1 2 3 4 5 6 7 8 0 0
+cpu0 100 0 300 100 0 0 200 0 0 0
+cpu1 50 0 50 400 0 0 0 0 0 0
+intr 1 2 3
+`
+	before, err := parseCPUStat([]byte(stat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := cpuStat{
+		// The generator CPU: 60 ticks system (the generator), 30 softirq
+		// (the DUT's NAPI), 10 idle.
+		0: {user: 100, system: 360, idle: 110, softirq: 230},
+		// The receiver CPU: 40 user + 20 system + 40 idle.
+		1: {user: 90, system: 70, idle: 440},
+	}
+	ns, use := receiverCPU(before, after, []int{1}, []int{0})
+	// softirq of CPU 0 (30) + busy of CPU 1 (60) = 90 ticks of 10 ms.
+	if want := 90 * 1e7; ns != want {
+		t.Errorf("receiver CPU = %v ns, want %v", ns, want)
+	}
+	if len(use) != 2 || use[0].Role != "gen" || use[1].Role != "dut" {
+		t.Fatalf("roles: %+v", use)
+	}
+	if use[0].Busy != 90 || use[0].SoftIRQ != 30 || use[1].Busy != 60 {
+		t.Errorf("percentages: %+v", use)
+	}
+}
+
+func TestParseCPUStatErrors(t *testing.T) {
+	if _, err := parseCPUStat([]byte("intr 1 2\n")); err == nil {
+		t.Error("no per-CPU lines accepted")
+	}
+	if _, err := parseCPUStat([]byte("cpu0 1 2 x 4 5 6 7 8\n")); err == nil {
+		t.Error("bad number accepted")
+	}
+}
+
+func TestBar(t *testing.T) {
+	for _, tc := range []struct {
+		v, top float64
+		want   string
+	}{
+		{4, 4, "████"},
+		{1, 4, "█"},
+		{1.5, 4, "█▌"},
+		{0, 4, ""},
+		{1, 0, ""},
+	} {
+		if got := bar(tc.v, tc.top, 4); got != tc.want {
+			t.Errorf("bar(%v, %v) = %q, want %q", tc.v, tc.top, got, tc.want)
+		}
+	}
+}
+
+func sampleResult() *Result {
+	return &Result{
+		Setup: Setup{Mode: "testbed", Bed: "b", Layout: LayoutA, Queues: 1, FrameSize: 64, GenCPUs: []int{0}, DUTCPUs: []int{1}, DurationS: 3},
+		Rows: []Row{
+			{Path: "xdp-drop", Family: Drop, Mpps: 5.5, NsPerPacket: 90, Sent: 100, Copies: 1, Received: 100,
+				Reasons: map[string]uint64{}, CPUPercent: map[string]float64{"0": 100, "1": 2},
+				CPU: []CPUUse{{CPU: 0, Role: "gen", Busy: 100}, {CPU: 1, Role: "dut", Busy: 2}}, WindowS: 2.4, WindowPackets: 10},
+			{Path: "xsk-drop", Family: Drop, Mpps: 3, NsPerPacket: 300, Sent: 100, Copies: 1, Received: 90, Dropped: 10,
+				Reasons: map[string]uint64{"socket_drops": 10}, CPUPercent: map[string]float64{"0": 99, "1": 100}, WindowS: 2.4, WindowPackets: 10},
+		},
+	}
+}
+
+func TestWriters(t *testing.T) {
+	r := sampleResult()
+	var b bytes.Buffer
+	if err := WriteJSON(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	var decoded struct {
+		Rows []map[string]any `json:"rows"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &decoded); err != nil {
+		t.Fatal(err)
+	}
+	if len(decoded.Rows) != 2 {
+		t.Fatalf("%d JSON rows, want 2", len(decoded.Rows))
+	}
+	for _, f := range []string{"path", "mpps", "ns_per_packet", "sent", "received", "dropped", "drop_reasons", "cpu_percent"} {
+		if _, ok := decoded.Rows[1][f]; !ok {
+			t.Errorf("JSON row has no %q: %v", f, decoded.Rows[1])
+		}
+	}
+
+	b.Reset()
+	if err := WriteCSV(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 3 || recs[2][0] != "xsk-drop" || !strings.Contains(strings.Join(recs[2], ","), "socket_drops=10") {
+		t.Errorf("CSV: %q", recs)
+	}
+
+	b.Reset()
+	WriteTable(&b, r)
+	WriteChart(&b, r)
+	out := b.String()
+	for _, want := range []string{"layout A", "generator on CPU 0", "receiver on CPU 1", "64-byte frames", "socket_drops 10", "ns/pkt", "█"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}

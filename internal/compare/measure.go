@@ -1,0 +1,362 @@
+//go:build linux
+
+package compare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xdpeng/xdpeng/internal/gen"
+	"github.com/xdpeng/xdpeng/internal/netdev"
+	"github.com/xdpeng/xdpeng/internal/pkt"
+	"github.com/xdpeng/xdpeng/internal/testbed"
+)
+
+// env is where the paths run: a test bed, or an interface of this host.
+type env struct {
+	bed      *testbed.Bed // nil on a host interface
+	dutNS    string       // "" is the current namespace
+	dut      string       // the receiving interface
+	dutIndex int
+	queues   []int
+	cpus     []int // the receiver thread of queues[i] runs on cpus[i]
+	dutCPUs  []int
+	genCPUs  []int
+}
+
+func bedEnv(bed *testbed.Bed, cfg *Config) *env {
+	e := &env{bed: bed, dutNS: bed.DUTNS, dut: bed.Links[0].DUT, dutIndex: bed.Links[0].DUTIndex,
+		dutCPUs: cfg.DUTCPUs, genCPUs: cfg.GenCPUs}
+	for q := range bed.Queues {
+		e.queues = append(e.queues, q)
+	}
+	e.cpus = spread(len(e.queues), cfg.DUTCPUs)
+	return e
+}
+
+func nicEnv(cfg *Config) (*env, error) {
+	info, err := netdev.Lookup(cfg.Interface)
+	if err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
+	}
+	e := &env{dut: info.Name, dutIndex: info.Index, queues: cfg.InterfaceQueues, dutCPUs: cfg.DUTCPUs}
+	if e.queues == nil {
+		for q := range info.RxQueues {
+			e.queues = append(e.queues, q)
+		}
+	}
+	if err := info.CheckQueues(e.queues); err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
+	}
+	e.cpus = spread(len(e.queues), cfg.DUTCPUs)
+	return e, nil
+}
+
+// spread gives n receiver threads CPUs from cpus, round-robin.
+func spread(n int, cpus []int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = cpus[i%len(cpus)]
+	}
+	return out
+}
+
+func (e *env) inDUT(fn func() error) error {
+	if e.dutNS == "" {
+		return fn()
+	}
+	return testbed.Do(e.dutNS, fn)
+}
+
+func (e *env) inGen(fn func() error) error { return testbed.Do(e.bed.GenNS, fn) }
+
+// vethRx reads the DUT interface's veth counters summed over queues; ok is
+// false on a device without them.
+func (e *env) vethRx() (q netdev.VethQueue, ok bool) {
+	err := e.inDUT(func() error {
+		qs, err := netdev.VethQueueCounters(e.dut)
+		if err != nil {
+			return err
+		}
+		q = netdev.SumVethQueues(qs)
+		return nil
+	})
+	return q, err == nil
+}
+
+// genConfig is the offered load: one frame template for the family, out of
+// gen0, from the generator CPUs, for the duration.
+func (e *env) genConfig(f Family, cfg *Config) gen.Config {
+	l := e.bed.Links[0]
+	dstMAC, dstIP := l.DUTMAC, l.DUTIP
+	if f == Forward {
+		// Addressed past the DUT to gen1, so that the bridge forwards
+		// (a frame to a port's own MAC would go up its stack); the XDP
+		// redirects do not look at addresses.
+		dstMAC, dstIP = e.bed.Links[1].GenMAC, e.bed.Links[1].GenIP
+	}
+	return gen.Config{
+		Ifindex: l.GenIndex,
+		Frame: pkt.UDPConfig{
+			SrcMAC: l.GenMAC, DstMAC: dstMAC,
+			SrcIP:   netip.MustParseAddr(l.GenIP.String()),
+			DstIP:   netip.MustParseAddr(dstIP.String()),
+			SrcPort: 1234, DstPort: 9, Size: cfg.FrameSize,
+		},
+		Duration: cfg.Duration,
+		Rate:     cfg.Rate,
+		Threads:  len(e.genCPUs),
+		CPUs:     e.genCPUs,
+	}
+}
+
+// sample is a path's cumulative counters at one moment.
+type sample struct {
+	received uint64
+	// reasons are cumulative drop counters by reason; differences of two
+	// samples are what happened in between (uint64 arithmetic wraps, so a
+	// reason may be a difference of two counters).
+	reasons map[string]uint64
+}
+
+// runner is one path set up on the DUT.
+type runner interface {
+	// start attaches and binds everything; on error what it made is
+	// undone by stop.
+	start(ctx context.Context) error
+	sample() (sample, error)
+	// stop undoes start; it is safe after a failed or no start, and
+	// twice.
+	stop() error
+	// countedAt says where received is counted.
+	countedAt() string
+	// copies is frames out per frame in.
+	copies() int
+}
+
+// measure runs one path: set up, offer the load, sample inside it, drain,
+// tear down.
+func measure(ctx context.Context, e *env, cfg *Config, info PathInfo) (row Row, err error) {
+	row = Row{Path: info.Name, Family: info.Family, Copies: 1, Reasons: map[string]uint64{}, CPUPercent: map[string]float64{}}
+	r, err := newRunner(info.Name, e)
+	if err != nil {
+		return row, err
+	}
+	defer func() {
+		if serr := r.stop(); serr != nil {
+			err = errors.Join(err, fmt.Errorf("%s: tear down: %w", info.Name, serr))
+		}
+	}()
+	if err := r.start(ctx); err != nil {
+		return row, fmt.Errorf("%s: set up: %w", info.Name, err)
+	}
+	row.CountedAt, row.Copies = r.countedAt(), r.copies()
+	base, err := r.sample()
+	if err != nil {
+		return row, fmt.Errorf("%s: %w", info.Name, err)
+	}
+
+	// The generator runs beside the sampling, on its own locked thread in
+	// the gen namespace.
+	genDone := make(chan struct{})
+	var genStats gen.Stats
+	var genErr error
+	if e.bed != nil {
+		gcfg := e.genConfig(info.Family, cfg)
+		go func() {
+			defer close(genDone)
+			genErr = e.inGen(func() (err error) {
+				genStats, err = gen.Run(ctx, gcfg, nil)
+				return err
+			})
+		}()
+	} else {
+		close(genDone)
+	}
+	// Let the generator be stopped and waited for on every return below.
+	defer func() { <-genDone }()
+
+	start := time.Now()
+	warm := min(max(cfg.Duration/10, 100*time.Millisecond), 500*time.Millisecond)
+	if e.bed != nil {
+		// The window starts when frames arrive: loading the generator's
+		// program takes a while, and that is not the path's time.
+		for wait := start.Add(min(cfg.Duration/2, 2*time.Second)); time.Now().Before(wait); {
+			s, err := r.sample()
+			if err != nil {
+				return row, fmt.Errorf("%s: %w", info.Name, err)
+			}
+			if s.received != base.received || isClosed(genDone) {
+				break
+			}
+			if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
+				return row, err
+			}
+		}
+		start = time.Now()
+	}
+	end := start.Add(cfg.Duration - warm)
+	if e.bed == nil {
+		end = start.Add(warm + cfg.Duration)
+	}
+	if err := sleepCtx(ctx, warm); err != nil {
+		return row, err
+	}
+	a, cpuA, ta, err := snapshot(r)
+	if err != nil {
+		return row, fmt.Errorf("%s: %w", info.Name, err)
+	}
+	if err := sleepCtx(ctx, time.Until(end)); err != nil {
+		return row, err
+	}
+	b, cpuB, tb, err := snapshot(r)
+	if err != nil {
+		return row, fmt.Errorf("%s: %w", info.Name, err)
+	}
+	<-genDone
+	if genErr != nil {
+		return row, fmt.Errorf("%s: generator: %w", info.Name, genErr)
+	}
+	if err := ctx.Err(); err != nil {
+		return row, err
+	}
+	final, err := drain(ctx, r)
+	if err != nil {
+		return row, fmt.Errorf("%s: %w", info.Name, err)
+	}
+
+	secs := tb.Sub(ta).Seconds()
+	row.WindowS = round3(secs)
+	row.WindowPackets = b.received - a.received
+	row.Mpps = round3(float64(row.WindowPackets) / secs / 1e6)
+	ns, use := receiverCPU(cpuA, cpuB, e.dutCPUs, e.genCPUs)
+	if row.WindowPackets > 0 {
+		row.NsPerPacket = round1(ns / float64(row.WindowPackets))
+	}
+	row.CPU = use
+	for _, u := range use {
+		row.CPUPercent[strconv.Itoa(u.CPU)] = u.Busy
+	}
+
+	row.Received = final.received - base.received
+	for k, v := range final.reasons {
+		if d := v - base.reasons[k]; d != 0 {
+			row.Reasons[k] = d
+		}
+	}
+	if e.bed != nil {
+		row.Sent = genStats.Sent
+		if s := genStats.Duration.Seconds(); s > 0 {
+			row.OfferedMpps = round3(float64(genStats.Sent) / s / 1e6)
+		}
+		if genStats.Errors > 0 {
+			row.Reasons["xmit_errors"] = genStats.Errors
+		}
+		if u := genStats.Unaccounted(); u > 0 {
+			row.Reasons["lost_before_driver"] = u
+		}
+		want := row.Sent * uint64(row.Copies)
+		if want > row.Received {
+			row.Dropped = want - row.Received
+		}
+		var counted uint64
+		for _, v := range row.Reasons {
+			counted += v
+		}
+		row.Unexplained = int64(want) - int64(row.Received) - int64(counted)
+	} else {
+		for _, v := range row.Reasons {
+			row.Dropped += v
+		}
+	}
+	return row, nil
+}
+
+func snapshot(r runner) (sample, cpuStat, time.Time, error) {
+	s, err := r.sample()
+	if err != nil {
+		return s, nil, time.Time{}, err
+	}
+	c, err := readCPUStat()
+	return s, c, time.Now(), err
+}
+
+// drain waits until the counters have not moved for drainQuiet (frames in
+// flight in rings and queues, a receiver thread that was preempted), at
+// most two seconds.
+func drain(ctx context.Context, r runner) (sample, error) {
+	const step, drainQuiet = 20 * time.Millisecond, 100 * time.Millisecond
+	prev, err := r.sample()
+	if err != nil {
+		return prev, err
+	}
+	quiet := time.Duration(0)
+	for range 100 {
+		if err := sleepCtx(ctx, step); err != nil {
+			return prev, err
+		}
+		cur, err := r.sample()
+		if err != nil {
+			return cur, err
+		}
+		if cur.received != prev.received || !sameReasons(cur.reasons, prev.reasons) {
+			quiet = 0
+		} else if quiet += step; quiet >= drainQuiet {
+			return cur, nil
+		}
+		prev = cur
+	}
+	return prev, nil
+}
+
+func sameReasons(a, b map[string]uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
+
+func kernelRelease() string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return ""
+	}
+	return strings.TrimRight(string(u.Release[:]), "\x00")
+}

@@ -1,0 +1,406 @@
+//go:build linux
+
+package compare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/xdpeng/xdpeng/bpf"
+	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/internal/hook"
+	"github.com/xdpeng/xdpeng/internal/netdev"
+)
+
+// newRunner makes the runner of path name in e; nothing is touched yet.
+func newRunner(name string, e *env) (runner, error) {
+	switch name {
+	case "xdp-drop":
+		return &kernRunner{e: e, prog: bpf.Drop, mode: hook.Native}, nil
+	case "xdp-drop-generic":
+		return &kernRunner{e: e, prog: bpf.Drop, mode: hook.Generic}, nil
+	case "tc-drop":
+		return &kernRunner{e: e, prog: bpf.TCDrop, tc: true}, nil
+	case "xsk-drop":
+		return &xskRunner{e: e}, nil
+	case "xsk-l2fwd":
+		return &xskRunner{e: e, l2fwd: true}, nil
+	case "asavie-drop":
+		return &asavieRunner{e: e}, nil
+	case "af-packet":
+		return &afPacketRunner{e: e, fd: -1}, nil
+	case "bridge":
+		return &bridgeRunner{e: e}, nil
+	case "xdp-redirect":
+		return &kernRunner{e: e, prog: bpf.Redirect, mode: hook.Native, outs: []int{1}}, nil
+	case "xdp-redirect-generic":
+		return &kernRunner{e: e, prog: bpf.Redirect, mode: hook.Generic, outs: []int{1}}, nil
+	case "xdp-redirect-multi":
+		return &kernRunner{e: e, prog: bpf.RedirectMulti, mode: hook.Native, outs: []int{1, 2}}, nil
+	}
+	return nil, fmt.Errorf("no runner for path %q", name)
+}
+
+// sinks count frames where they come out of the test bed: an XDP program
+// that counts and drops, on the generator end of each egress link. It is
+// cheaper than letting the frames into the generator side's stack and
+// exact, and it gives the veth peer the NAPI it needs to take redirected
+// frames.
+type sinks struct {
+	objs []*bpf.KernObjects
+	atts []io.Closer
+}
+
+// attachSinks puts a sink on the generator end of each link in links.
+func attachSinks(e *env, links []int) (*sinks, error) {
+	s := &sinks{}
+	err := e.inGen(func() error {
+		for _, k := range links {
+			l := e.bed.Links[k]
+			obj, err := bpf.LoadKern(bpf.Drop, bpf.KernOptions{Counters: true})
+			if err != nil {
+				return fmt.Errorf("sink on %s: %w", l.Gen, err)
+			}
+			s.objs = append(s.objs, obj)
+			att, err := hook.AttachXDP(obj.Program, l.GenIndex, hook.Native, false)
+			if err != nil {
+				return fmt.Errorf("sink on %s: %w", l.Gen, err)
+			}
+			s.atts = append(s.atts, att)
+		}
+		return nil
+	})
+	if err != nil {
+		return s, errors.Join(err, s.close())
+	}
+	return s, nil
+}
+
+func (s *sinks) count() (uint64, error) {
+	var n uint64
+	for _, o := range s.objs {
+		st, err := o.ReadStats()
+		if err != nil {
+			return 0, err
+		}
+		p, _ := st.Total()
+		n += p
+	}
+	return n, nil
+}
+
+// close detaches and frees the sinks; safe on nil and twice.
+func (s *sinks) close() error {
+	if s == nil {
+		return nil
+	}
+	var errs []error
+	for _, a := range s.atts {
+		errs = append(errs, a.Close())
+	}
+	for _, o := range s.objs {
+		errs = append(errs, o.Close())
+	}
+	s.atts, s.objs = nil, nil
+	return errors.Join(errs...)
+}
+
+// egressDrops adds the drop counters of the DUT's egress links (dut1,
+// dut2) to reasons: frames a native redirect could not queue to the veth
+// peer (xdp_xmit_errors) and frames the stack's transmit dropped
+// (tx_dropped: bridge, generic redirect, AF_XDP copy-mode transmit).
+func (e *env) egressDrops(links []int, reasons map[string]uint64) error {
+	return e.inDUT(func() error {
+		for _, k := range links {
+			name := e.bed.Links[k].DUT
+			if qs, err := netdev.VethQueueCounters(name); err == nil {
+				reasons["egress_xmit_errors"] += netdev.SumVethQueues(qs).TxXDPXmitErrors
+			}
+			l, err := netlink.LinkByName(name)
+			if err != nil {
+				return fmt.Errorf("read counters of %s: %w", name, err)
+			}
+			if st := l.Attrs().Statistics; st != nil {
+				reasons["egress_tx_dropped"] += st.TxDropped
+			}
+		}
+		return nil
+	})
+}
+
+// kernRunner is an in-kernel path of bpf/kern.c: a drop, or a redirect
+// counted by sinks.
+type kernRunner struct {
+	e    *env
+	prog bpf.KernProgram
+	mode hook.XDPMode
+	tc   bool
+	outs []int // egress links of a redirect
+
+	k    *bpf.KernObjects
+	att  io.Closer
+	sink *sinks
+}
+
+func (r *kernRunner) start(context.Context) (err error) {
+	if len(r.outs) > 0 {
+		// Sinks first: veth takes redirected frames only if the peer of
+		// the egress port can receive them.
+		if r.sink, err = attachSinks(r.e, r.outs); err != nil {
+			return err
+		}
+	}
+	return r.e.inDUT(func() error {
+		if r.k, err = bpf.LoadKern(r.prog, bpf.KernOptions{Counters: true}); err != nil {
+			return err
+		}
+		if len(r.outs) > 0 {
+			idx := make([]int, len(r.outs))
+			for i, k := range r.outs {
+				idx[i] = r.e.bed.Links[k].DUTIndex
+			}
+			if err := r.k.SetPorts(idx...); err != nil {
+				return err
+			}
+		}
+		if r.tc {
+			r.att, err = hook.AttachTCIngress(r.k.Program, r.e.dutIndex)
+		} else {
+			r.att, err = hook.AttachXDP(r.k.Program, r.e.dutIndex, r.mode, false)
+		}
+		return err
+	})
+}
+
+func (r *kernRunner) sample() (s sample, err error) {
+	s.reasons = map[string]uint64{}
+	if r.sink != nil {
+		if s.received, err = r.sink.count(); err != nil {
+			return s, err
+		}
+		if err := r.e.egressDrops(r.outs, s.reasons); err != nil {
+			return s, err
+		}
+	} else {
+		st, err := r.k.ReadStats()
+		if err != nil {
+			return s, err
+		}
+		s.received, _ = st.Total()
+	}
+	if v, ok := r.e.vethRx(); ok {
+		s.reasons["veth_rx_drops"] = v.RxDrops
+	}
+	return s, nil
+}
+
+func (r *kernRunner) stop() error {
+	var errs []error
+	if r.att != nil {
+		errs = append(errs, r.att.Close())
+		r.att = nil
+	}
+	if r.k != nil {
+		errs = append(errs, r.k.Close())
+		r.k = nil
+	}
+	errs = append(errs, r.sink.close())
+	return errors.Join(errs...)
+}
+
+func (r *kernRunner) countedAt() string {
+	switch {
+	case len(r.outs) > 0:
+		return "XDP counter on the generator end of each egress link"
+	case r.tc:
+		return "the tc program's per-CPU counter"
+	}
+	return "the XDP program's per-CPU counter"
+}
+
+func (r *kernRunner) copies() int { return max(1, len(r.outs)) }
+
+// xskRunner is xdpeng's engine: rxdrop, or l2fwd.
+type xskRunner struct {
+	e     *env
+	l2fwd bool
+
+	eng    *engine.Engine
+	cancel context.CancelFunc
+	done   chan error
+	sink   *sinks
+}
+
+func (r *xskRunner) start(ctx context.Context) (err error) {
+	cfg := engine.DefaultConfig()
+	cfg.Interface = r.e.dut
+	cfg.Queues = r.e.queues
+	cfg.CPUs = r.e.cpus
+	if r.l2fwd {
+		cfg.Handler = func(int) engine.Handler { return engine.L2FwdHandler{} }
+		if r.e.bed != nil {
+			// Frames sent back arrive at gen0: count them there.
+			if r.sink, err = attachSinks(r.e, []int{0}); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.e.inDUT(func() (err error) {
+		r.eng, err = engine.New(cfg)
+		return err
+	}); err != nil {
+		return err
+	}
+	ctx, r.cancel = context.WithCancel(ctx)
+	r.done = make(chan error, 1)
+	go func() { r.done <- r.eng.Run(ctx) }()
+	return nil
+}
+
+func (r *xskRunner) sample() (s sample, err error) {
+	snap, err := r.eng.Stats()
+	if err != nil {
+		return s, err
+	}
+	t := snap.Total()
+	s.received = t.RxPackets
+	drops := t.XDP.Drops()
+	s.reasons = map[string]uint64{"socket_drops": drops}
+	if r.l2fwd {
+		s.received = t.TxPackets
+		if r.sink != nil {
+			if s.received, err = r.sink.count(); err != nil {
+				return s, err
+			}
+			if err := r.e.egressDrops([]int{0}, s.reasons); err != nil {
+				return s, err
+			}
+		}
+		s.reasons["tx_ring_full"] = t.TxRingFull
+	}
+	if v, ok := r.e.vethRx(); ok {
+		// veth counts a redirect to a full socket in its rx drops too:
+		// keep only the rest so that nothing is counted twice.
+		s.reasons["veth_rx_drops"] = v.RxDrops - drops
+	}
+	return s, nil
+}
+
+func (r *xskRunner) stop() error {
+	var errs []error
+	if r.cancel != nil {
+		r.cancel()
+		if err := <-r.done; err != nil {
+			errs = append(errs, fmt.Errorf("engine: %w", err))
+		}
+		r.cancel = nil
+	}
+	if r.eng != nil {
+		errs = append(errs, r.eng.Close())
+		r.eng = nil
+	}
+	errs = append(errs, r.sink.close())
+	return errors.Join(errs...)
+}
+
+func (r *xskRunner) countedAt() string {
+	switch {
+	case !r.l2fwd:
+		return "the engine's rx counter"
+	case r.sink != nil:
+		return "frames that came back: XDP counter on gen0"
+	}
+	return "the engine's tx completions"
+}
+
+func (r *xskRunner) copies() int { return 1 }
+
+// bridgeRunner bridges dut0 and dut1.
+type bridgeRunner struct {
+	e      *env
+	bridge netlink.Link
+	sink   *sinks
+}
+
+// bridgeName is the bridge's name inside the DUT namespace (one bed, one
+// bridge at a time).
+const bridgeName = "cmpbr0"
+
+func (r *bridgeRunner) start(context.Context) (err error) {
+	if r.sink, err = attachSinks(r.e, []int{1}); err != nil {
+		return err
+	}
+	return r.e.inDUT(func() error {
+		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: bridgeName}}
+		if err := netlink.LinkAdd(br); err != nil {
+			return fmt.Errorf("create bridge %s: %w", bridgeName, err)
+		}
+		l, err := netlink.LinkByName(bridgeName)
+		if err != nil {
+			netlink.LinkDel(br)
+			return fmt.Errorf("find bridge %s: %w", bridgeName, err)
+		}
+		r.bridge = l
+		for _, k := range []int{0, 1} {
+			name := r.e.bed.Links[k].DUT
+			port, err := netlink.LinkByName(name)
+			if err != nil {
+				return fmt.Errorf("find %s: %w", name, err)
+			}
+			if err := netlink.LinkSetMaster(port, l); err != nil {
+				return fmt.Errorf("add %s to bridge %s: %w", name, bridgeName, err)
+			}
+		}
+		if err := netlink.LinkSetUp(l); err != nil {
+			return fmt.Errorf("bring bridge %s up: %w", bridgeName, err)
+		}
+		// A static entry for gen1's MAC on dut1, as a bridge that has
+		// learned it would have: forward, not flood.
+		fdb := &netlink.Neigh{
+			LinkIndex: r.e.bed.Links[1].DUTIndex, Family: unix.AF_BRIDGE, Flags: netlink.NTF_MASTER,
+			State: netlink.NUD_NOARP, HardwareAddr: r.e.bed.Links[1].GenMAC,
+		}
+		if err := netlink.NeighAppend(fdb); err != nil {
+			return fmt.Errorf("add fdb entry %s on %s: %w", fdb.HardwareAddr, r.e.bed.Links[1].DUT, err)
+		}
+		return nil
+	})
+}
+
+func (r *bridgeRunner) sample() (s sample, err error) {
+	s.reasons = map[string]uint64{}
+	if s.received, err = r.sink.count(); err != nil {
+		return s, err
+	}
+	if err := r.e.egressDrops([]int{1}, s.reasons); err != nil {
+		return s, err
+	}
+	if v, ok := r.e.vethRx(); ok {
+		s.reasons["veth_rx_drops"] = v.RxDrops
+	}
+	return s, nil
+}
+
+func (r *bridgeRunner) stop() error {
+	var errs []error
+	if r.bridge != nil {
+		// Deleting the bridge releases its ports.
+		errs = append(errs, r.e.inDUT(func() error {
+			if err := netlink.LinkDel(r.bridge); err != nil {
+				return fmt.Errorf("delete bridge %s: %w", bridgeName, err)
+			}
+			return nil
+		}))
+		r.bridge = nil
+	}
+	errs = append(errs, r.sink.close())
+	return errors.Join(errs...)
+}
+
+func (r *bridgeRunner) countedAt() string { return "XDP counter on gen1" }
+func (r *bridgeRunner) copies() int       { return 1 }

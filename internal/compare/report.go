@@ -1,0 +1,233 @@
+//go:build linux
+
+package compare
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/xdpeng/xdpeng/internal/cpuset"
+)
+
+// WriteTable prints the setup, one line per path and the footer that says
+// what the figures include.
+func WriteTable(w io.Writer, r *Result) {
+	s := r.Setup
+	if s.Mode == "testbed" {
+		fmt.Fprintf(w, "test bed %s, layout %s: generator on CPU %s, receiver on CPU %s, DUT NAPI %s; %d queue(s), %d-byte frames, %.1fs per path, offered load %s; Linux %s\n",
+			s.Bed, s.Layout, cpuset.Format(s.GenCPUs), cpuset.Format(s.DUTCPUs), s.NAPI, s.Queues, s.FrameSize, s.DurationS, offered(s.Rate), s.Kernel)
+	} else {
+		fmt.Fprintf(w, "interface %s: whatever traffic arrives, %.1fs per path, %d queue(s), receiver on CPU %s; Linux %s\n",
+			s.Interface, s.DurationS, s.Queues, cpuset.Format(s.DUTCPUs), s.Kernel)
+	}
+	fmt.Fprintln(w)
+	cpus := cpuColumns(r)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := []string{fmt.Sprintf("%-20s", "path"), "Mpps", "ns/pkt"}
+	for _, c := range cpus {
+		head = append(head, "cpu"+c.label)
+	}
+	head = append(head, "sent", "received", "dropped", "")
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	for _, row := range r.Rows {
+		cells := []string{fmt.Sprintf("%-20s", row.Path)}
+		if row.Error != "" {
+			cells = append(cells, "-", "-")
+			for range cpus {
+				cells = append(cells, "-")
+			}
+			cells = append(cells, "-", "-", "-", "")
+			fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+			continue
+		}
+		cells = append(cells, fmt.Sprintf("%.3f", row.Mpps), nsCell(row))
+		for _, c := range cpus {
+			cells = append(cells, fmt.Sprintf("%.1f%%", row.CPUPercent[c.key]))
+		}
+		sent := "-"
+		if s.Mode == "testbed" {
+			sent = strconv.FormatUint(row.Sent*uint64(row.Copies), 10)
+			if row.Copies > 1 {
+				sent += fmt.Sprintf(" (%dx)", row.Copies)
+			}
+		}
+		cells = append(cells, sent, strconv.FormatUint(row.Received, 10), strconv.FormatUint(row.Dropped, 10), "")
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	tw.Flush()
+
+	fmt.Fprintln(w)
+	for _, row := range r.Rows {
+		switch {
+		case row.Error != "":
+			fmt.Fprintf(w, "  %-20s FAILED: %s\n", row.Path, row.Error)
+		case row.Dropped > 0 || len(row.Reasons) > 0 || row.Unexplained != 0:
+			fmt.Fprintf(w, "  %-20s lost %d: %s\n", row.Path, row.Dropped, reasonList(row))
+		}
+	}
+	fmt.Fprintln(w, "\nnotes:")
+	fmt.Fprintf(w, "  Mpps: frames received in the measurement window (%s) / its length, counted where each path counts:\n", windowText(r))
+	for _, row := range r.Rows {
+		if row.CountedAt != "" {
+			fmt.Fprintf(w, "    %-20s %s\n", row.Path, row.CountedAt)
+		}
+	}
+	fmt.Fprintf(w, "  cpuN: busy %% of each CPU in the window (%s).\n", cpuRoles(cpus))
+	fmt.Fprintf(w, "  ns/pkt: %s.\n", s.CPUNote)
+	if s.Mode == "testbed" {
+		fmt.Fprintln(w, "  sent = received + dropped; lost lists each counter that explains a drop over the whole run, \"unexplained\" what none does.")
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "  %s\n", n)
+	}
+}
+
+func offered(rate uint64) string {
+	if rate == 0 {
+		return "as fast as the generator goes"
+	}
+	return fmt.Sprintf("%d pps", rate)
+}
+
+func windowText(r *Result) string {
+	var lo, hi float64
+	for i, row := range r.Rows {
+		if i == 0 || row.WindowS < lo {
+			lo = row.WindowS
+		}
+		hi = max(hi, row.WindowS)
+	}
+	if lo == hi {
+		return fmt.Sprintf("%.2fs", lo)
+	}
+	return fmt.Sprintf("%.2f-%.2fs", lo, hi)
+}
+
+// nsCell shows ns/packet, or "-" when nothing was received.
+func nsCell(row Row) string {
+	if row.WindowPackets == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", row.NsPerPacket)
+}
+
+type cpuColumn struct{ key, label, role string }
+
+// cpuColumns are the CPUs of the rows, in order, with their roles.
+func cpuColumns(r *Result) []cpuColumn {
+	seen := map[int]string{}
+	for _, row := range r.Rows {
+		for _, u := range row.CPU {
+			seen[u.CPU] = u.Role
+		}
+	}
+	var out []cpuColumn
+	for _, c := range slices.Sorted(maps.Keys(seen)) {
+		out = append(out, cpuColumn{key: strconv.Itoa(c), label: strconv.Itoa(c), role: seen[c]})
+	}
+	return out
+}
+
+func cpuRoles(cpus []cpuColumn) string {
+	var parts []string
+	for _, c := range cpus {
+		role := c.role
+		if role == "" {
+			role = "other"
+		}
+		parts = append(parts, "cpu"+c.label+" "+role)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// reasonList is "xmit_errors 12, socket_drops 3, unexplained 0".
+func reasonList(row Row) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(row.Reasons)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, row.Reasons[k]))
+	}
+	parts = append(parts, fmt.Sprintf("unexplained %d", row.Unexplained))
+	return strings.Join(parts, ", ")
+}
+
+// chartWidth is the length of the longest bar, in character cells.
+const chartWidth = 48
+
+// WriteChart draws the Mpps column as horizontal bars, in eighths of a
+// character cell.
+func WriteChart(w io.Writer, r *Result) {
+	var top float64
+	for _, row := range r.Rows {
+		top = max(top, row.Mpps)
+	}
+	fmt.Fprintln(w, "Mpps received")
+	for _, row := range r.Rows {
+		fmt.Fprintf(w, "  %-20s %s %.2f\n", row.Path, bar(row.Mpps, top, chartWidth), row.Mpps)
+	}
+}
+
+// bar is a bar of v/top*width cells.
+func bar(v, top float64, width int) string {
+	if top <= 0 || v <= 0 || math.IsNaN(v) {
+		return ""
+	}
+	eighths := int(math.Round(v / top * float64(width) * 8))
+	partial := []string{"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"}
+	return strings.Repeat("█", eighths/8) + partial[eighths%8]
+}
+
+// WriteJSON writes r as one JSON object.
+func WriteJSON(w io.Writer, r *Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("encode JSON: %w", err)
+	}
+	return nil
+}
+
+// WriteCSV writes one header line and one line per path; drop reasons are
+// "name=count" pairs separated by ';'.
+func WriteCSV(w io.Writer, r *Result) error {
+	cpus := cpuColumns(r)
+	cw := csv.NewWriter(w)
+	head := []string{"path", "family", "mpps", "ns_per_packet", "sent", "copies", "received", "dropped", "unexplained"}
+	for _, c := range cpus {
+		head = append(head, "cpu"+c.label+"_percent")
+	}
+	head = append(head, "drop_reasons", "window_s", "error")
+	if err := cw.Write(head); err != nil {
+		return fmt.Errorf("write CSV: %w", err)
+	}
+	for _, row := range r.Rows {
+		rec := []string{row.Path, string(row.Family), ftoa(row.Mpps), ftoa(row.NsPerPacket),
+			strconv.FormatUint(row.Sent, 10), strconv.Itoa(row.Copies), strconv.FormatUint(row.Received, 10),
+			strconv.FormatUint(row.Dropped, 10), strconv.FormatInt(row.Unexplained, 10)}
+		for _, c := range cpus {
+			rec = append(rec, ftoa(row.CPUPercent[c.key]))
+		}
+		var reasons []string
+		for _, k := range slices.Sorted(maps.Keys(row.Reasons)) {
+			reasons = append(reasons, fmt.Sprintf("%s=%d", k, row.Reasons[k]))
+		}
+		rec = append(rec, strings.Join(reasons, ";"), ftoa(row.WindowS), row.Error)
+		if err := cw.Write(rec); err != nil {
+			return fmt.Errorf("write CSV: %w", err)
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("write CSV: %w", err)
+	}
+	return nil
+}
+
+func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
