@@ -62,8 +62,12 @@ func TestCountExact(t *testing.T) {
 	var g engine.CountGroup
 	cfg := rxdropConfig(bed)
 	cfg.Handler = g.Handler
+	// Exact counts need every frame received: rings deep enough to ride
+	// out the worker losing its CPU for a while (~160 ms at this rate) on
+	// a machine busy with other tests.
+	cfg.FillSize, cfg.RxSize = 8192, 8192
 	r := start(t, bed, cfg)
-	st := send(t, bed, 0, gen.Config{Frame: base, Ports: 3, Count: 3 * perPort, Rate: 100_000, Threads: 1})
+	st := send(t, bed, 0, gen.Config{Frame: base, Ports: 3, Count: 3 * perPort, Rate: 50_000, Threads: 1})
 	if st.Sent != 3*perPort {
 		t.Fatalf("generator sent %d, want %d", st.Sent, 3*perPort)
 	}

@@ -92,7 +92,7 @@ func TestCLIBadInput(t *testing.T) {
 			want: []string{"-c (copy) and -z (zero-copy) exclude each other"}},
 		{name: "interval", args: []string{"rxdrop", "-i", "dut0", "-I", "0s", "-d", "1s"}, want: []string{"must be positive"}},
 		{name: "rxdrop not root", user: true, args: []string{"rxdrop", "-i", "dut0", "-d", "1s"},
-			want: []string{"xdpeng rxdrop needs root", "CAP_NET_ADMIN", "run it with sudo"}},
+			want: []string{"xdpeng: rxdrop needs root", "CAP_NET_ADMIN", "run it with sudo"}},
 		{name: "unknown flag", args: []string{"rxdrop", "-i", "dut0", "--bogus"}, want: []string{"unknown flag: --bogus"},
 			ideal: []string{"--help"}, issue: "flag errors do not point to --help (cobra's default with SilenceUsage)"},
 		{name: "unknown command", args: []string{"bogus"}, want: []string{`unknown command "bogus" for "xdpeng"`}},
@@ -200,6 +200,9 @@ func TestCLIBadInput(t *testing.T) {
 				if !strings.Contains(msg, w) {
 					t.Errorf("message does not contain %q:\n%s", w, msg)
 				}
+			}
+			if strings.Contains(msg, "xdpeng: xdpeng") {
+				t.Errorf("the program name is repeated: %s", msg)
 			}
 			if strings.Contains(msg, "panic") || strings.Contains(msg, "goroutine ") {
 				t.Errorf("crashed:\n%s", msg)

@@ -39,7 +39,7 @@ func Check(command string) error {
 		missing = append(missing, "CAP_BPF")
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("xdpeng %s needs root (missing %v): run it with sudo", command, missing)
+		return fmt.Errorf("%s needs root (missing %v): run it with sudo", command, missing)
 	}
 	return nil
 }
