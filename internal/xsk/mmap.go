@@ -68,13 +68,21 @@ func (r *ring) init(mem []byte, off unix.XDPRingOffset, size uint32) {
 func addrSlice(r *ring) []uint64 { return unsafe.Slice((*uint64)(r.desc), r.size) }
 func descSlice(r *ring) []Desc   { return unsafe.Slice((*Desc)(r.desc), r.size) }
 
-// mmapArea maps the UMEM: anonymous, private, populated up front so that the
-// first packets do not fault pages in.
+// mmapArea maps the UMEM: anonymous and private, backed by transparent huge
+// pages where the kernel allows them, and populated up front so that the
+// first packets do not fault pages in. Huge pages matter here: the kernel
+// copies every received frame into a different UMEM frame, and with 4 KiB
+// pages each of those copies would need a TLB entry of its own.
 func mmapArea(size int) (mapping, error) {
-	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return mapping{}, fmt.Errorf("mmap UMEM of %d bytes: %w", size, err)
 	}
+	// Both are best effort: without THP (or on kernels before 5.14 for
+	// MADV_POPULATE_WRITE) the UMEM still works, in small pages, faulted in
+	// by registration's page pinning.
+	_ = unix.Madvise(mem, unix.MADV_HUGEPAGE)
+	_ = unix.Madvise(mem, unix.MADV_POPULATE_WRITE)
 	return mapping{mem: mem, mapped: true}, nil
 }
 
