@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/internal/compare"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
+	"github.com/xdpeng/xdpeng/internal/privilege"
 )
 
 func init() { addCommand(newCompareCmd()) }
@@ -179,8 +179,8 @@ func (f *compareFlags) config(cmd *cobra.Command) (compare.Config, error) {
 // runCompare runs cfg and prints the result: the table and chart, or JSON,
 // or CSV. It fails if a path failed, after printing what was measured.
 func runCompare(out, errw io.Writer, cfg compare.Config, asJSON, asCSV, explain bool) error {
-	if os.Geteuid() != 0 {
-		return errors.New("xdpeng compare needs root (CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN for the test bed): run with sudo")
+	if err := privilege.Check("compare", privilege.AFXDP|privilege.Namespaces); err != nil {
+		return err
 	}
 	if err := raiseMemlock(); err != nil {
 		return err

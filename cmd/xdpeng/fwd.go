@@ -72,7 +72,7 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if err := privilege.Check("fwd"); err != nil {
+	if err := privilege.Check("fwd", privilege.AFXDP); err != nil {
 		return err
 	}
 	if err := raiseMemlock(); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/xdpeng/xdpeng/internal/gen"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/pkt"
+	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/units"
 )
 
@@ -156,8 +157,8 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 		}
 	}
 
-	if os.Geteuid() != 0 {
-		return errors.New("xdpeng gen needs root (CAP_BPF, CAP_NET_ADMIN): run with sudo")
+	if err := privilege.Check("gen", privilege.BPF); err != nil {
+		return err
 	}
 	if err := raiseMemlock(); err != nil {
 		return err

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/internal/hook"
+	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/units"
 )
 
@@ -53,6 +53,7 @@ replaced unless --force (and never one held by another process's bpf_link).`,
   sudo xdpeng kern redirect -i dut0 -o dut1       # to another port (DEVMAP)
   sudo xdpeng kern redirect -i dut0 -o dut1,dut2  # a copy to each (DEVMAP_HASH broadcast)`,
 	}
+	requireSubcommand(cmd)
 	for _, path := range []struct{ name, short string }{
 		{"drop", "XDP_DROP every frame (or tc ingress drop with --hook tc)"},
 		{"pass", "XDP_PASS every frame to the stack"},
@@ -177,8 +178,8 @@ func (f *kernFlags) validate(path string) (*kernSetup, error) {
 		}
 		s.outs = append(s.outs, l)
 	}
-	if os.Geteuid() != 0 {
-		return nil, errors.New("xdpeng kern needs root (CAP_BPF, CAP_NET_ADMIN): run with sudo")
+	if err := privilege.Check("kern", privilege.BPF); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -31,6 +32,25 @@ It needs root (CAP_NET_ADMIN, CAP_BPF). Try it on the built-in veth test bed:
 // addCommand registers a subcommand; each subcommand file calls it from init.
 func addCommand(c *cobra.Command) { rootCmd.AddCommand(c) }
 
+// requireSubcommand makes a command that only groups subcommands fail,
+// naming its subcommands, when it is run without one or with an unknown one
+// (cobra would print the help and exit 0).
+func requireSubcommand(c *cobra.Command) {
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		var names []string
+		for _, sub := range cmd.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		if len(args) == 0 {
+			return fmt.Errorf("%s needs a subcommand: one of %s (see %s --help)", cmd.CommandPath(), strings.Join(names, ", "), cmd.CommandPath())
+		}
+		return fmt.Errorf("unknown subcommand %q for %s: use one of %s", args[0], cmd.CommandPath(), strings.Join(names, ", "))
+	}
+}
+
 // signalContext is cancelled by Ctrl-C or SIGTERM, so that long-running
 // commands stop cleanly and print their totals.
 func signalContext() (context.Context, context.CancelFunc) {
@@ -41,6 +61,9 @@ func signalContext() (context.Context, context.CancelFunc) {
 type exitCode interface{ ExitCode() int }
 
 func main() {
+	rootCmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w (see %s --help)", err, c.CommandPath())
+	})
 	if err := rootCmd.Execute(); err != nil {
 		fmt.Fprintf(os.Stderr, "xdpeng: %v\n", err)
 		var ec exitCode

@@ -1,14 +1,13 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/progbench"
 )
 
@@ -44,8 +43,8 @@ measured without counters, drop-counters with them.`,
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
-			if os.Geteuid() != 0 {
-				return errors.New("xdpeng progbench needs root (CAP_BPF): run with sudo")
+			if err := privilege.Check("progbench", privilege.BPF); err != nil {
+				return err
 			}
 			if err := raiseMemlock(); err != nil {
 				return err

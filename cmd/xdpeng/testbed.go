@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -24,13 +26,15 @@ func newTestbedCmd() *cobra.Command {
 		Long: `A test bed is two network namespaces, NAME-gen (the generator) and NAME-dut
 (the device under test), joined by veth pairs genK <-> dutK with addresses
 198.18.K.1 and 198.18.K.2, static neighbours, GRO on (so that XDP-redirected
-frames are delivered) and, where there is a CPU for it, threaded NAPI on the
-DUT pinned to its own CPU.`,
+frames are delivered). The DUT's receive work runs in softirq on the sending
+CPU (layout A) or, with --napi threaded, in NAPI threads pinned to the DUT's
+own CPU (layout B).`,
 		Example: `  xdpeng testbed up --queues 2
   xdpeng testbed status
   xdpeng testbed down --name xdpeng`,
 	}
 	cmd.AddCommand(newTestbedUpCmd(), newTestbedDownCmd(), newTestbedStatusCmd())
+	requireSubcommand(cmd)
 	return cmd
 }
 
@@ -70,9 +74,19 @@ use it. Nothing is left behind if a step fails.
 					return fmt.Errorf("--dut-cpus: %w", err)
 				}
 			}
+			// Ctrl-C or SIGTERM half-way would leave half a bed: hold them
+			// until Up has finished, then undo what it made.
+			sigs := make(chan os.Signal, 1)
+			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+			defer signal.Stop(sigs)
 			bed, err := testbed.Up(cfg)
 			if err != nil {
 				return err
+			}
+			select {
+			case sig := <-sigs:
+				return errors.Join(fmt.Errorf("interrupted (%v): removing test bed %s", sig, bed.Name), bed.Down())
+			default:
 			}
 			printBed(cmd.OutOrStdout(), bed)
 			printExamples(cmd.OutOrStdout(), bed)

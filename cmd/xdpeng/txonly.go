@@ -116,7 +116,7 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 			return fmt.Errorf("--dst-mac: %w", err)
 		}
 	}
-	if err := privilege.Check("txonly"); err != nil {
+	if err := privilege.Check("txonly", privilege.AFXDP); err != nil {
 		return err
 	}
 	if err := raiseMemlock(); err != nil {

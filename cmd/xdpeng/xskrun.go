@@ -41,9 +41,12 @@ type xskFlags struct {
 	udpPort                            uint16
 	duration, interval                 time.Duration
 	json, extraStats, appStats         bool
+
+	fs *pflag.FlagSet // to tell an empty -q "" from no -q
 }
 
 func (f *xskFlags) register(fs *pflag.FlagSet) {
+	f.fs = fs
 	fs.StringVarP(&f.iface, "interface", "i", "", "device to receive from (required)")
 	fs.StringVarP(&f.queues, "queues", "q", "", "rx queues to bind, e.g. 0, 0-3, 0,2 (default: all of the device's)")
 	fs.StringVar(&f.cpus, "cpus", "", "CPU of each queue's worker, one per queue (default: from the last CPU down)")
@@ -82,14 +85,14 @@ func (f *xskFlags) config() (engine.Config, error) {
 		return cfg, fmt.Errorf("no interface given: use -i DEV")
 	}
 	cfg.Interface = f.iface
-	if f.queues != "" {
+	if f.queues != "" || (f.fs != nil && f.fs.Changed("queues")) {
 		q, err := cpuset.Parse(f.queues, "queue")
 		if err != nil {
 			return cfg, err
 		}
 		cfg.Queues = q
 	}
-	if f.cpus != "" {
+	if f.cpus != "" || (f.fs != nil && f.fs.Changed("cpus")) {
 		c, err := cpuset.Parse(f.cpus, "CPU")
 		if err != nil {
 			return cfg, err
@@ -175,7 +178,7 @@ type xskHooks struct {
 
 // runXskWith is runXsk with a mode's own output added by hooks.
 func runXskWith(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config, hooks xskHooks) error {
-	if err := privilege.Check(mode); err != nil {
+	if err := privilege.Check(mode, privilege.AFXDP); err != nil {
 		return err
 	}
 	if err := raiseMemlock(); err != nil {

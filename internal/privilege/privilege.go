@@ -17,11 +17,23 @@ const (
 	capBPF      = 39
 )
 
-// Check returns an error naming the command and the missing capabilities if
-// the process lacks what loading BPF programs, attaching them and opening
-// AF_XDP sockets needs: CAP_NET_ADMIN and CAP_NET_RAW, plus CAP_BPF (or
-// CAP_SYS_ADMIN, which older kernels ask for instead).
-func Check(command string) error {
+// Need says what a command does that needs privilege.
+type Need int
+
+const (
+	// BPF: load BPF programs and attach them to interfaces (CAP_BPF, or
+	// CAP_SYS_ADMIN on older kernels, and CAP_NET_ADMIN).
+	BPF Need = 1 << iota
+	// AFXDP: open AF_XDP sockets (CAP_NET_RAW), on top of BPF.
+	AFXDP
+	// Namespaces: create network namespaces (CAP_SYS_ADMIN).
+	Namespaces
+)
+
+// Check returns an error naming the command and the missing capabilities
+// if the process lacks what need asks for. The message reads well after
+// main's "xdpeng: " prefix: "xdpeng: rxdrop needs root (missing ...)".
+func Check(command string, need Need) error {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	if err := unix.Capget(&hdr, &data[0]); err != nil {
@@ -29,14 +41,19 @@ func Check(command string) error {
 	}
 	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
 	var missing []string
-	if !has(capNetAdmin) {
-		missing = append(missing, "CAP_NET_ADMIN")
+	if need&(BPF|AFXDP) != 0 {
+		if !has(capNetAdmin) {
+			missing = append(missing, "CAP_NET_ADMIN")
+		}
+		if !has(capBPF) && !has(capSysAdmin) {
+			missing = append(missing, "CAP_BPF")
+		}
 	}
-	if !has(capNetRaw) {
+	if need&AFXDP != 0 && !has(capNetRaw) {
 		missing = append(missing, "CAP_NET_RAW")
 	}
-	if !has(capBPF) && !has(capSysAdmin) {
-		missing = append(missing, "CAP_BPF")
+	if need&Namespaces != 0 && !has(capSysAdmin) {
+		missing = append(missing, "CAP_SYS_ADMIN")
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%s needs root (missing %v): run it with sudo", command, missing)

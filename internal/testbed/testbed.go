@@ -548,13 +548,24 @@ func removeNS(ns string) error {
 	var errs []error
 	handle, err := netns.GetFromName(ns)
 	if err == nil {
-		errs = append(errs, deleteVeths(ns, handle))
+		// A `testbed up` killed between creating the file and mounting the
+		// namespace on it leaves a plain file: nothing to delete inside.
+		if isNamespace(int(handle)) {
+			errs = append(errs, deleteVeths(ns, handle))
+		}
 		handle.Close()
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		errs = append(errs, fmt.Errorf("open namespace %s: %w", ns, err))
 	}
 	errs = append(errs, deleteNamed(ns))
 	return errors.Join(errs...)
+}
+
+// isNamespace reports whether fd refers to a namespace (nsfs), not to the
+// empty file a namespace is mounted on.
+func isNamespace(fd int) bool {
+	var st unix.Statfs_t
+	return unix.Fstatfs(fd, &st) == nil && st.Type == unix.NSFS_MAGIC
 }
 
 func deleteVeths(ns string, handle netns.NsHandle) error {
