@@ -26,6 +26,10 @@ type QueueStats struct {
 	TxWakeups uint64 `json:"tx_wakeups"`
 	Polls     uint64 `json:"polls"`
 	Batches   uint64 `json:"batches"`
+	// Naps are the short sleeps of a worker that shares its CPU with
+	// other busy threads, taken while frames flow so they gather into
+	// larger batches.
+	Naps uint64 `json:"naps"`
 	// XDP are the kernel's drop counters for the socket.
 	XDP xsk.Statistics `json:"xdp_stats"`
 }
@@ -42,6 +46,7 @@ func (q *QueueStats) Add(o QueueStats) {
 	q.TxWakeups += o.TxWakeups
 	q.Polls += o.Polls
 	q.Batches += o.Batches
+	q.Naps += o.Naps
 	q.XDP.Add(o.XDP)
 }
 
@@ -77,6 +82,7 @@ func (e *Engine) Stats() (Snapshot, error) {
 		q.TxWakeups = p.txWakeups.Load()
 		q.Polls = p.polls.Load()
 		q.Batches = p.batches.Load()
+		q.Naps = p.naps.Load()
 		st, err := w.sock.Statistics()
 		if err != nil {
 			return snap, err

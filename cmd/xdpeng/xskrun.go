@@ -270,6 +270,7 @@ type queueRates struct {
 	TxWakeupsS float64            `json:"tx_wakeups_per_s,omitempty"`
 	PollsS     float64            `json:"polls_per_s,omitempty"`
 	BatchesS   float64            `json:"batches_per_s,omitempty"`
+	NapsS      float64            `json:"naps_per_s,omitempty"`
 }
 
 func rates(prev, cur engine.QueueStats, dt float64, f *xskFlags) queueRates {
@@ -297,6 +298,7 @@ func rates(prev, cur engine.QueueStats, dt float64, f *xskFlags) queueRates {
 		r.TxWakeupsS = float64(cur.TxWakeups-prev.TxWakeups) / dt
 		r.PollsS = float64(cur.Polls-prev.Polls) / dt
 		r.BatchesS = float64(cur.Batches-prev.Batches) / dt
+		r.NapsS = float64(cur.Naps-prev.Naps) / dt
 	}
 	return r
 }
@@ -341,8 +343,8 @@ func (p *xskPrinter) interval(prev, cur engine.Snapshot) {
 				r.XDP["rx_fill_ring_empty_descs"], r.XDP["tx_ring_empty_descs"])
 		}
 		if p.f.appStats {
-			fmt.Fprintf(p.w, "%16s app/s: rx_wakeups %.0f tx_wakeups %.0f polls %.0f batches %.0f\n", "",
-				r.RxWakeupsS, r.TxWakeupsS, r.PollsS, r.BatchesS)
+			fmt.Fprintf(p.w, "%16s app/s: rx_wakeups %.0f tx_wakeups %.0f polls %.0f naps %.0f batches %.0f\n", "",
+				r.RxWakeupsS, r.TxWakeupsS, r.PollsS, r.NapsS, r.BatchesS)
 		}
 	}
 	if p.hooks.intervalText != nil {
@@ -388,7 +390,7 @@ func (p *xskPrinter) summary(s engine.Snapshot) {
 		Queues: cfg.Queues, XDPMode: cfg.XDPMode.String(), ZeroCopy: zc, Batch: cfg.Batch, FrameSize: cfg.FrameSize,
 		DurationS: round3(dur), RxPackets: t.RxPackets, RxBytes: t.RxBytes, TxPackets: t.TxPackets, TxBytes: t.TxBytes,
 		Dropped: t.Dropped, TxRingFull: t.TxRingFull, PerQueue: s.Queues, XDPStats: t.XDP,
-		App: map[string]uint64{"rx_wakeups": t.RxWakeups, "tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches},
+		App: map[string]uint64{"rx_wakeups": t.RxWakeups, "tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches, "naps": t.Naps},
 	}
 	if dur > 0 {
 		sum.RxPPS = float64(t.RxPackets) / dur
@@ -410,7 +412,7 @@ func (p *xskPrinter) summary(s engine.Snapshot) {
 	x := t.XDP
 	fmt.Fprintf(p.w, "  xdp stats: rx_dropped %d, rx_invalid_descs %d, tx_invalid_descs %d, rx_ring_full %d, rx_fill_ring_empty_descs %d, tx_ring_empty_descs %d\n",
 		x.RxDropped, x.RxInvalidDescs, x.TxInvalidDescs, x.RxRingFull, x.RxFillRingEmptyDescs, x.TxRingEmptyDescs)
-	fmt.Fprintf(p.w, "  app stats: rx_wakeups %d, tx_wakeups %d, polls %d, batches %d\n", t.RxWakeups, t.TxWakeups, t.Polls, t.Batches)
+	fmt.Fprintf(p.w, "  app stats: rx_wakeups %d, tx_wakeups %d, polls %d, naps %d, batches %d\n", t.RxWakeups, t.TxWakeups, t.Polls, t.Naps, t.Batches)
 	if p.hooks.summaryText != nil {
 		p.hooks.summaryText(p.w)
 	}
