@@ -39,10 +39,13 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out" >&2; exit 1; fi
 	$(GO) vet $(PKGS)
 
-# Micro-benchmarks (0 allocs, ns per frame), then the test-bed comparison.
+# Micro-benchmarks (0 allocs, ns per frame), then the performance targets on
+# the test bed: each layout 3 times, medians and ratios (a few minutes).
+# BENCH_JSON=file also writes the test-bed figures as JSON.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/... ./engine/...
-	./$(BIN) compare --testbed --family all --duration 3s
+	./$(BIN) bench
+	@if [ -n "$(BENCH_JSON)" ]; then ./$(BIN) bench --runs 1 --json > "$(BENCH_JSON)"; fi
 
 demo: build
 	./$(BIN) demo

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/asavie/xdp"
 	"golang.org/x/sys/unix"
@@ -83,8 +84,7 @@ func (r *asavieRunner) start(context.Context) error {
 			return fmt.Errorf("asavie/xdp: %w", err)
 		}
 		for _, q := range r.e.queues {
-			opts := asavieOptions
-			s, err := xdp.NewSocket(r.e.dutIndex, q, &opts)
+			s, err := newAsavieSocket(r.e.dutIndex, q)
 			if err != nil {
 				return fmt.Errorf("asavie/xdp: queue %d: %w", q, err)
 			}
@@ -197,6 +197,62 @@ func (r *asavieRunner) copies() int       { return 1 }
 
 // unmapSocket unmaps every mapping of this process backed by the socket
 // with inode ino ("socket:[ino]" in /proc/self/maps).
+// newAsavieSocket is xdp.NewSocket, retried for a while when the queue is
+// busy: the kernel releases a closed socket's queue from a workqueue, so a
+// queue the previous path just left can look taken for a moment (xdpeng's
+// own bind retries the same way). The library leaves a failed socket's
+// rings mapped, which keeps that socket alive: those mappings are removed
+// before the next try.
+func newAsavieSocket(ifindex, queue int) (*xdp.Socket, error) {
+	deadline := time.Now().Add(time.Second)
+	for {
+		before, err := mappedSockets()
+		if err != nil {
+			return nil, err
+		}
+		opts := asavieOptions
+		s, err := xdp.NewSocket(ifindex, queue, &opts)
+		if err == nil {
+			return s, nil
+		}
+		after, merr := mappedSockets()
+		if merr != nil {
+			return nil, errors.Join(err, merr)
+		}
+		for ino := range after {
+			if !before[ino] {
+				if uerr := unmapSocket(ino); uerr != nil {
+					return nil, errors.Join(err, uerr)
+				}
+			}
+		}
+		if !strings.Contains(err.Error(), unix.EBUSY.Error()) || time.Now().After(deadline) {
+			return nil, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// mappedSockets returns the inodes of the sockets with memory mapped in
+// this process.
+func mappedSockets() (map[uint64]bool, error) {
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return nil, fmt.Errorf("read /proc/self/maps: %w", err)
+	}
+	inos := map[uint64]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		i := strings.LastIndex(line, "socket:[")
+		if i < 0 || !strings.HasSuffix(line, "]") {
+			continue
+		}
+		if ino, err := strconv.ParseUint(line[i+len("socket:["):len(line)-1], 10, 64); err == nil {
+			inos[ino] = true
+		}
+	}
+	return inos, nil
+}
+
 func unmapSocket(ino uint64) error {
 	f, err := os.Open("/proc/self/maps")
 	if err != nil {

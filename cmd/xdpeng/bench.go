@@ -1,0 +1,130 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/xdpeng/xdpeng/internal/bench"
+	"github.com/xdpeng/xdpeng/internal/privilege"
+)
+
+func init() { addCommand(newBenchCmd()) }
+
+func newBenchCmd() *cobra.Command {
+	var (
+		runs      int
+		duration  time.Duration
+		scenarios string
+		asJSON    bool
+	)
+	c := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure the performance targets: compare in layouts A, B, 2 queues and 1500 B, medians and ratios",
+		Long: `bench runs xdpeng compare on its own test beds in each layout the performance
+targets are set in, --runs times each, and prints the median of every path and
+the ratios between paths measured in the same run, with the command and CPU
+placement of each scenario. It takes a few minutes.
+
+Scenarios (for CPUs 0 and 1):
+  A       generator + DUT softirq on CPU 0, receiver on CPU 1: xdp-drop, xsk-drop, asavie-drop, xsk-l2fwd
+  B       generator on CPU 0, threaded NAPI and receiver on CPU 1: xdp-drop, xsk-drop
+  2q      2 queues, generator, DUT softirq and a worker on each CPU: xdp-drop, xsk-drop
+  A-1500  as A with 1500-byte frames: xdp-drop, xsk-drop`,
+		Example: `  sudo xdpeng bench
+  sudo xdpeng bench --runs 5 -d 5s --json > bench.json
+  sudo xdpeng bench --scenarios B`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := privilege.Check("bench", privilege.AFXDP|privilege.Namespaces); err != nil {
+				return err
+			}
+			if runs < 1 {
+				return fmt.Errorf("--runs %d: need at least 1", runs)
+			}
+			var names []string
+			if scenarios != "" {
+				known := map[string]bool{}
+				var all []string
+				for _, s := range bench.Scenarios() {
+					known[s.Name] = true
+					all = append(all, s.Name)
+				}
+				for _, n := range strings.Split(scenarios, ",") {
+					if !known[n] {
+						return fmt.Errorf("unknown scenario %q: use %s", n, strings.Join(all, ", "))
+					}
+					names = append(names, n)
+				}
+			}
+			if err := raiseMemlock(); err != nil {
+				return err
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			res, err := bench.Run(ctx, bench.Config{Runs: runs, Duration: duration, Scenarios: names,
+				Progress: func(s string) { fmt.Fprintln(os.Stderr, s) }})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				writeJSON(cmd.OutOrStdout(), res)
+				return nil
+			}
+			printBench(cmd.OutOrStdout(), res)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.IntVar(&runs, "runs", 3, "runs of each scenario (the median is kept)")
+	f.DurationVarP(&duration, "duration", "d", 3*time.Second, "measurement time per path and run")
+	f.StringVar(&scenarios, "scenarios", "", "scenarios to run, e.g. A,B (default: all)")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	return c
+}
+
+func printBench(w io.Writer, r bench.Result) {
+	fmt.Fprintf(w, "xdpeng bench: %d runs of %.1f s per path; medians\n", r.Runs, r.DurationS)
+	for _, sc := range r.Scenarios {
+		fmt.Fprintf(w, "\nscenario %s: %s\n  %s\n", sc.Name, sc.Describe, sc.Command)
+		fmt.Fprintf(w, "  %-14s %8s %8s %8s %7s  %s\n", "path", "Mpps", "offered", "ns/pkt", "loss%", "runs (Mpps)")
+		for _, p := range r.Paths {
+			if p.Scenario != sc.Name {
+				continue
+			}
+			var rs []string
+			for _, m := range p.Mpps {
+				rs = append(rs, fmt.Sprintf("%.2f", m))
+			}
+			fmt.Fprintf(w, "  %-14s %8.3f %8.3f %8.1f %7.2f  %s\n", p.Path, p.MedianMpps, p.OfferedMpps, p.NsPerPacket, p.LossPct, strings.Join(rs, " "))
+		}
+	}
+	if len(r.ProgBench) > 0 {
+		fmt.Fprintf(w, "\nprogbench (64 B):")
+		for _, p := range r.ProgBench {
+			fmt.Fprintf(w, " %s %.0f ns", p.Program, p.NsPerRun)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "\ntargets (measured in this run; the reference is the figure the target was set against, not measured here)\n")
+	for _, t := range r.Targets {
+		mark, cmp := "met    ", ">="
+		if !t.Met {
+			mark = "NOT MET"
+		}
+		if t.AtMost {
+			cmp = "<="
+		}
+		v := fmt.Sprintf("%.3f", t.Value)
+		if t.Unit == "ns" {
+			v = fmt.Sprintf("%.0f ns", t.Value)
+		} else if t.Unit == "Mpps" {
+			v += " Mpps"
+		}
+		fmt.Fprintf(w, "  %s %-52s %-12s goal %s %.2f   (%s; reference: %s)\n", mark, t.Name, v, cmp, t.Goal, t.Measured, t.Reference)
+	}
+}

@@ -1,0 +1,273 @@
+// Package bench is xdpeng's performance harness: it runs the comparison of
+// package compare in the layouts that matter (A, B, two queues, large
+// frames), several times each, and reports the medians and the ratios the
+// project is judged by, all measured side by side in one run. It adds no
+// measurement of its own: every figure comes from compare or progbench.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/xdpeng/xdpeng/internal/compare"
+	"github.com/xdpeng/xdpeng/internal/progbench"
+)
+
+// Scenario is one test-bed layout and the paths measured in it.
+type Scenario struct {
+	Name     string         `json:"name"`
+	Layout   compare.Layout `json:"layout"`
+	Queues   int            `json:"queues"`
+	Size     int            `json:"frame_size"`
+	Paths    []string       `json:"paths"`
+	GenCPUs  []int          `json:"gen_cpus"`
+	DUTCPUs  []int          `json:"dut_cpus"`
+	Command  string         `json:"command"`
+	Describe string         `json:"placement"`
+}
+
+// Scenarios are the layouts of the project's performance targets, for a
+// machine with CPUs 0 and 1.
+func Scenarios() []Scenario {
+	s := []Scenario{
+		{Name: "A", Layout: compare.LayoutA, Queues: 1, Size: 64,
+			Paths:   []string{"xdp-drop", "xsk-drop", "asavie-drop", "xsk-l2fwd"},
+			GenCPUs: []int{0}, DUTCPUs: []int{1},
+			Describe: "generator and the DUT's softirq (XDP, AF_XDP copy) on CPU 0, receiver on CPU 1"},
+		{Name: "B", Layout: compare.LayoutB, Queues: 1, Size: 64,
+			Paths:   []string{"xdp-drop", "xsk-drop"},
+			GenCPUs: []int{0}, DUTCPUs: []int{1},
+			Describe: "generator on CPU 0; the DUT's threaded NAPI and the receiver both on CPU 1"},
+		{Name: "2q", Layout: compare.LayoutA, Queues: 2, Size: 64,
+			Paths:   []string{"xdp-drop", "xsk-drop"},
+			GenCPUs: []int{0, 1}, DUTCPUs: []int{0, 1},
+			Describe: "2 queues: a generator thread, the DUT's softirq and a receiver worker on each of CPUs 0 and 1"},
+		{Name: "A-1500", Layout: compare.LayoutA, Queues: 1, Size: 1500,
+			Paths:   []string{"xdp-drop", "xsk-drop"},
+			GenCPUs: []int{0}, DUTCPUs: []int{1},
+			Describe: "as A, 1500-byte frames"},
+	}
+	for i := range s {
+		s[i].Command = fmt.Sprintf("xdpeng compare --testbed --layout %s --bed-queues %d --size %d --gen-cpus %s --dut-cpus %s --paths %s",
+			s[i].Layout, s[i].Queues, s[i].Size, ints(s[i].GenCPUs), ints(s[i].DUTCPUs), join(s[i].Paths))
+	}
+	return s
+}
+
+// Config is a bench run.
+type Config struct {
+	Runs     int           // runs of each scenario; the median is kept
+	Duration time.Duration // per path and run
+	// Scenarios to run by name; empty means all.
+	Scenarios []string
+	Progress  func(string)
+}
+
+// PathResult is one path of one scenario over the runs.
+type PathResult struct {
+	Scenario    string    `json:"scenario"`
+	Path        string    `json:"path"`
+	Mpps        []float64 `json:"mpps_runs"`
+	MedianMpps  float64   `json:"mpps"`
+	NsPerPacket float64   `json:"ns_per_packet"` // median
+	OfferedMpps float64   `json:"offered_mpps"`  // median of the generator's rate
+	LossPct     float64   `json:"loss_percent"`  // median
+}
+
+// Target is one of the project's goals, with what was measured.
+type Target struct {
+	Name     string  `json:"name"`
+	Value    float64 `json:"value"`
+	Goal     float64 `json:"goal"`
+	Unit     string  `json:"unit"` // "ratio", "Mpps" or "ns"
+	AtMost   bool    `json:"at_most,omitempty"`
+	Met      bool    `json:"met"`
+	Measured string  `json:"measured"` // how the value was computed
+	// Reference is the figure of the tool the goal was set against, as
+	// measured when the goal was set (not in this run).
+	Reference string `json:"reference"`
+}
+
+// Result is a whole bench run.
+type Result struct {
+	Runs      int          `json:"runs"`
+	DurationS float64      `json:"duration_s"`
+	Scenarios []Scenario   `json:"scenarios"`
+	Paths     []PathResult `json:"paths"`
+	ProgBench []progbench.Result
+	Targets   []Target `json:"targets"`
+}
+
+// Path returns a scenario's path result.
+func (r *Result) Path(scenario, path string) (PathResult, bool) {
+	for _, p := range r.Paths {
+		if p.Scenario == scenario && p.Path == path {
+			return p, true
+		}
+	}
+	return PathResult{}, false
+}
+
+// Run runs every scenario cfg.Runs times, then progbench, and computes the
+// targets. Each scenario makes its own test bed and removes it.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	if cfg.Runs < 1 {
+		cfg.Runs = 3
+	}
+	if cfg.Duration <= 0 {
+		cfg.Duration = 3 * time.Second
+	}
+	say := func(f string, a ...any) {
+		if cfg.Progress != nil {
+			cfg.Progress(fmt.Sprintf(f, a...))
+		}
+	}
+	res := Result{Runs: cfg.Runs, DurationS: cfg.Duration.Seconds()}
+	for _, sc := range Scenarios() {
+		if len(cfg.Scenarios) > 0 && !slices.Contains(cfg.Scenarios, sc.Name) {
+			continue
+		}
+		res.Scenarios = append(res.Scenarios, sc)
+		runs := map[string][]compare.Row{}
+		for i := 0; i < cfg.Runs; i++ {
+			say("scenario %s, run %d of %d: %s", sc.Name, i+1, cfg.Runs, sc.Command)
+			r, err := compare.Run(ctx, compare.Config{
+				Paths: sc.Paths, Duration: cfg.Duration, FrameSize: sc.Size, Testbed: true,
+				Layout: sc.Layout, Queues: sc.Queues, GenCPUs: sc.GenCPUs, DUTCPUs: sc.DUTCPUs,
+			})
+			if err != nil {
+				return res, fmt.Errorf("scenario %s: %w", sc.Name, err)
+			}
+			for _, row := range r.Rows {
+				if row.Error != "" {
+					return res, fmt.Errorf("scenario %s: %s: %s", sc.Name, row.Path, row.Error)
+				}
+			}
+			for _, row := range r.Rows {
+				runs[row.Path] = append(runs[row.Path], row)
+			}
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+		}
+		for _, p := range sc.Paths {
+			res.Paths = append(res.Paths, summarize(sc.Name, p, runs[p]))
+		}
+	}
+	say("progbench: xsk-redirect and drop, 64-byte frames")
+	pb, err := progbench.Run(ctx, progbench.Config{Programs: []string{progbench.Drop, progbench.XskRedirect}, Sizes: []int{64}, CPU: -1}, nil)
+	if err != nil {
+		return res, fmt.Errorf("progbench: %w", err)
+	}
+	res.ProgBench = pb
+	res.Targets = targets(&res)
+	return res, nil
+}
+
+func summarize(scenario, path string, rows []compare.Row) PathResult {
+	p := PathResult{Scenario: scenario, Path: path}
+	var ns, off, loss []float64
+	for _, r := range rows {
+		p.Mpps = append(p.Mpps, r.Mpps)
+		ns = append(ns, r.NsPerPacket)
+		off = append(off, r.OfferedMpps)
+		if want := r.Sent * uint64(max(r.Copies, 1)); want > 0 {
+			loss = append(loss, 100*float64(r.Dropped)/float64(want))
+		}
+	}
+	p.MedianMpps, p.NsPerPacket, p.OfferedMpps, p.LossPct = median(p.Mpps), median(ns), median(off), median(loss)
+	return p
+}
+
+func targets(r *Result) []Target {
+	var ts []Target
+	mpps := func(sc, path string) (float64, bool) {
+		p, ok := r.Path(sc, path)
+		return p.MedianMpps, ok && p.MedianMpps > 0
+	}
+	ratio := func(name, sc, a, b string, goal float64, ref string) {
+		x, ok1 := mpps(sc, a)
+		y, ok2 := mpps(sc, b)
+		if !ok1 || !ok2 {
+			return
+		}
+		v := x / y
+		ts = append(ts, Target{Name: name, Value: v, Goal: goal, Unit: "ratio", Met: v >= goal,
+			Measured: fmt.Sprintf("median Mpps %s / %s in scenario %s: %.3f / %.3f", a, b, sc, x, y), Reference: ref})
+	}
+	abs := func(name, sc, path string, goal float64, ref string) {
+		x, ok := mpps(sc, path)
+		if !ok {
+			return
+		}
+		ts = append(ts, Target{Name: name, Value: x, Goal: goal, Unit: "Mpps", Met: x >= goal,
+			Measured: fmt.Sprintf("median Mpps of %s in scenario %s", path, sc), Reference: ref})
+	}
+	ratio("xsk-drop / asavie-drop (A)", "A", "xsk-drop", "asavie-drop", 1.3, "xdpsock/asavie 1.23")
+	ratio("xsk-drop / xdp-drop (A)", "A", "xsk-drop", "xdp-drop", 0.72, "xdpsock/xdp-drop 0.69")
+	abs("xsk-drop, one core for all DUT work (B)", "B", "xsk-drop", 2.2, "xdpsock -p 1.96 Mpps; busy loop 0.16")
+	abs("xsk-l2fwd (A)", "A", "xsk-l2fwd", 0.8, "xdpsock l2fwd 0.74 Mpps")
+	abs("xsk-drop, 2 queues, one process", "2q", "xsk-drop", 6.4, "two xdpsock -p processes 6.40 Mpps")
+	if x, ok := mpps("A-1500", "xsk-drop"); ok {
+		if y, ok := mpps("A", "xsk-drop"); ok {
+			ts = append(ts, Target{Name: "xsk-drop 1500 B / 64 B (A)", Value: x / y, Goal: 0.92, Unit: "ratio", Met: x/y >= 0.92,
+				Measured: fmt.Sprintf("median Mpps at 1500 B / at 64 B: %.3f / %.3f", x, y), Reference: "xdpsock -8%"})
+		}
+	}
+	if p, ok := r.Path("B", "xdp-drop"); ok && p.OfferedMpps > 0 {
+		ts = append(ts, Target{Name: "generator, one thread, receiver on its own CPU (B)", Value: p.OfferedMpps, Goal: 0.95 * 9.3, Unit: "Mpps",
+			Met: p.OfferedMpps >= 0.95*9.3, Measured: "median offered rate of the generator in scenario B, xdp-drop path", Reference: "xdp-trafficgen 9.3 Mpps"})
+	}
+	var drop, steer float64
+	for _, pb := range r.ProgBench {
+		switch pb.Program {
+		case progbench.Drop:
+			drop = pb.NsPerRun
+		case progbench.XskRedirect:
+			steer = pb.NsPerRun
+		}
+	}
+	if drop > 0 && steer > 0 {
+		ts = append(ts, Target{Name: "steering program cost over XDP_DROP", Value: steer - drop, Goal: 6, Unit: "ns", AtMost: true,
+			Met: steer-drop <= 6, Measured: fmt.Sprintf("progbench 64 B: xsk-redirect %.0f ns - drop %.0f ns", steer, drop),
+			Reference: "libxdp's default program: +10 ns"})
+	}
+	return ts
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func ints(v []int) string {
+	s := ""
+	for i, x := range v {
+		if i > 0 {
+			s += ","
+		}
+		s += fmt.Sprint(x)
+	}
+	return s
+}
+
+func join(v []string) string {
+	s := ""
+	for i, x := range v {
+		if i > 0 {
+			s += ","
+		}
+		s += x
+	}
+	return s
+}

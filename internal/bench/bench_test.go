@@ -1,0 +1,63 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/xdpeng/xdpeng/internal/progbench"
+)
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		if got := median(tc.in); got != tc.want {
+			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestTargets(t *testing.T) {
+	r := &Result{
+		Paths: []PathResult{
+			{Scenario: "A", Path: "xsk-drop", MedianMpps: 5},
+			{Scenario: "A", Path: "asavie-drop", MedianMpps: 4},
+			{Scenario: "A", Path: "xdp-drop", MedianMpps: 7.5},
+			{Scenario: "A", Path: "xsk-l2fwd", MedianMpps: 0.9},
+			{Scenario: "B", Path: "xsk-drop", MedianMpps: 3},
+			{Scenario: "B", Path: "xdp-drop", MedianMpps: 6, OfferedMpps: 10},
+		},
+		ProgBench: []progbench.Result{{Program: progbench.Drop, NsPerRun: 22}, {Program: progbench.XskRedirect, NsPerRun: 29}},
+	}
+	got := map[string]Target{}
+	for _, tg := range targets(r) {
+		got[tg.Name] = tg
+	}
+	check := func(name string, value float64, met bool) {
+		t.Helper()
+		tg, ok := got[name]
+		if !ok {
+			t.Fatalf("no target %q in %v", name, got)
+		}
+		if d := tg.Value - value; d > 1e-9 || d < -1e-9 || tg.Met != met {
+			t.Errorf("%s = %v (met %v), want %v (met %v)", name, tg.Value, tg.Met, value, met)
+		}
+	}
+	check("xsk-drop / asavie-drop (A)", 1.25, false)
+	check("xsk-drop / xdp-drop (A)", 5/7.5, false)
+	check("xsk-l2fwd (A)", 0.9, true)
+	check("xsk-drop, one core for all DUT work (B)", 3, true)
+	check("generator, one thread, receiver on its own CPU (B)", 10, true)
+	check("steering program cost over XDP_DROP", 7, false)
+	if _, ok := got["xsk-drop, 2 queues, one process"]; ok {
+		t.Error("a target without its scenario was reported")
+	}
+}
+
+func TestScenarioCommands(t *testing.T) {
+	for _, s := range Scenarios() {
+		if s.Command == "" || len(s.Paths) == 0 || s.Describe == "" {
+			t.Errorf("scenario %s incomplete: %+v", s.Name, s)
+		}
+	}
+}
