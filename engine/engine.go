@@ -6,9 +6,16 @@
 // A Handler sees a *Batch of frames and gives each a verdict (drop, transmit
 // back, forward); it never sees ring indices, UMEM addresses or system
 // calls. The built-in modes are handlers too: DropHandler (rxdrop),
-// L2FwdHandler (l2fwd), ForwardHandler (fwd, with Config.Forward). With
-// Config.TxOnly the engine is instead a generator (txonly): its workers only
-// transmit pre-built frames and no program is attached.
+// L2FwdHandler (l2fwd), CountHandler and CountGroup (count), ForwardHandler
+// (fwd, with Config.Forward). With Config.TxOnly the engine is instead a
+// generator (txonly): its workers only transmit pre-built frames and no
+// program is attached. Simulate runs a handler on in-memory rings through
+// the same worker code, without privilege: the way to unit-test a handler.
+//
+// A worker spins while frames arrive. When its rx ring stays empty it
+// sleeps in poll(), and when it notices that it shares its CPU with other
+// busy threads (a NAPI thread, a generator) it stops spinning altogether and
+// naps between batches, so the other threads keep their CPU time.
 //
 // Setup is all or nothing: New either returns a running-ready engine or
 // leaves the device as it found it. Close detaches the program and closes
