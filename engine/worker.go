@@ -49,7 +49,8 @@ type Worker struct {
 	pollMs     int
 	spinLimit  int
 	shared     cpuShare
-	rxAtSleep  uint64 // rxPackets when the worker last napped
+	rxAtSleep  uint64        // rxPackets when the worker last napped
+	nap        time.Duration // how long it naps, kept to a share of the rx ring
 
 	// ports are the sockets a handler can send to: ports[0] is the queue's
 	// own socket, further ones share its UMEM (Batch.Forward).
@@ -90,6 +91,7 @@ func newWorker(queue, cpu int, sock *xsk.Socket, h Handler, cfg *Config) *Worker
 		needWakeup: cfg.NeedWakeup,
 		pollMs:     int(cfg.PollTimeout.Milliseconds()),
 		spinLimit:  adaptiveSpins,
+		nap:        maxNap / 2,
 		ports:      []*xsk.Socket{sock},
 		pub:        new(counters),
 	}
@@ -438,12 +440,13 @@ func (w *Worker) idle(spins *int) error {
 		// context switch per many frames; when they stop, sleep in
 		// poll() until the kernel wakes us.
 		w.publish()
-		if w.c.rxPackets != w.rxAtSleep {
+		if got := w.c.rxPackets - w.rxAtSleep; got != 0 {
 			w.rxAtSleep = w.c.rxPackets
+			w.adaptNap(got)
 			w.c.naps++
 			// EINTR (the Go runtime's preemption signal) only ends the
 			// nap early.
-			if err := unix.Nanosleep(&unix.Timespec{Nsec: int64(napTime)}, nil); err != nil && err != unix.EINTR {
+			if err := unix.Nanosleep(&unix.Timespec{Nsec: int64(w.nap)}, nil); err != nil && err != unix.EINTR {
 				return fmt.Errorf("queue %d: nap: %w", w.queue, err)
 			}
 			return nil
@@ -458,6 +461,18 @@ func (w *Worker) idle(spins *int) error {
 	return w.sleep()
 }
 
+// adaptNap adjusts the nap to the frames that arrived around the last one.
+func (w *Worker) adaptNap(frames uint64) {
+	ring := uint64(w.sock.Rx.Size())
+	switch {
+	case frames > ring/2 && w.nap > minNap:
+		w.nap /= 2
+	case frames < ring/8 && w.nap < maxNap:
+		w.nap *= 2
+	}
+	w.nap = min(max(w.nap, minNap), maxNap)
+}
+
 // cpuShare tells whether a worker shares its CPU with other busy threads,
 // from the involuntary context switches of the worker's thread: the
 // scheduler preempts a spinning worker only when another thread is waiting
@@ -470,10 +485,12 @@ type cpuShare struct {
 }
 
 const (
-	// napTime is how long a worker that shares its CPU lets frames
-	// gather while they flow: at 3 Mpps about 300 frames, well within an
-	// rx ring of 2048.
-	napTime = 100 * time.Microsecond
+	// maxNap and minNap bound a nap. A nap lets frames gather into
+	// large batches, one context switch per many frames; it is shortened
+	// when a nap's worth of frames fills more than half the rx ring, and
+	// lengthened again when it fills less than an eighth.
+	maxNap = 200 * time.Microsecond
+	minNap = 10 * time.Microsecond
 	// shareCheck is how often the worker reads its context switches.
 	shareCheck = 10 * time.Millisecond
 	// shareHold is how long sharing, once seen, is assumed.
