@@ -15,6 +15,8 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/xdpeng/xdpeng/internal/pkt"
+
+	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
 // The tests make their own throwaway namespace with veth pairs (unique names,
@@ -164,7 +166,7 @@ func (n *testNS) xdpState(t *testing.T, ifindex int) (progID uint32, mode string
 			return err
 		}
 		if x := l.Attrs().Xdp; x != nil && x.Attached {
-			progID, mode = x.ProgId, modeName(x.AttachMode)
+			progID, mode = x.ProgId, netdev.XDPModeName(x.AttachMode)
 		}
 		return nil
 	})

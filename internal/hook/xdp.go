@@ -22,8 +22,9 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
+
+	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
 // XDPMode is where in the receive path an XDP program runs.
@@ -135,7 +136,7 @@ func currentXDP(dev netlink.Link) (attached, bool) {
 	if x == nil || !x.Attached || x.ProgId == 0 {
 		return attached{}, false
 	}
-	a := attached{progID: x.ProgId, mode: modeName(x.AttachMode)}
+	a := attached{progID: x.ProgId, mode: netdev.XDPModeName(x.AttachMode)}
 	a.linkID = findXDPLink(dev.Attrs().Index, x.ProgId)
 	return a, true
 }
@@ -220,24 +221,6 @@ func explainXDP(err error, dev netlink.Link, mode XDPMode) error {
 		return fmt.Errorf("attach XDP to %s: permission denied (needs CAP_BPF and CAP_NET_ADMIN): %w", name, err)
 	}
 	return fmt.Errorf("attach XDP to %s in %s mode: %w", name, mode, err)
-}
-
-// xdpAttachedMulti is IFLA_XDP_ATTACHED's "programs in more than one mode";
-// the nl package stops at XDP_ATTACHED_HW.
-const xdpAttachedMulti = 4
-
-func modeName(m uint32) string {
-	switch m {
-	case nl.XDP_ATTACHED_DRV:
-		return "native"
-	case nl.XDP_ATTACHED_SKB:
-		return "generic"
-	case nl.XDP_ATTACHED_HW:
-		return "offload"
-	case xdpAttachedMulti:
-		return "multi"
-	}
-	return fmt.Sprintf("mode %d", m)
 }
 
 // xdpLink is an XDP attachment through bpf_link.

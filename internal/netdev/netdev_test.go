@@ -123,8 +123,8 @@ func TestNoInterfaceError(t *testing.T) {
 
 func TestAttachMode(t *testing.T) {
 	for m, want := range map[uint32]string{0: "", 1: "native", 2: "generic", 3: "offload", 4: "multi"} {
-		if got := attachMode(m); got != want {
-			t.Errorf("attachMode(%d) = %q, want %q", m, got, want)
+		if got := XDPModeName(m); got != want {
+			t.Errorf("XDPModeName(%d) = %q, want %q", m, got, want)
 		}
 	}
 }

@@ -27,10 +27,12 @@ func XDPAttached(ifindex int) (XDPState, error) {
 	if x == nil || !x.Attached {
 		return XDPState{}, nil
 	}
-	return XDPState{ProgID: x.ProgId, Mode: attachMode(x.AttachMode)}, nil
+	return XDPState{ProgID: x.ProgId, Mode: XDPModeName(x.AttachMode)}, nil
 }
 
-func attachMode(m uint32) string {
+// XDPModeName names a netlink IFLA_XDP_ATTACHED value as xdpeng's flags and
+// messages do: "native", "generic", "offload", "multi" ("" for none).
+func XDPModeName(m uint32) string {
 	switch m {
 	case nl.XDP_ATTACHED_DRV:
 		return "native"
