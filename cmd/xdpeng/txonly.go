@@ -4,11 +4,9 @@ package main
 // printing.
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/netip"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -229,36 +227,4 @@ func bindModeName(eng *engine.Engine) string {
 		return "zero-copy"
 	}
 	return "copy"
-}
-
-// runEngine runs eng until it ends by itself (a count sent), the duration
-// ends, or Ctrl-C/SIGTERM, printing intervals through p; it returns the
-// last statistics.
-func runEngine(eng *engine.Engine, f *xskFlags, p *xskPrinter) (engine.Snapshot, error) {
-	ctx, cancel := signalContext()
-	defer cancel()
-	if f.duration > 0 {
-		var c2 context.CancelFunc
-		ctx, c2 = contextWithTimeout(ctx, f.duration)
-		defer c2()
-	}
-	done := make(chan error, 1)
-	go func() { done <- eng.Run(ctx) }()
-	tick := time.NewTicker(f.interval)
-	defer tick.Stop()
-	prev, _ := eng.Stats()
-	for {
-		select {
-		case err := <-done:
-			last, serr := eng.Stats()
-			return last, errors.Join(err, serr)
-		case <-tick.C:
-			cur, err := eng.Stats()
-			if err != nil {
-				return cur, err
-			}
-			p.interval(prev, cur)
-			prev = cur
-		}
-	}
 }

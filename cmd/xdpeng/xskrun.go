@@ -4,7 +4,9 @@ package main
 // run loop and the per-interval and final statistics, as text or JSON.
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -190,19 +192,26 @@ func runXskWith(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config,
 	}
 	defer eng.Close()
 
+	p := &xskPrinter{w: cmd.OutOrStdout(), mode: mode, f: f, eng: eng, hooks: hooks}
+	p.header()
+	last, err := runEngine(eng, f, p)
+	p.summary(last)
+	return err
+}
+
+// runEngine runs eng until it ends by itself (a count sent), the duration
+// ends, or Ctrl-C/SIGTERM, printing intervals through p; it returns the
+// last statistics.
+func runEngine(eng *engine.Engine, f *xskFlags, p *xskPrinter) (engine.Snapshot, error) {
 	ctx, cancel := signalContext()
 	defer cancel()
 	if f.duration > 0 {
-		var c2 func()
+		var c2 context.CancelFunc
 		ctx, c2 = contextWithTimeout(ctx, f.duration)
 		defer c2()
 	}
-	out := cmd.OutOrStdout()
-	p := &xskPrinter{w: out, mode: mode, f: f, eng: eng, hooks: hooks}
-	p.header()
 	done := make(chan error, 1)
 	go func() { done <- eng.Run(ctx) }()
-
 	tick := time.NewTicker(f.interval)
 	defer tick.Stop()
 	prev, _ := eng.Stats()
@@ -210,14 +219,11 @@ func runXskWith(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config,
 		select {
 		case err := <-done:
 			last, serr := eng.Stats()
-			if serr == nil {
-				p.summary(last)
-			}
-			return err
+			return last, errors.Join(err, serr)
 		case <-tick.C:
 			cur, err := eng.Stats()
 			if err != nil {
-				return err
+				return cur, err
 			}
 			p.interval(prev, cur)
 			prev = cur
