@@ -92,6 +92,7 @@ func newWorker(queue, cpu int, sock *xsk.Socket, h Handler, cfg *Config) *Worker
 		pollMs:     int(cfg.PollTimeout.Milliseconds()),
 		spinLimit:  adaptiveSpins,
 		nap:        maxNap / 2,
+		shared:     cpuShare{fd: -1},
 		ports:      []*xsk.Socket{sock},
 		pub:        new(counters),
 	}
@@ -111,6 +112,8 @@ func (w *Worker) run(stop *atomic.Bool) error {
 	if w.tx != nil {
 		return w.runTxOnly(stop)
 	}
+	w.shared.open()
+	defer w.shared.close()
 	spins := 0
 	for !stop.Load() {
 		if w.wait == WaitPoll {
@@ -474,14 +477,58 @@ func (w *Worker) adaptNap(frames uint64) {
 }
 
 // cpuShare tells whether a worker shares its CPU with other busy threads,
-// from the involuntary context switches of the worker's thread: the
-// scheduler preempts a spinning worker only when another thread is waiting
-// for the CPU. Once seen, sharing is assumed for shareHold, then probed
-// again, so a worker that got its CPU back resumes spinning.
+// from the time its thread spent runnable but waiting for the CPU (the
+// run_delay of /proc/thread-self/schedstat). A NAPI thread or a generator on
+// the same CPU makes that a large share of the time; the Go runtime's own
+// brief visits (sysmon, timers) do not. Once seen, sharing is assumed for
+// shareHold, then probed again, so a worker that got its CPU back resumes
+// spinning.
 type cpuShare struct {
-	nextCheck time.Time // no getrusage before this
+	fd        int       // /proc/thread-self/schedstat of the worker's thread, -1 if unreadable
+	nextCheck time.Time // no read before this
+	last      time.Time // when runDelay was read
 	until     time.Time // shared until this, unless seen again
-	nivcsw    int64
+	runDelay  int64     // ns spent waiting for the CPU, as last read
+	buf       [96]byte
+}
+
+// open starts watching the calling thread; call it on the worker's own,
+// pinned thread.
+func (c *cpuShare) open() {
+	fd, err := unix.Open("/proc/thread-self/schedstat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		fd = -1
+	}
+	c.fd = fd
+}
+
+func (c *cpuShare) close() {
+	if c.fd >= 0 {
+		unix.Close(c.fd)
+		c.fd = -1
+	}
+}
+
+// readRunDelay returns the second field of schedstat: "runtime run_delay
+// timeslices". It allocates nothing.
+func (c *cpuShare) readRunDelay() (int64, bool) {
+	n, err := unix.Pread(c.fd, c.buf[:], 0)
+	if err != nil || n <= 0 {
+		return 0, false
+	}
+	b := c.buf[:n]
+	i := 0
+	for i < len(b) && b[i] != ' ' {
+		i++
+	}
+	i++
+	var v int64
+	digits := 0
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		v = v*10 + int64(b[i]-'0')
+		digits++
+	}
+	return v, digits > 0
 }
 
 const (
@@ -491,26 +538,31 @@ const (
 	// lengthened again when it fills less than an eighth.
 	maxNap = 200 * time.Microsecond
 	minNap = 10 * time.Microsecond
-	// shareCheck is how often the worker reads its context switches.
+	// shareCheck is how often the worker reads its run delay.
 	shareCheck = 10 * time.Millisecond
 	// shareHold is how long sharing, once seen, is assumed.
 	shareHold = time.Second
+	// shareWait is the share of the time spent waiting for the CPU above
+	// which it counts as shared.
+	shareWait = 0.05
 )
 
-// check reports whether the CPU is shared, reading the thread's counters at
-// most every shareCheck.
+// check reports whether the CPU is shared, reading the thread's run delay
+// at most every shareCheck: shared when it waited for the CPU more than
+// shareWait of the time since the last read.
 func (c *cpuShare) check() bool {
 	now := time.Now()
-	if now.Before(c.nextCheck) {
+	if c.fd < 0 || now.Before(c.nextCheck) {
 		return now.Before(c.until)
 	}
 	c.nextCheck = now.Add(shareCheck)
-	var ru unix.Rusage
-	if unix.Getrusage(unix.RUSAGE_THREAD, &ru) == nil {
-		if c.nivcsw != 0 && ru.Nivcsw > c.nivcsw {
-			c.until = now.Add(shareHold)
+	if d, ok := c.readRunDelay(); ok {
+		if !c.last.IsZero() {
+			if waited, span := d-c.runDelay, now.Sub(c.last); float64(waited) > shareWait*float64(span) {
+				c.until = now.Add(shareHold)
+			}
 		}
-		c.nivcsw = ru.Nivcsw
+		c.runDelay, c.last = d, now
 	}
 	return now.Before(c.until)
 }
