@@ -358,11 +358,25 @@ func (w *Worker) kickTx(s *xsk.Socket) {
 	if w.needWakeup && !s.Tx.NeedWakeup() {
 		return
 	}
-	w.c.txWakeups++
-	// Errors here are transient (ring busy, device down); the frames stay
-	// on the ring and the next kick retries them.
-	_ = s.WakeTx()
+	// In copy mode the kernel transmits inside sendto, at most 32 frames a
+	// call (its per-socket budget), so a batch of 64 needs two. Kick until
+	// the ring is drained or a call makes no progress (the device is
+	// busy): frames left on the ring would fill it and be dropped as
+	// tx ring full while the next batch arrives.
+	for i := 0; i < maxKicks; i++ {
+		before := s.Tx.Pending()
+		w.c.txWakeups++
+		// Errors here are transient (ring busy, device down); the frames
+		// stay on the ring and the next kick retries them.
+		_ = s.WakeTx()
+		if after := s.Tx.Pending(); after == 0 || after == before {
+			return
+		}
+	}
 }
+
+// maxKicks bounds the sendto calls of one kick: 8 x 32 frames.
+const maxKicks = 8
 
 // complete reaps the completion rings of every port. Frames of the rx
 // socket's UMEM go straight back to its fill ring (through the free stack

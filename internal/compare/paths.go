@@ -46,28 +46,48 @@ func newRunner(name string, e *env) (runner, error) {
 	return nil, fmt.Errorf("no runner for path %q", name)
 }
 
-// sinks count frames where they come out of the test bed: an XDP program
-// that counts and drops, on the generator end of each egress link. It is
-// cheaper than letting the frames into the generator side's stack and
-// exact, and it gives the veth peer the NAPI it needs to take redirected
-// frames.
+// sinks count frames where they come out of the test bed, on the generator
+// end of each egress link, and drop them: cheaper than letting them into the
+// generator side's stack, and exact. Frames that arrive by XDP redirect need
+// an XDP program there (it gives the veth peer the NAPI it needs to take
+// them); frames that arrive as skbs (AF_XDP copy-mode transmit, the bridge)
+// are counted by a tc ingress program instead, because an XDP program on a
+// veth makes the kernel copy every skb into a page-pool frame before it runs
+// (skb_pp_cow_data), work that would be charged to the path under test.
 type sinks struct {
 	objs []*bpf.KernObjects
 	atts []io.Closer
 }
 
+// sinkKind says how the frames reach a sink.
+type sinkKind int
+
+const (
+	xdpFrames sinkKind = iota // redirected XDP frames
+	skbFrames                 // skbs
+)
+
 // attachSinks puts a sink on the generator end of each link in links.
-func attachSinks(e *env, links []int) (*sinks, error) {
+func attachSinks(e *env, links []int, kind sinkKind) (*sinks, error) {
 	s := &sinks{}
+	prog := bpf.Drop
+	if kind == skbFrames {
+		prog = bpf.TCDrop
+	}
 	err := e.inGen(func() error {
 		for _, k := range links {
 			l := e.bed.Links[k]
-			obj, err := bpf.LoadKern(bpf.Drop, bpf.KernOptions{Counters: true})
+			obj, err := bpf.LoadKern(prog, bpf.KernOptions{Counters: true})
 			if err != nil {
 				return fmt.Errorf("sink on %s: %w", l.Gen, err)
 			}
 			s.objs = append(s.objs, obj)
-			att, err := hook.AttachXDP(obj.Program, l.GenIndex, hook.Native, false)
+			var att io.Closer
+			if kind == skbFrames {
+				att, err = hook.AttachTCIngress(obj.Program, l.GenIndex)
+			} else {
+				att, err = hook.AttachXDP(obj.Program, l.GenIndex, hook.Native, false)
+			}
 			if err != nil {
 				return fmt.Errorf("sink on %s: %w", l.Gen, err)
 			}
@@ -151,7 +171,7 @@ func (r *kernRunner) start(context.Context) (err error) {
 	if len(r.outs) > 0 {
 		// Sinks first: veth takes redirected frames only if the peer of
 		// the egress port can receive them.
-		if r.sink, err = attachSinks(r.e, r.outs); err != nil {
+		if r.sink, err = attachSinks(r.e, r.outs, xdpFrames); err != nil {
 			return err
 		}
 	}
@@ -245,7 +265,7 @@ func (r *xskRunner) start(ctx context.Context) (err error) {
 		cfg.Handler = func(int) engine.Handler { return engine.L2FwdHandler{} }
 		if r.e.bed != nil {
 			// Frames sent back arrive at gen0: count them there.
-			if r.sink, err = attachSinks(r.e, []int{0}); err != nil {
+			if r.sink, err = attachSinks(r.e, []int{0}, skbFrames); err != nil {
 				return err
 			}
 		}
@@ -313,7 +333,7 @@ func (r *xskRunner) countedAt() string {
 	case !r.l2fwd:
 		return "the engine's rx counter"
 	case r.sink != nil:
-		return "frames that came back: XDP counter on gen0"
+		return "frames that came back: tc ingress counter on gen0"
 	}
 	return "the engine's tx completions"
 }
@@ -332,7 +352,7 @@ type bridgeRunner struct {
 const bridgeName = "cmpbr0"
 
 func (r *bridgeRunner) start(context.Context) (err error) {
-	if r.sink, err = attachSinks(r.e, []int{1}); err != nil {
+	if r.sink, err = attachSinks(r.e, []int{1}, skbFrames); err != nil {
 		return err
 	}
 	return r.e.inDUT(func() error {
@@ -402,5 +422,5 @@ func (r *bridgeRunner) stop() error {
 	return errors.Join(errs...)
 }
 
-func (r *bridgeRunner) countedAt() string { return "XDP counter on gen1" }
+func (r *bridgeRunner) countedAt() string { return "tc ingress counter on gen1" }
 func (r *bridgeRunner) copies() int       { return 1 }
