@@ -503,7 +503,6 @@ type cpuShare struct {
 	last      time.Time // when runDelay was read
 	until     time.Time // shared until this, unless seen again
 	runDelay  int64     // ns spent waiting for the CPU, as last read
-	strikes   int       // checks in a row that saw waiting above shareWait
 	buf       [96]byte
 }
 
@@ -558,15 +557,13 @@ const (
 	// shareHold is how long sharing, once seen, is assumed.
 	shareHold = time.Second
 	// shareWait is the share of the time spent waiting for the CPU above
-	// which it counts as shared. Measured on the 2-CPU test bed: a worker
-	// alone on its CPU waits about 10% of the time (kernel threads, the Go
-	// runtime), one beside a busy NAPI thread 20-60%.
-	shareWait = 0.2
+	// which it counts as shared.
+	shareWait = 0.05
 )
 
 // check reports whether the CPU is shared, reading the thread's run delay
 // at most every shareCheck: shared when it waited for the CPU more than
-// shareWait of the time in two checks in a row.
+// shareWait of the time since the last read.
 func (c *cpuShare) check() bool {
 	now := time.Now()
 	if c.fd < 0 || now.Before(c.nextCheck) {
@@ -576,13 +573,7 @@ func (c *cpuShare) check() bool {
 	if d, ok := c.readRunDelay(); ok {
 		if !c.last.IsZero() {
 			if waited, span := d-c.runDelay, now.Sub(c.last); float64(waited) > shareWait*float64(span) {
-				// Two checks in a row: a kernel thread's or the Go
-				// runtime's brief visit is not a competitor.
-				if c.strikes++; c.strikes >= 2 {
-					c.until = now.Add(shareHold)
-				}
-			} else {
-				c.strikes = 0
+				c.until = now.Add(shareHold)
 			}
 		}
 		c.runDelay, c.last = d, now
