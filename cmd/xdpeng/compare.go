@@ -54,7 +54,6 @@ traffic meanwhile, so do not use the interface you are logged in through.
 
 Drop family (the default): ` + pathList(compare.Drop) + `
 Forward family (--family forward, test bed only): ` + pathList(compare.Forward) + `
-xsk-fwd is not available yet: the engine has no forwarding mode.
 
 Layouts (2 CPUs): A = generator on CPU 0, where veth also runs the DUT's NAPI
 (XDP programs, AF_XDP copy, skbs) in softirq, receiver threads on CPU 1;

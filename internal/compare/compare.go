@@ -76,6 +76,7 @@ var paths = []PathInfo{
 	{"xdp-redirect", Forward, "XDP redirect dut0 -> dut1 through a DEVMAP (native), counted at gen1", true},
 	{"xdp-redirect-generic", Forward, "the same in generic XDP, counted at gen1", true},
 	{"xdp-redirect-multi", Forward, "XDP broadcast redirect (DEVMAP_HASH) dut0 -> dut1 and dut2, a copy counted at each of gen1 and gen2", true},
+	{"xsk-fwd", Forward, "xdpeng engine, fwd: AF_XDP dut0 -> dut1, the UMEM shared across the devices, counted at gen1", true},
 }
 
 // Paths returns the paths of a family, or all of them for "".
@@ -118,7 +119,7 @@ func ParsePaths(list string) ([]string, error) {
 			continue
 		}
 		if _, ok := LookupPath(n); !ok {
-			return nil, fmt.Errorf("unknown path %q: valid paths are %s (xsk-fwd is not available: the engine has no forwarding mode yet)",
+			return nil, fmt.Errorf("unknown path %q: valid paths are %s",
 				n, strings.Join(pathNames(paths), ", "))
 		}
 		if !slices.Contains(names, n) {
@@ -283,7 +284,7 @@ func needLinks(names []string) int {
 		switch p {
 		case "xdp-redirect-multi":
 			n = max(n, 3)
-		case "bridge", "xdp-redirect", "xdp-redirect-generic":
+		case "bridge", "xdp-redirect", "xdp-redirect-generic", "xsk-fwd":
 			n = max(n, 2)
 		}
 	}
@@ -450,9 +451,6 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 			cfg.progress("%-20s failed: %v", name, perr)
 		}
 		res.Rows = append(res.Rows, row)
-	}
-	if slices.ContainsFunc(cfg.Paths, func(n string) bool { p, _ := LookupPath(n); return p.Family == Forward }) {
-		res.Notes = append(res.Notes, "xsk-fwd (the engine's userspace forwarder) is left out: the engine has no forwarding mode yet")
 	}
 	return res, nil
 }

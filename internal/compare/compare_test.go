@@ -20,7 +20,7 @@ func TestParsePaths(t *testing.T) {
 	if want := []string{"xdp-drop", "tc-drop", "xsk-drop"}; strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("ParsePaths = %v, want %v", got, want)
 	}
-	for _, bad := range []string{"xdp-drop,nosuch", "xsk-fwd", ""} {
+	for _, bad := range []string{"xdp-drop,nosuch", "xsk-forward", ""} {
 		_, err := ParsePaths(bad)
 		if err == nil {
 			t.Fatalf("ParsePaths(%q) accepted", bad)

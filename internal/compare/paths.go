@@ -30,6 +30,8 @@ func newRunner(name string, e *env) (runner, error) {
 		return &xskRunner{e: e}, nil
 	case "xsk-l2fwd":
 		return &xskRunner{e: e, l2fwd: true}, nil
+	case "xsk-fwd":
+		return &xskRunner{e: e, fwd: true}, nil
 	case "asavie-drop":
 		return &asavieRunner{e: e}, nil
 	case "af-packet":
@@ -248,7 +250,8 @@ func (r *kernRunner) copies() int { return max(1, len(r.outs)) }
 // xskRunner is xdpeng's engine: rxdrop, or l2fwd.
 type xskRunner struct {
 	e     *env
-	l2fwd bool
+	l2fwd bool // send back out of dut0
+	fwd   bool // forward out of dut1
 
 	eng    *engine.Engine
 	cancel context.CancelFunc
@@ -268,6 +271,13 @@ func (r *xskRunner) start(ctx context.Context) (err error) {
 			if r.sink, err = attachSinks(r.e, []int{0}, skbFrames); err != nil {
 				return err
 			}
+		}
+	}
+	if r.fwd {
+		cfg.Forward = &engine.ForwardConfig{Interface: r.e.bed.Links[1].DUT}
+		// Forwarded frames leave dut1 as skbs (copy-mode transmit).
+		if r.sink, err = attachSinks(r.e, []int{1}, skbFrames); err != nil {
+			return err
 		}
 	}
 	if err := r.e.inDUT(func() (err error) {
@@ -303,6 +313,16 @@ func (r *xskRunner) sample() (s sample, err error) {
 		}
 		s.reasons["tx_ring_full"] = t.TxRingFull
 	}
+	if r.fwd {
+		if s.received, err = r.sink.count(); err != nil {
+			return s, err
+		}
+		if err := r.e.egressDrops([]int{1}, s.reasons); err != nil {
+			return s, err
+		}
+		s.reasons["tx_ring_full"] = t.TxRingFull
+		s.reasons["dropped"] = t.Dropped
+	}
 	if v, ok := r.e.vethRx(); ok {
 		// veth counts a redirect to a full socket in its rx drops too:
 		// keep only the rest so that nothing is counted twice.
@@ -330,6 +350,8 @@ func (r *xskRunner) stop() error {
 
 func (r *xskRunner) countedAt() string {
 	switch {
+	case r.fwd:
+		return "frames forwarded out of dut1: tc ingress counter on gen1"
 	case !r.l2fwd:
 		return "the engine's rx counter"
 	case r.sink != nil:
