@@ -172,7 +172,11 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// framesPerSocket is the UMEM frames one socket gets.
+// framesPerSocket is the UMEM frames one socket gets: what the fill ring
+// and the tx ring hold. A socket without a tx ring keeps the surplus on
+// its free stack, which hands the most recently received (cache-warm)
+// frames back first: measured with 1500-byte frames in layout A, 3.0-3.8
+// Mpps against 2.6-3.3 with only as many frames as the fill ring holds.
 func (c *Config) framesPerSocket() uint32 {
 	if c.NumFrames != 0 {
 		return c.NumFrames

@@ -60,6 +60,9 @@ type CountHandler struct {
 func NewCountHandler() *CountHandler { return new(CountHandler) }
 
 // Handle counts every frame of the batch and leaves it dropped.
+func (h *CountHandler) receivesOnly() {}
+
+// Handle counts every frame of b and leaves it dropped.
 func (h *CountHandler) Handle(b *Batch) {
 	var s pkt.Summary
 	n := 0

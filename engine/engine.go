@@ -138,6 +138,16 @@ func defaultCPUs(n int) ([]int, error) {
 
 func (e *Engine) bindAll() error {
 	cfg := &e.cfg
+	handlers := make([]Handler, len(cfg.Queues))
+	for i, q := range cfg.Queues {
+		handlers[i] = Handler(DropHandler{})
+		switch {
+		case cfg.Handler != nil:
+			handlers[i] = cfg.Handler(q)
+		case cfg.Forward != nil:
+			handlers[i] = &ForwardHandler{DstMAC: cfg.Forward.DstMAC}
+		}
+	}
 	per := cfg.framesPerSocket()
 	// stride is the frames each queue takes of a UMEM: its rx socket's,
 	// and with forwarding the one frame that sits in the output socket's
@@ -166,13 +176,7 @@ func (e *Engine) bindAll() error {
 			e.umems = append(e.umems, u)
 			first = 0
 		}
-		h := Handler(DropHandler{})
-		switch {
-		case cfg.Handler != nil:
-			h = cfg.Handler(q)
-		case cfg.Forward != nil:
-			h = &ForwardHandler{DstMAC: cfg.Forward.DstMAC}
-		}
+		h := handlers[i]
 		mode, wakeup := cfg.BindMode, cfg.NeedWakeup
 		if i > 0 && shared != nil {
 			// The kernel refuses bind flags on a socket that shares a
@@ -181,7 +185,7 @@ func (e *Engine) bindAll() error {
 			mode, wakeup = xsk.Auto, false
 		}
 		txSize := cfg.TxSize
-		if _, ok := h.(dropper); ok {
+		if _, ok := h.(receiveOnly); ok {
 			// A socket that never transmits gets no tx ring, so poll()
 			// does not try to transmit from it.
 			txSize = 0

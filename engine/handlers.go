@@ -8,7 +8,8 @@ type DropHandler struct{}
 // Handle leaves every frame's verdict at Drop.
 func (DropHandler) Handle(*Batch) {}
 
-func (DropHandler) dropsAll() {}
+func (DropHandler) dropsAll()     {}
+func (DropHandler) receivesOnly() {}
 
 // L2FwdHandler swaps source and destination MAC of every frame and sends
 // it back out of the queue it arrived on: xdpsock's l2fwd.

@@ -79,6 +79,11 @@ func (w *Worker) Socket() *xsk.Socket { return w.sock }
 // lets the worker hand received frames straight back to the fill ring.
 type dropper interface{ dropsAll() }
 
+// receiveOnly is implemented by handlers that never transmit (DropHandler,
+// CountHandler): their sockets get no tx ring, so poll() does not try to
+// transmit from them.
+type receiveOnly interface{ receivesOnly() }
+
 func newWorker(queue, cpu int, sock *xsk.Socket, h Handler, cfg *Config) *Worker {
 	w := &Worker{
 		queue:      queue,
@@ -211,7 +216,10 @@ func (w *Worker) rxHandle() uint32 {
 		w.syncPorts()
 	}
 	mask := ^uint64(w.umem.FrameSize() - 1)
-	tidx, troom := s.Tx.Reserve(n)
+	var tidx, troom uint32
+	if s.Tx.Size() > 0 { // a receive-only socket has no tx ring
+		tidx, troom = s.Tx.Reserve(n)
+	}
 	var ntx uint32
 	// Frames that are not sent go straight back to the fill ring, in a
 	// reservation made at the first of them; only what does not fit there
