@@ -415,9 +415,12 @@ func TestRunRateAndDuration(t *testing.T) {
 	cfg.Rate = 20000
 	s := p.run(t, context.Background(), cfg)
 	// At most rate x time (plus one frame): the program paces each frame.
+	// The lower bound is loose: a thread that loses its CPU does not catch
+	// up in a burst (the rate is an upper bound), and under the race
+	// detector on a loaded 2-CPU machine it does lose it.
 	limit := uint64(s.Duration.Seconds()*float64(cfg.Rate)) + 1
-	if s.Sent > limit || s.Sent < 8000 {
-		t.Errorf("sent %d frames in %v at 20000 pps, want about 10000", s.Sent, s.Duration)
+	if s.Sent > limit || s.Sent < 2000 {
+		t.Errorf("sent %d frames in %v at 20000 pps, want at most %d and not far below", s.Sent, s.Duration, limit)
 	}
 	if s.Duration < cfg.Duration || s.Duration > cfg.Duration+time.Second {
 		t.Errorf("ran %v, want %v", s.Duration, cfg.Duration)
@@ -448,8 +451,10 @@ func TestRunStopsWithContext(t *testing.T) {
 	if progress < 2 {
 		t.Errorf("progress called %d times in 300ms at 100ms intervals", progress)
 	}
-	if s.Xmit != s.Sent {
-		t.Errorf("device accepted %d of %d frames", s.Xmit, s.Sent)
+	// At full speed the peer's ring may overflow: what it refused is
+	// counted, and nothing goes uncounted.
+	if s.Xmit+s.Errors != s.Sent || s.Unaccounted() != 0 {
+		t.Errorf("device accepted %d and refused %d of %d frames", s.Xmit, s.Errors, s.Sent)
 	}
 }
 
