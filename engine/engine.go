@@ -98,10 +98,8 @@ func New(cfg Config) (_ *Engine, err error) {
 	if err := cpuset.CheckOnline(cfg.CPUs); err != nil {
 		return nil, err
 	}
-	if cur, err := netdev.XDPAttached(info.Index); err == nil && cur.ProgID != 0 && !cfg.Force {
-		return nil, fmt.Errorf("%s already has XDP program id %d attached (%s mode) by someone else: detach it (ip link set dev %s xdp off), "+
-			"or pass --force to replace it (not possible when another process holds it with a bpf_link: see bpftool link show)",
-			info.Name, cur.ProgID, cur.Mode, info.Name)
+	if err := hook.CheckXDPFree(info.Index, cfg.Force); err != nil {
+		return nil, err
 	}
 
 	e := &Engine{cfg: cfg, info: info, out: out}

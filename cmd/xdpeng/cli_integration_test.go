@@ -317,7 +317,7 @@ func TestCLIQueueBusy(t *testing.T) {
 		ideal string
 	}{
 		{"same queue", []string{"-q", "0"}, []string{"already has XDP program", "someone else"}, "bpf_link"},
-		{"same queue forced", []string{"-q", "0", "--force"}, []string{"device or resource busy", "another AF_XDP socket is bound to this queue", "-q"}, ""},
+		{"same queue forced", []string{"-q", "0", "--force"}, []string{"bpf_link", "not replaced even with --force", "stop that process"}, ""},
 		{"other queue forced", []string{"-q", "1", "--force"}, []string{"bpf_link", "not replaced even with --force", "stop that process"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/internal/hook"
+	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/units"
 )
@@ -275,6 +276,10 @@ type kernSnapshot struct {
 	stats bpf.QueueCPUStats
 	proto []bpf.ProtoStat
 	outTx []uint64 // tx packets of each -o interface, from its link statistics
+	// For tx on a veth: XDP_TX frames the driver sent on, and those it
+	// could not (veth's rx_queue_N_xdp_tx and _xdp_tx_errors).
+	xdpTx, xdpTxErr uint64
+	txCounted       bool
 }
 
 type kernPrinter struct {
@@ -306,6 +311,12 @@ func (p *kernPrinter) snapshot() (kernSnapshot, error) {
 			tx = st.TxPackets
 		}
 		snap.outTx = append(snap.outTx, tx)
+	}
+	if p.s.program == bpf.TX {
+		if qs, err := netdev.VethQueueCounters(p.s.in.Attrs().Name); err == nil {
+			t := netdev.SumVethQueues(qs)
+			snap.xdpTx, snap.xdpTxErr, snap.txCounted = t.RxXDPTx, t.RxXDPTxErrors, true
+		}
 	}
 	return snap, nil
 }
@@ -404,14 +415,23 @@ func (p *kernPrinter) interval(prev, cur kernSnapshot) {
 	total, _ := cur.stats.Total()
 	elapsed := cur.t.Sub(p.start).Seconds()
 	if p.f.json {
-		writeJSON(p.w, map[string]any{
+		line := map[string]any{
 			"type": "interval", "mode": p.s.name, "hook": p.hookName(), "t": round3(elapsed),
 			"rx_pps": float64(pkts) / dt, "rx_bps": float64(bytes) * 8 / dt, "rx_packets": total,
 			"per_queue": perQueue, "per_cpu": perCPU, "out": outs, "proto": protos,
-		})
+		}
+		if cur.txCounted {
+			line["xdp_tx_pps"] = float64(cur.xdpTx-prev.xdpTx) / dt
+			line["xdp_tx_errors_pps"] = float64(cur.xdpTxErr-prev.xdpTxErr) / dt
+		}
+		writeJSON(p.w, line)
 		return
 	}
 	fmt.Fprintf(p.w, "[%7.2fs] %-14s %12s %12s %14d total\n", elapsed, "rx", units.PPS(float64(pkts)/dt), units.BPS(float64(bytes)*8/dt), total)
+	if cur.txCounted {
+		fmt.Fprintf(p.w, "%10s %-14s %12s %12s errors\n", "", "xdp_tx sent", units.PPS(float64(cur.xdpTx-prev.xdpTx)/dt),
+			units.PPS(float64(cur.xdpTxErr-prev.xdpTxErr)/dt))
+	}
 	p.rows(perQueue, perCPU, outs, protos, true)
 }
 
@@ -463,6 +483,10 @@ type kernSummary struct {
 	PerCPU     []kernRate `json:"per_cpu"`
 	PerProto   []kernRate `json:"per_proto,omitempty"`
 	CountProto bool       `json:"count_proto,omitempty"`
+	// XDPTx and XDPTxErrors are, for tx on a veth, the frames the driver
+	// sent back out and those it could not.
+	XDPTx       *uint64 `json:"xdp_tx,omitempty"`
+	XDPTxErrors *uint64 `json:"xdp_tx_errors,omitempty"`
 }
 
 func (p *kernPrinter) summary(first, last kernSnapshot) {
@@ -485,11 +509,31 @@ func (p *kernPrinter) summary(first, last kernSnapshot) {
 	if dur > 0 {
 		sum.RxPPS = float64(pkts) / dur
 	}
+	var sent, failed uint64
+	if last.txCounted && first.txCounted {
+		sent, failed = last.xdpTx-first.xdpTx, last.xdpTxErr-first.xdpTxErr
+		sum.XDPTx, sum.XDPTxErrors = &sent, &failed
+	}
 	if p.f.json {
 		writeJSON(p.w, sum)
 		return
 	}
 	fmt.Fprintf(p.w, "\n%s on %s: %.2f s, rx %d packets, %d bytes (%s on average)\n",
 		p.s.name, sum.Interface, dur, pkts, bytes, units.PPS(sum.RxPPS))
+	if sum.XDPTx != nil {
+		fmt.Fprintf(p.w, "  xdp_tx: %d sent back, %d failed\n", sent, failed)
+		if failed > 0 {
+			fmt.Fprintf(p.w, "  (a veth delivers XDP_TX frames only to a peer that runs an XDP program: attach one there, e.g. xdpeng kern pass -i %s in the peer's namespace)\n",
+				peerHint(p.s.in.Attrs().Name))
+		}
+	}
 	p.rows(perQueue, perCPU, outs, protos, false)
+}
+
+// peerHint names the test bed peer of a dutK interface, or says "the peer".
+func peerHint(name string) string {
+	if strings.HasPrefix(name, "dut") {
+		return "gen" + strings.TrimPrefix(name, "dut")
+	}
+	return "PEER"
 }

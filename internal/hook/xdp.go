@@ -17,6 +17,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/cilium/ebpf"
@@ -160,18 +164,45 @@ func findXDPLink(ifindex int, progID uint32) link.ID {
 }
 
 // takeOver refuses or, with force, removes the program cur on dev.
-func takeOver(dev netlink.Link, cur attached, force bool) error {
+// CheckXDPFree returns the error AttachXDP would return because of a program
+// already attached to ifindex, without touching anything: nil if there is
+// none, or if force would replace it. Callers use it to refuse before they
+// set anything else up.
+func CheckXDPFree(ifindex int, force bool) error {
+	dev, err := netlink.LinkByIndex(ifindex)
+	if err != nil {
+		return fmt.Errorf("interface index %d: %w", ifindex, err)
+	}
+	if cur, ok := currentXDP(dev); ok {
+		return refusal(dev, cur, force)
+	}
+	return nil
+}
+
+// refusal is why cur may not be replaced, nil if force may replace it.
+func refusal(dev netlink.Link, cur attached, force bool) error {
 	name := dev.Attrs().Name
 	if cur.linkID != 0 {
+		who := fmt.Sprintf("bpftool link show id %d shows its pid", cur.linkID)
+		if pid, comm, ok := linkOwner(uint32(cur.linkID)); ok {
+			who = fmt.Sprintf("it is pid %d, %s", pid, comm)
+		}
 		return fmt.Errorf("interface %s already has %s attached by someone else through bpf_link id %d: "+
-			"a running process holds it, so it is not replaced even with --force; "+
-			"stop that process (bpftool link show id %d shows its pid)",
-			name, cur, cur.linkID, cur.linkID)
+			"a running process holds it, so it is not replaced even with --force; stop that process (%s)",
+			name, cur, cur.linkID, who)
 	}
 	if !force {
 		return fmt.Errorf("interface %s already has %s attached by someone else; "+
 			"detach it (ip link set dev %s xdp off) or pass --force", name, cur, name)
 	}
+	return nil
+}
+
+func takeOver(dev netlink.Link, cur attached, force bool) error {
+	if err := refusal(dev, cur, force); err != nil {
+		return err
+	}
+	name := dev.Attrs().Name
 	if err := detachNetlinkAll(dev); err != nil {
 		return fmt.Errorf("replace %s on %s: %w", cur, name, err)
 	}
@@ -284,4 +315,26 @@ func (x *xdpNetlink) Close() error {
 		}
 	})
 	return x.err
+}
+
+// linkOwner finds a process holding bpf_link id: its fdinfo says "link_id:".
+// It reads /proc, so it sees only the processes this one may inspect.
+func linkOwner(id uint32) (pid int, comm string, ok bool) {
+	procs, _ := os.ReadDir("/proc")
+	want := fmt.Sprintf("link_id:\t%d\n", id)
+	for _, p := range procs {
+		n, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		fds, _ := os.ReadDir(filepath.Join("/proc", p.Name(), "fdinfo"))
+		for _, fd := range fds {
+			b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "fdinfo", fd.Name()))
+			if err == nil && strings.Contains(string(b), want) {
+				c, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "comm"))
+				return n, strings.TrimSpace(string(c)), true
+			}
+		}
+	}
+	return 0, "", false
 }
