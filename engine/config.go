@@ -158,7 +158,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("batch size %d is larger than the rx ring (%d) or fill ring (%d): a batch must fit in the rings", c.Batch, c.RxSize, c.FillSize)
 	}
 	if c.CPUs != nil && c.Queues != nil && len(c.CPUs) != len(c.Queues) {
-		return fmt.Errorf("%d CPUs given for %d queues: give one CPU per queue", len(c.CPUs), len(c.Queues))
+		return cpuCountError(len(c.CPUs), len(c.Queues))
 	}
 	if c.NumFrames != 0 && c.NumFrames < uint32(c.Batch) {
 		return fmt.Errorf("%d UMEM frames cannot hold a batch of %d", c.NumFrames, c.Batch)
@@ -170,6 +170,11 @@ func (c *Config) Validate() error {
 		c.PollTimeout = 100 * time.Millisecond
 	}
 	return nil
+}
+
+// cpuCountError says that the CPU list does not match the queue list.
+func cpuCountError(cpus, queues int) error {
+	return fmt.Errorf("the CPU list has %d CPU(s) for %d queue(s): give one CPU per queue, in queue order", cpus, queues)
 }
 
 // framesPerSocket is the UMEM frames one socket gets: what the fill ring

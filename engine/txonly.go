@@ -106,7 +106,7 @@ func newTxOnly(cfg Config, info *netdev.Info) (_ *Engine, err error) {
 			return nil, err
 		}
 	} else if len(cfg.CPUs) != len(cfg.Queues) {
-		return nil, fmt.Errorf("%d CPUs given for %d queues: give one CPU per queue", len(cfg.CPUs), len(cfg.Queues))
+		return nil, cpuCountError(len(cfg.CPUs), len(cfg.Queues))
 	}
 	if err := cpuset.CheckOnline(cfg.CPUs); err != nil {
 		return nil, err

@@ -73,7 +73,7 @@ func TestCLIBadInput(t *testing.T) {
 		{name: "offline CPU", args: []string{"rxdrop", "-i", "dut0", "-q", "0", "--cpus", "4000", "-d", "1s"},
 			want: []string{"CPU 4000 is not online", "online: " + cpuset.Format(online)}},
 		{name: "CPUs and queues differ", args: []string{"rxdrop", "-i", "dut0", "-q", "0-1", "--cpus", "1", "-d", "1s"},
-			want: []string{"1 CPUs given for 2 queues: give one CPU per queue"}},
+			want: []string{"1 CPU(s) for 2 queue(s): give one CPU per queue"}},
 		{name: "frame size", args: []string{"rxdrop", "-i", "dut0", "--frame-size", "3000", "-d", "1s"},
 			want: []string{"frame size 3000: must be 2048 or 4096"}},
 		{name: "ring not a power of two", args: []string{"rxdrop", "-i", "dut0", "--ring-size", "1000", "-d", "1s"},

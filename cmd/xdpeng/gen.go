@@ -85,7 +85,7 @@ many were lost before the driver (device down, peer without XDP).`,
 	fs.IntVar(&f.threads, "threads", 1, "sending threads, one per CPU")
 	fs.StringVar(&f.cpus, "cpus", "", "CPU of each thread, e.g. 0 or 0,1 (default: the first --threads online CPUs)")
 	fs.StringVar(&f.srcIP, "src-ip", "", "source address (default: DEV's address in 198.18.0.0/15, else 198.18.0.1)")
-	fs.StringVar(&f.dstIP, "dst-ip", "198.18.0.2", "destination address, in 198.18.0.0/15 (or 2001:2::/48)")
+	fs.StringVar(&f.dstIP, "dst-ip", "", "destination address, in 198.18.0.0/15 or 2001:2::/48 (default: the other host of the source's test-bed link, 198.18.K.1 <-> .2)")
 	fs.Uint16Var(&f.srcPort, "src-port", 1234, "UDP source port")
 	fs.Uint16Var(&f.dstPort, "dst-port", 9, "UDP destination port (9 is discard), the first of --ports")
 	fs.StringVar(&f.srcMAC, "src-mac", "", "source MAC (default: DEV's)")
@@ -131,14 +131,16 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 		}
 	}
 	var err error
-	if cfg.Frame.DstIP, err = netip.ParseAddr(f.dstIP); err != nil {
-		return fmt.Errorf("--dst-ip %q is not an IP address", f.dstIP)
-	}
-	cfg.Frame.DstIP = cfg.Frame.DstIP.Unmap()
-	benchV6 := netip.MustParsePrefix("2001:2::/48")
-	if !gen.BenchmarkPrefix().Contains(cfg.Frame.DstIP) && !benchV6.Contains(cfg.Frame.DstIP) {
-		return fmt.Errorf("--dst-ip %s is outside %s (IPv6: %s), the ranges reserved for benchmarking (RFC 2544, RFC 5180): "+
-			"gen sends only there so that its traffic cannot hit a real service", cfg.Frame.DstIP, gen.BenchmarkPrefix(), benchV6)
+	if f.dstIP != "" {
+		if cfg.Frame.DstIP, err = netip.ParseAddr(f.dstIP); err != nil {
+			return fmt.Errorf("--dst-ip %q is not an IP address", f.dstIP)
+		}
+		cfg.Frame.DstIP = cfg.Frame.DstIP.Unmap()
+		benchV6 := netip.MustParsePrefix("2001:2::/48")
+		if !gen.BenchmarkPrefix().Contains(cfg.Frame.DstIP) && !benchV6.Contains(cfg.Frame.DstIP) {
+			return fmt.Errorf("--dst-ip %s is outside %s (IPv6: %s), the ranges reserved for benchmarking (RFC 2544, RFC 5180): "+
+				"gen sends only there so that its traffic cannot hit a real service", cfg.Frame.DstIP, gen.BenchmarkPrefix(), benchV6)
+		}
 	}
 	if f.srcIP != "" {
 		if cfg.Frame.SrcIP, err = netip.ParseAddr(f.srcIP); err != nil {
@@ -180,6 +182,9 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 		} else if ok {
 			cfg.Frame.SrcIP = ip
 		}
+	}
+	if !cfg.Frame.DstIP.IsValid() {
+		cfg.Frame.DstIP = gen.PeerIP(cfg.Frame.SrcIP)
 	}
 	if cfg.Frame.DstMAC == nil {
 		mac, _, err := gen.DstMAC(info.Index, cfg.Frame.DstIP)

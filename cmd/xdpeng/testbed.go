@@ -60,6 +60,9 @@ use it. Nothing is left behind if a step fails.
   xdpeng testbed up --gen-cpus 0 --dut-cpus 1 --napi threaded`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Queues < 1 || cfg.Links < 1 {
+				return fmt.Errorf("--queues %d, --links %d: each needs at least 1", cfg.Queues, cfg.Links)
+			}
 			var err error
 			if cfg.NAPI, err = parseNAPIMode(napi); err != nil {
 				return err
@@ -228,7 +231,7 @@ func printExamples(w io.Writer, b *testbed.Bed) {
 	self := os.Args[0]
 	fmt.Fprintf(w, "\ntry:\n")
 	fmt.Fprintf(w, "  ip netns exec %s %s rxdrop -i %s -q %s\n", b.DUTNS, self, l.DUT, q)
-	fmt.Fprintf(w, "  ip netns exec %s %s gen -i %s --dst-mac %s\n", b.GenNS, self, l.Gen, l.DUTMAC)
+	fmt.Fprintf(w, "  ip netns exec %s %s gen -i %s -d 5s\n", b.GenNS, self, l.Gen)
 	fmt.Fprintf(w, "  ip netns exec %s ethtool -S %s\n", b.DUTNS, l.DUT)
 	fmt.Fprintf(w, "  %s testbed down --name %s\n", self, b.Name)
 }

@@ -67,7 +67,7 @@ arrive only if the peer has an XDP program attached or GRO on.`,
 	fs.Uint64Var(&f.rate, "rate", 0, "upper bound in frames per second over all queues (default: as fast as possible)")
 	fs.IntVar(&f.ports, "ports", 1, "cycle the UDP destination port over this many values from --dst-port")
 	fs.StringVar(&f.srcIP, "src-ip", "", "source address (default: DEV's address in 198.18.0.0/15, else 198.18.0.1)")
-	fs.StringVar(&f.dstIP, "dst-ip", "198.18.0.2", "destination address, in 198.18.0.0/15")
+	fs.StringVar(&f.dstIP, "dst-ip", "", "destination address, in 198.18.0.0/15 (default: the other host of the source's test-bed link, 198.18.K.1 <-> .2)")
 	fs.Uint16Var(&f.srcPort, "src-port", 1234, "UDP source port")
 	fs.Uint16Var(&f.dstPort, "dst-port", 9, "UDP destination port (9 is discard), the first of --ports")
 	fs.StringVar(&f.srcMAC, "src-mac", "", "source MAC (default: DEV's)")
@@ -90,13 +90,15 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 		return err
 	}
 	frame := pkt.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort, VLAN: f.vlan, Size: f.size, Fill: f.fill}
-	if frame.DstIP, err = netip.ParseAddr(f.dstIP); err != nil {
-		return fmt.Errorf("--dst-ip %q is not an IP address", f.dstIP)
-	}
-	frame.DstIP = frame.DstIP.Unmap()
-	if !frame.DstIP.Is4() || !gen.BenchmarkPrefix().Contains(frame.DstIP) {
-		return fmt.Errorf("--dst-ip %s is outside %s, the range reserved for benchmarking (RFC 2544): txonly sends only there so that its traffic cannot hit a real service",
-			frame.DstIP, gen.BenchmarkPrefix())
+	if f.dstIP != "" {
+		if frame.DstIP, err = netip.ParseAddr(f.dstIP); err != nil {
+			return fmt.Errorf("--dst-ip %q is not an IP address", f.dstIP)
+		}
+		frame.DstIP = frame.DstIP.Unmap()
+		if !frame.DstIP.Is4() || !gen.BenchmarkPrefix().Contains(frame.DstIP) {
+			return fmt.Errorf("--dst-ip %s is outside %s, the range reserved for benchmarking (RFC 2544): txonly sends only there so that its traffic cannot hit a real service",
+				frame.DstIP, gen.BenchmarkPrefix())
+		}
 	}
 	if f.srcIP != "" {
 		if frame.SrcIP, err = netip.ParseAddr(f.srcIP); err != nil {
@@ -134,6 +136,9 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 		} else if ok {
 			frame.SrcIP = ip
 		}
+	}
+	if !frame.DstIP.IsValid() {
+		frame.DstIP = gen.PeerIP(frame.SrcIP)
 	}
 	if frame.DstMAC == nil {
 		mac, _, err := gen.DstMAC(info.Index, frame.DstIP)

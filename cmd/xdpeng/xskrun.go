@@ -368,7 +368,7 @@ type xskSummary struct {
 	XDPMode    string              `json:"xdp_mode"`
 	ZeroCopy   bool                `json:"zero_copy"`
 	Batch      int                 `json:"batch"`
-	FrameSize  uint32              `json:"frame_size"`
+	FrameSize  uint32              `json:"umem_frame_size"`
 	DurationS  float64             `json:"duration_s"`
 	RxPackets  uint64              `json:"rx_packets"`
 	RxBytes    uint64              `json:"rx_bytes"`

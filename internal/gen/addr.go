@@ -35,6 +35,23 @@ func BenchmarkSrcIP(ifindex int) (addr netip.Addr, ok bool, err error) {
 	return netip.Addr{}, false, nil
 }
 
+// PeerIP is the default destination for frames from src: the other host of
+// a test-bed link (198.18.K.1 <-> 198.18.K.2), else 198.18.0.2.
+func PeerIP(src netip.Addr) netip.Addr {
+	if src.Is4() && BenchmarkPrefix().Contains(src) {
+		b := src.As4()
+		switch b[3] {
+		case 1:
+			b[3] = 2
+			return netip.AddrFrom4(b)
+		case 2:
+			b[3] = 1
+			return netip.AddrFrom4(b)
+		}
+	}
+	return netip.MustParseAddr("198.18.0.2")
+}
+
 // ErrNoDstMAC is returned by DstMAC when it finds no address to send to.
 var ErrNoDstMAC = errors.New("no destination MAC found")
 

@@ -232,7 +232,7 @@ func explainXDP(err error, dev netlink.Link, mode XDPMode) error {
 	name := dev.Attrs().Name
 	switch {
 	case errors.Is(err, unix.EOPNOTSUPP) && mode == Native:
-		return fmt.Errorf("attach XDP to %s: the driver has no native XDP support; generic mode (-m generic, -S) works on every interface: %w", name, err)
+		return fmt.Errorf("attach XDP to %s: the driver has no native XDP support; generic mode (-S, or -m generic for kern) works on every interface: %w", name, err)
 	case errors.Is(err, unix.EBUSY), errors.Is(err, unix.EEXIST):
 		// Someone attached in between, or holds the other mode (native
 		// and generic cannot be active at once).
@@ -247,7 +247,7 @@ func explainXDP(err error, dev netlink.Link, mode XDPMode) error {
 		}
 		return fmt.Errorf("attach XDP to %s: %s is attached (ip link show dev %s; bpftool net): %w", name, who, name, err)
 	case errors.Is(err, unix.ERANGE), errors.Is(err, unix.E2BIG):
-		return fmt.Errorf("attach XDP to %s in %s mode: the MTU is too large for XDP on this driver (lower it, or use -m generic): %w", name, mode, err)
+		return fmt.Errorf("attach XDP to %s in %s mode: the MTU is too large for XDP on this driver (lower it, or use generic mode: -S, or -m generic for kern): %w", name, mode, err)
 	case errors.Is(err, unix.EPERM):
 		return fmt.Errorf("attach XDP to %s: permission denied (needs CAP_BPF and CAP_NET_ADMIN): %w", name, err)
 	}
