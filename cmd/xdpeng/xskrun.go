@@ -413,7 +413,7 @@ func (p *xskPrinter) summary(s engine.Snapshot) {
 	fmt.Fprintf(p.w, "\n%s on %s: %.2f s, rx %d packets (%s), tx %d packets (%s)\n", p.mode, cfg.Interface, dur,
 		t.RxPackets, units.PPS(sum.RxPPS), t.TxPackets, units.PPS(sum.TxPPS))
 	for _, q := range s.Queues {
-		fmt.Fprintf(p.w, "  queue %d (CPU %d): rx %d, tx %d, dropped %d, tx ring full %d\n", q.Queue, q.CPU, q.RxPackets, q.TxPackets, q.Dropped, q.TxRingFull)
+		fmt.Fprintf(p.w, "  queue %d (CPU %d): rx %d, tx %d, dropped by the handler %d, tx ring full %d\n", q.Queue, q.CPU, q.RxPackets, q.TxPackets, q.Dropped, q.TxRingFull)
 	}
 	x := t.XDP
 	fmt.Fprintf(p.w, "  xdp stats: rx_dropped %d, rx_invalid_descs %d, tx_invalid_descs %d, rx_ring_full %d, rx_fill_ring_empty_descs %d, tx_ring_empty_descs %d\n",
