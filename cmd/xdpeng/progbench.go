@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/progbench"
 )
@@ -39,6 +41,15 @@ measured without counters, drop-counters with them.`,
   sudo xdpeng progbench --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("cpu") {
+				// Pinned by default, away from CPU 0: an unpinned thread
+				// that migrates mid-round spreads the figures.
+				online, err := cpuset.Online()
+				if err != nil {
+					return err
+				}
+				cpu = online[len(online)-1]
+			}
 			cfg := progbench.Config{Programs: programs, Sizes: sizes, Repeat: repeat, Rounds: rounds, CPU: cpu}
 			if err := cfg.Validate(); err != nil {
 				return err
@@ -56,7 +67,7 @@ measured without counters, drop-counters with them.`,
 				fmt.Fprintf(w, "BPF_PROG_TEST_RUN, %d runs x %d rounds (median), CPU %s\n", cfg.Repeat, cfg.Rounds, cpuLabel(cpu))
 				fmt.Fprintf(w, "%-22s %6s %10s  %s\n", "program", "size", "ns/run", "rounds")
 			}
-			_, err := progbench.Run(ctx, cfg, func(r progbench.Result) {
+			results, err := progbench.Run(ctx, cfg, func(r progbench.Result) {
 				if asJSON {
 					writeJSON(w, r)
 					return
@@ -67,6 +78,9 @@ measured without counters, drop-counters with them.`,
 				}
 				fmt.Fprintf(w, "%-22s %6d %10.1f  %s\n", r.Program, r.Size, r.NsPerRun, strings.Join(rs, " "))
 			})
+			if !asJSON && err == nil {
+				printOverDrop(w, results)
+			}
 			return err
 		},
 	}
@@ -75,7 +89,7 @@ measured without counters, drop-counters with them.`,
 	fs.IntSliceVar(&sizes, "sizes", []int{64, 1500}, "frame sizes in bytes, without FCS")
 	fs.IntVar(&repeat, "repeat", progbench.DefaultRepeat, "runs per measurement")
 	fs.IntVar(&rounds, "rounds", 5, "measurements per program and size; the median is shown")
-	fs.IntVar(&cpu, "cpu", -1, "pin the measuring thread to this CPU (-1: do not pin)")
+	fs.IntVar(&cpu, "cpu", -1, "pin the measuring thread to this CPU, -1 not to pin (default: the last CPU)")
 	fs.BoolVar(&asJSON, "json", false, "one JSON object per program and size")
 	return cmd
 }
@@ -85,4 +99,24 @@ func cpuLabel(cpu int) string {
 		return "not pinned"
 	}
 	return strconv.Itoa(cpu)
+}
+
+// printOverDrop prints what each program costs over a bare XDP_DROP at the
+// same frame size, measured in the same run.
+func printOverDrop(w io.Writer, results []progbench.Result) {
+	drop := map[int]float64{}
+	for _, r := range results {
+		if r.Program == progbench.Drop {
+			drop[r.Size] = r.NsPerRun
+		}
+	}
+	if len(drop) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nover a bare XDP_DROP at the same size:\n")
+	for _, r := range results {
+		if d, ok := drop[r.Size]; ok && r.Program != progbench.Drop {
+			fmt.Fprintf(w, "%-22s %6d %+10.1f ns\n", r.Program, r.Size, r.NsPerRun-d)
+		}
+	}
 }
