@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/xdpeng/xdpeng/internal/compare"
+	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/progbench"
 )
 
@@ -158,7 +159,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}
 	say("progbench: xsk-redirect and drop, 64-byte frames")
-	pb, err := progbench.Run(ctx, progbench.Config{Programs: []string{progbench.Drop, progbench.XskRedirect}, Sizes: []int{64}, CPU: -1}, nil)
+	online, err := cpuset.Online()
+	if err != nil {
+		return res, err
+	}
+	pb, err := progbench.Run(ctx, progbench.Config{Programs: []string{progbench.Drop, progbench.XskRedirect}, Sizes: []int{64},
+		CPU: online[len(online)-1]}, nil)
 	if err != nil {
 		return res, fmt.Errorf("progbench: %w", err)
 	}
