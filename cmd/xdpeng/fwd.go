@@ -62,6 +62,9 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 	if err != nil {
 		return err
 	}
+	if f.noSharedUmem && f.sharedUmem {
+		return fmt.Errorf("--shared-umem (one UMEM for all of IN's queues) and --no-shared-umem (OUT copies into UMEMs of its own) exclude each other here: give one")
+	}
 	fc := &engine.ForwardConfig{Interface: f.out, NoSharedUmem: f.noSharedUmem}
 	if f.dstMAC != "" {
 		if fc.DstMAC, err = parseMAC(f.dstMAC); err != nil {

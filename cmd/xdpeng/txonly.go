@@ -60,6 +60,7 @@ arrive only if the peer has an XDP program attached or GRO on.`,
 	}
 	fs := c.Flags()
 	f.register(fs)
+	fs.Lookup("duration").Usage = "run this long, then exit (a run needs --count or --duration)"
 	fs.Lookup("interface").Usage = "device to send out of (required)"
 	fs.Lookup("queues").Usage = "tx queues to bind, e.g. 0, 0-3 (default: all of the device's)"
 	fs.IntVar(&f.size, "size", 64, fmt.Sprintf("frame size in bytes without FCS, %d..%d", pkt.MinFrameSize, pkt.MaxFrameSize))
