@@ -319,6 +319,10 @@ func TestRunPortsAndValidFrames(t *testing.T) {
 			const n, ports = 3000, 3
 			fd := p.capture(t, n+100)
 			cfg := p.config(n)
+			// Paced: every frame goes up the peer's stack to a packet
+			// socket, slower than a full-speed sender would fill the veth
+			// ring (the overflow would be counted, but not captured).
+			cfg.Rate = 20000
 			cfg.Ports = ports
 			cfg.Frame.DstPort = 5000
 			cfg.Frame.VLAN = tc.vlan
