@@ -251,7 +251,7 @@ type genIntervalJSON struct {
 	Type       string          `json:"type"`
 	Mode       string          `json:"mode"`
 	Interface  string          `json:"interface"`
-	TimeS      float64         `json:"time_s"`
+	TimeS      float64         `json:"t"`
 	IntervalS  float64         `json:"interval_s"`
 	TxPackets  uint64          `json:"tx_packets"`
 	TxPPS      float64         `json:"tx_pps"`
