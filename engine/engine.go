@@ -88,14 +88,7 @@ func New(cfg Config) (_ *Engine, err error) {
 			return nil, err
 		}
 	}
-	if cfg.CPUs == nil {
-		if cfg.CPUs, err = defaultCPUs(len(cfg.Queues)); err != nil {
-			return nil, err
-		}
-	} else if len(cfg.CPUs) != len(cfg.Queues) {
-		return nil, cpuCountError(len(cfg.CPUs), len(cfg.Queues))
-	}
-	if err := cpuset.CheckOnline(cfg.CPUs); err != nil {
+	if err := cfg.resolveCPUs(); err != nil {
 		return nil, err
 	}
 	if err := hook.CheckXDPFree(info.Index, cfg.Force); err != nil {
@@ -120,18 +113,24 @@ func New(cfg Config) (_ *Engine, err error) {
 	return e, nil
 }
 
-// defaultCPUs spreads n workers over the online CPUs from the last one
-// down, leaving CPU 0 (where generators and interrupts usually run) for last.
-func defaultCPUs(n int) ([]int, error) {
-	online, err := cpuset.Online()
-	if err != nil {
-		return nil, err
+// resolveCPUs gives each queue's worker a CPU: the configured ones, checked
+// against the queues and the online CPUs, or by default from the last
+// online CPU down, leaving CPU 0 (where generators and interrupts usually
+// run) for last.
+func (c *Config) resolveCPUs() error {
+	if c.CPUs == nil {
+		online, err := cpuset.Online()
+		if err != nil {
+			return err
+		}
+		c.CPUs = make([]int, len(c.Queues))
+		for i := range c.CPUs {
+			c.CPUs[i] = online[len(online)-1-i%len(online)]
+		}
+	} else if len(c.CPUs) != len(c.Queues) {
+		return cpuCountError(len(c.CPUs), len(c.Queues))
 	}
-	cpus := make([]int, n)
-	for i := range cpus {
-		cpus[i] = online[len(online)-1-i%len(online)]
-	}
-	return cpus, nil
+	return cpuset.CheckOnline(c.CPUs)
 }
 
 func (e *Engine) bindAll() error {

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/pkt"
 	"github.com/xdpeng/xdpeng/internal/xsk"
@@ -101,14 +100,7 @@ func newTxOnly(cfg Config, info *netdev.Info) (_ *Engine, err error) {
 			return nil, fmt.Errorf("queue %d does not exist on %s: it has %d queues", q, info.Name, queues)
 		}
 	}
-	if cfg.CPUs == nil {
-		if cfg.CPUs, err = defaultCPUs(len(cfg.Queues)); err != nil {
-			return nil, err
-		}
-	} else if len(cfg.CPUs) != len(cfg.Queues) {
-		return nil, cpuCountError(len(cfg.CPUs), len(cfg.Queues))
-	}
-	if err := cpuset.CheckOnline(cfg.CPUs); err != nil {
+	if err := cfg.resolveCPUs(); err != nil {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, info: info}

@@ -40,9 +40,6 @@ Scenarios (for CPUs 0 and 1):
   sudo xdpeng bench --scenarios B`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := privilege.Check("bench", privilege.AFXDP|privilege.Namespaces); err != nil {
-				return err
-			}
 			if runs < 1 {
 				return fmt.Errorf("--runs %d: need at least 1", runs)
 			}
@@ -61,7 +58,7 @@ Scenarios (for CPUs 0 and 1):
 					names = append(names, n)
 				}
 			}
-			if err := raiseMemlock(); err != nil {
+			if err := needRoot("bench", privilege.AFXDP|privilege.Namespaces); err != nil {
 				return err
 			}
 			ctx, cancel := signalContext()

@@ -178,10 +178,7 @@ func (f *compareFlags) config(cmd *cobra.Command) (compare.Config, error) {
 // runCompare runs cfg and prints the result: the table and chart, or JSON,
 // or CSV. It fails if a path failed, after printing what was measured.
 func runCompare(out, errw io.Writer, cfg compare.Config, asJSON, asCSV, explain bool) error {
-	if err := privilege.Check("compare", privilege.AFXDP|privilege.Namespaces); err != nil {
-		return err
-	}
-	if err := raiseMemlock(); err != nil {
+	if err := needRoot("compare", privilege.AFXDP|privilege.Namespaces); err != nil {
 		return err
 	}
 	ctx, stop := signalContext()

@@ -75,10 +75,7 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if err := privilege.Check("fwd", privilege.AFXDP); err != nil {
-		return err
-	}
-	if err := raiseMemlock(); err != nil {
+	if err := needRoot("fwd", privilege.AFXDP); err != nil {
 		return err
 	}
 	eng, err := engine.New(cfg)

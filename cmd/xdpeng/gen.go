@@ -159,10 +159,7 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 		}
 	}
 
-	if err := privilege.Check("gen", privilege.BPF); err != nil {
-		return err
-	}
-	if err := raiseMemlock(); err != nil {
+	if err := needRoot("gen", privilege.BPF); err != nil {
 		return err
 	}
 	info, err := netdev.Lookup(f.iface)

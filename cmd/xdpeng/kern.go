@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -179,7 +180,7 @@ func (f *kernFlags) validate(path string) (*kernSetup, error) {
 		}
 		s.outs = append(s.outs, l)
 	}
-	if err := privilege.Check("kern", privilege.BPF); err != nil {
+	if err := needRoot("kern", privilege.BPF); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -200,9 +201,6 @@ func kernLink(name string) (netlink.Link, error) {
 func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
 	s, err := f.validate(path)
 	if err != nil {
-		return err
-	}
-	if err := raiseMemlock(); err != nil {
 		return err
 	}
 	k, err := bpf.LoadKern(s.program, bpf.KernOptions{Counters: true})
@@ -237,7 +235,7 @@ func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
 	defer cancel()
 	if f.duration > 0 {
 		var c2 func()
-		ctx, c2 = contextWithTimeout(ctx, f.duration)
+		ctx, c2 = context.WithTimeout(ctx, f.duration)
 		defer c2()
 	}
 

@@ -54,10 +54,7 @@ measured without counters, drop-counters with them.`,
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
-			if err := privilege.Check("progbench", privilege.BPF); err != nil {
-				return err
-			}
-			if err := raiseMemlock(); err != nil {
+			if err := needRoot("progbench", privilege.BPF); err != nil {
 				return err
 			}
 			ctx, cancel := signalContext()

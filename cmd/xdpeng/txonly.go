@@ -117,10 +117,7 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 			return fmt.Errorf("--dst-mac: %w", err)
 		}
 	}
-	if err := privilege.Check("txonly", privilege.AFXDP); err != nil {
-		return err
-	}
-	if err := raiseMemlock(); err != nil {
+	if err := needRoot("txonly", privilege.AFXDP); err != nil {
 		return err
 	}
 	info, err := netdev.Lookup(cfg.Interface)

@@ -180,10 +180,7 @@ type xskHooks struct {
 
 // runXskWith is runXsk with a mode's own output added by hooks.
 func runXskWith(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config, hooks xskHooks) error {
-	if err := privilege.Check(mode, privilege.AFXDP); err != nil {
-		return err
-	}
-	if err := raiseMemlock(); err != nil {
+	if err := needRoot(mode, privilege.AFXDP); err != nil {
 		return err
 	}
 	eng, err := engine.New(cfg)
@@ -207,7 +204,7 @@ func runEngine(eng *engine.Engine, f *xskFlags, p *xskPrinter) (engine.Snapshot,
 	defer cancel()
 	if f.duration > 0 {
 		var c2 context.CancelFunc
-		ctx, c2 = contextWithTimeout(ctx, f.duration)
+		ctx, c2 = context.WithTimeout(ctx, f.duration)
 		defer c2()
 	}
 	done := make(chan error, 1)
