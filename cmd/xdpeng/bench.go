@@ -105,6 +105,9 @@ func printBench(w io.Writer, r bench.Result) {
 		for _, p := range r.ProgBench {
 			fmt.Fprintf(w, " %s %.0f ns", p.Program, p.NsPerRun)
 		}
+		for _, d := range r.OverDrop {
+			fmt.Fprintf(w, "; %s over drop %+.0f ns (median of per-round differences)", d.Program, d.Ns)
+		}
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "\ntargets (measured in this run; the reference is the figure the target was set against, not measured here)\n")

@@ -30,7 +30,10 @@ func newProgbenchCmd() *cobra.Command {
 		Long: `progbench runs each of xdpeng's BPF programs on one frame --repeat times in the
 kernel (BPF_PROG_TEST_RUN) and reports the kernel's mean time per run: the
 program's own cost, without driver, device or cache misses. Each figure is the
-median of --rounds measurements. The frame is UDP over IPv4 to port 9999.
+median of --rounds measurements, taken round-robin over the programs and sizes
+so that each round sees the machine alike; a program's cost over XDP_DROP is
+the median of its per-round differences to drop. The kernel reports whole
+nanoseconds. The frame is UDP over IPv4 to port 9999.
 
 Programs: ` + strings.Join(progbench.Programs, ", ") + `
 xsk-redirect is the AF_XDP steering program as deployed before sockets bind
@@ -99,21 +102,14 @@ func cpuLabel(cpu int) string {
 }
 
 // printOverDrop prints what each program costs over a bare XDP_DROP at the
-// same frame size, measured in the same run.
+// same frame size: the median of the differences round by round.
 func printOverDrop(w io.Writer, results []progbench.Result) {
-	drop := map[int]float64{}
-	for _, r := range results {
-		if r.Program == progbench.Drop {
-			drop[r.Size] = r.NsPerRun
-		}
-	}
-	if len(drop) == 0 {
+	ds := progbench.OverDrop(results)
+	if len(ds) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nover a bare XDP_DROP at the same size:\n")
-	for _, r := range results {
-		if d, ok := drop[r.Size]; ok && r.Program != progbench.Drop {
-			fmt.Fprintf(w, "%-22s %6d %+10.1f ns\n", r.Program, r.Size, r.NsPerRun-d)
-		}
+	fmt.Fprintf(w, "\nover a bare XDP_DROP at the same size (median of the per-round differences):\n")
+	for _, d := range ds {
+		fmt.Fprintf(w, "%-22s %6d %+10.1f ns\n", d.Program, d.Size, d.Ns)
 	}
 }

@@ -127,47 +127,88 @@ func Run(ctx context.Context, cfg Config, each func(Result)) ([]Result, error) {
 		defer unix.SchedSetaffinity(0, &old)
 	}
 
-	var results []Result
-	for _, name := range cfg.Programs {
+	// Every program is loaded first and the rounds go round-robin over
+	// programs and sizes, so a noisy moment on the machine lands on all of
+	// them alike and the per-round differences (OverDrop) stay sharp.
+	progs := make([]*ebpf.Program, len(cfg.Programs))
+	for i, name := range cfg.Programs {
 		prog, closeProg, err := load(name)
 		if err != nil {
-			return results, fmt.Errorf("%s: %w", name, err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
+		defer closeProg()
+		progs[i] = prog
+	}
+	frames := make([][]byte, len(cfg.Sizes))
+	for i, size := range cfg.Sizes {
+		f, err := Frame(size)
+		if err != nil {
+			return nil, err
+		}
+		frames[i] = f
+	}
+	results := make([]Result, 0, len(progs)*len(frames))
+	for _, name := range cfg.Programs {
 		for _, size := range cfg.Sizes {
-			r, err := measure(ctx, prog, name, size, cfg)
-			if err != nil {
-				closeProg()
-				return results, fmt.Errorf("%s at %d bytes: %w", name, size, err)
-			}
-			results = append(results, r)
-			if each != nil {
-				each(r)
+			results = append(results, Result{Program: name, Size: size, Repeat: cfg.Repeat})
+		}
+	}
+	for range cfg.Rounds {
+		for i, prog := range progs {
+			for j, frame := range frames {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				r := &results[i*len(frames)+j]
+				verdict, per, err := prog.Benchmark(frame, cfg.Repeat, nil)
+				if err != nil {
+					return nil, fmt.Errorf("%s at %d bytes: %w", r.Program, r.Size, err)
+				}
+				r.Verdict = verdict
+				r.Rounds = append(r.Rounds, float64(per)/float64(time.Nanosecond))
 			}
 		}
-		closeProg()
+	}
+	for i := range results {
+		results[i].NsPerRun = median(results[i].Rounds)
+		if each != nil {
+			each(results[i])
+		}
 	}
 	return results, nil
 }
 
-func measure(ctx context.Context, prog *ebpf.Program, name string, size int, cfg Config) (Result, error) {
-	frame, err := Frame(size)
-	if err != nil {
-		return Result{}, err
-	}
-	r := Result{Program: name, Size: size, Repeat: cfg.Repeat}
-	for range cfg.Rounds {
-		if err := ctx.Err(); err != nil {
-			return r, err
+// Delta is what a program costs over a bare XDP_DROP at the same size.
+type Delta struct {
+	Program string  `json:"program"`
+	Size    int     `json:"size"`
+	Ns      float64 `json:"ns_over_drop"` // median over rounds of (program - drop) in the same round
+}
+
+// OverDrop returns, for every result that has a Drop result at the same size
+// with as many rounds, the median of the per-round differences to Drop. Run
+// takes the rounds of all programs back to back, so the pairing cancels most
+// of what the machine did in between.
+func OverDrop(results []Result) []Delta {
+	drop := map[int][]float64{}
+	for _, r := range results {
+		if r.Program == Drop {
+			drop[r.Size] = r.Rounds
 		}
-		verdict, per, err := prog.Benchmark(frame, cfg.Repeat, nil)
-		if err != nil {
-			return r, err
-		}
-		r.Verdict = verdict
-		r.Rounds = append(r.Rounds, float64(per)/float64(time.Nanosecond))
 	}
-	r.NsPerRun = median(r.Rounds)
-	return r, nil
+	var out []Delta
+	for _, r := range results {
+		d, ok := drop[r.Size]
+		if !ok || r.Program == Drop || len(d) != len(r.Rounds) || len(d) == 0 {
+			continue
+		}
+		diff := make([]float64, len(d))
+		for i := range d {
+			diff[i] = r.Rounds[i] - d[i]
+		}
+		out = append(out, Delta{Program: r.Program, Size: r.Size, Ns: median(diff)})
+	}
+	return out
 }
 
 func median(v []float64) float64 {
