@@ -106,7 +106,7 @@ func printBench(w io.Writer, r bench.Result) {
 			fmt.Fprintf(w, " %s %.0f ns", p.Program, p.NsPerRun)
 		}
 		for _, d := range r.OverDrop {
-			fmt.Fprintf(w, "; %s over drop %+.0f ns (median of per-round differences)", d.Program, d.Ns)
+			fmt.Fprintf(w, "; %s over drop %+.0f ns (lower quartiles)", d.Program, d.Ns)
 		}
 		fmt.Fprintln(w)
 	}

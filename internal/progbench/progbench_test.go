@@ -9,13 +9,22 @@ import (
 
 func TestOverDrop(t *testing.T) {
 	res := []Result{
-		{Program: XskRedirect, Size: 64, Rounds: []float64{28, 29, 29}},
-		{Program: Drop, Size: 64, Rounds: []float64{22, 22, 30}},
-		{Program: Pass, Size: 64, Rounds: []float64{22, 23}},      // rounds do not pair: left out
+		// A slow phase in rounds 1-3, one lucky truncation in drop.
+		{Program: XskRedirect, Size: 64, Rounds: []float64{37, 36, 36, 28, 28, 29, 28, 30, 28}},
+		{Program: Drop, Size: 64, Rounds: []float64{27, 28, 28, 22, 21, 22, 22, 22, 23}},
+		{Program: Pass, Size: 64, Rounds: []float64{23, 24}},
 		{Program: XskRedirect, Size: 1500, Rounds: []float64{40}}, // no drop at 1500: left out
 	}
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{{nil, 0}, {[]float64{5}, 5}, {[]float64{9, 1, 5, 3}, 1}, {[]float64{9, 1, 5, 3, 7}, 3}} {
+		if got := quartile(tc.in); got != tc.want {
+			t.Errorf("quartile(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
 	got := OverDrop(res)
-	want := []Delta{{Program: XskRedirect, Size: 64, Ns: 6}}
+	want := []Delta{{Program: XskRedirect, Size: 64, Ns: 6}, {Program: Pass, Size: 64, Ns: 1}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("OverDrop = %+v, want %+v", got, want)
 	}
