@@ -50,6 +50,7 @@ type Worker struct {
 	spinLimit  int
 	shared     cpuShare
 	rxAtSleep  uint64        // rxPackets when the worker last napped
+	idleFrom   time.Time     // when the rx ring was last found empty after frames
 	nap        time.Duration // how long it naps, kept to a share of the rx ring
 
 	// ports are the sockets a handler can send to: ports[0] is the queue's
@@ -107,10 +108,17 @@ func newWorker(queue, cpu int, sock *xsk.Socket, h Handler, cfg *Config) *Worker
 }
 
 // adaptiveSpins is how many empty polls of the rx ring WaitAdaptive makes
-// before it sleeps in poll(); one empty poll costs a few nanoseconds, so
-// this is a few microseconds of spinning, enough to ride out the gaps
-// between NAPI batches under load.
+// in txonly before it sleeps.
 const adaptiveSpins = 2000
+
+// spinFor is how long WaitAdaptive spins on an empty rx ring, on a CPU of its
+// own, before it sleeps in poll(). It rides out the gaps between NAPI
+// batches under load, including a descheduled vCPU on the sending side; a
+// sleep costs the kernel a wake-up on the receiving CPU and, when it outlasts
+// the fill ring (2048 frames last 400 us at 5 Mpps), dropped frames. With
+// 2000 empty polls (about 60 us) instead, rxdrop in layout A slept 900 to
+// 5,500 times a second and dropped up to 1% for an empty fill ring.
+const spinFor = time.Millisecond
 
 // run is the worker's loop; it returns when stop is set.
 func (w *Worker) run(stop *atomic.Bool) error {
@@ -458,27 +466,33 @@ func (w *Worker) idle(spins *int) error {
 	if w.wait != WaitAdaptive {
 		return nil
 	}
-	if *spins == 0 && w.shared.check() {
+	first := *spins == 0
+	*spins++
+	now := time.Now()
+	if first && w.shared.check(now, w.c.naps) {
 		// Another thread wants this CPU (a NAPI thread, a generator):
 		// spinning would only take its time. While frames flow, nap for
 		// a fixed time so that they gather into large batches, one
 		// context switch per many frames; when they stop, sleep in
 		// poll() until the kernel wakes us.
+		*spins = 0
 		w.publish()
 		if got := w.c.rxPackets - w.rxAtSleep; got != 0 {
 			w.rxAtSleep = w.c.rxPackets
 			w.adaptNap(got)
 			w.c.naps++
-			// EINTR (the Go runtime's preemption signal) only ends the
-			// nap early.
-			if err := unix.Nanosleep(&unix.Timespec{Nsec: int64(w.nap)}, nil); err != nil && err != unix.EINTR {
+			if err := xsk.Nap(w.nap); err != nil {
 				return fmt.Errorf("queue %d: nap: %w", w.queue, err)
 			}
 			return nil
 		}
 		return w.sleep()
 	}
-	if *spins++; *spins < w.spinLimit {
+	if first {
+		w.idleFrom = now
+		return nil
+	}
+	if now.Sub(w.idleFrom) < spinFor {
 		return nil
 	}
 	*spins = 0
@@ -511,6 +525,8 @@ type cpuShare struct {
 	last      time.Time // when runDelay was read
 	until     time.Time // shared until this, unless seen again
 	runDelay  int64     // ns spent waiting for the CPU, as last read
+	naps      uint64    // the worker's naps, as of the last read
+	strikes   int       // spans in a row above shareWait
 	buf       [96]byte
 }
 
@@ -561,32 +577,54 @@ const (
 	maxNap = 200 * time.Microsecond
 	minNap = 10 * time.Microsecond
 	// shareCheck is how often the worker reads its run delay.
-	shareCheck = 10 * time.Millisecond
+	shareCheck = 5 * time.Millisecond
 	// shareHold is how long sharing, once seen, is assumed.
 	shareHold = time.Second
 	// shareWait is the share of the time spent waiting for the CPU above
-	// which it counts as shared.
-	shareWait = 0.05
+	// which a span counts as shared, and shareSpans how many such spans in
+	// a row make the CPU shared. A thread that wants the CPU all the time (a
+	// NAPI thread, a generator) makes the share 30-50% in every span; a
+	// kernel thread's burst of a few milliseconds (kdamond, a kworker), one
+	// or two spans at most.
+	shareWait  = 0.10
+	shareSpans = 3
 )
 
-// check reports whether the CPU is shared, reading the thread's run delay
-// at most every shareCheck: shared when it waited for the CPU more than
-// shareWait of the time since the last read.
-func (c *cpuShare) check() bool {
-	now := time.Now()
+// check reports whether the CPU is shared at now, reading the thread's run
+// delay at most every shareCheck. naps is how often the worker has napped so
+// far.
+func (c *cpuShare) check(now time.Time, naps uint64) bool {
 	if c.fd < 0 || now.Before(c.nextCheck) {
 		return now.Before(c.until)
 	}
 	c.nextCheck = now.Add(shareCheck)
 	if d, ok := c.readRunDelay(); ok {
-		if !c.last.IsZero() {
-			if waited, span := d-c.runDelay, now.Sub(c.last); float64(waited) > shareWait*float64(span) {
-				c.until = now.Add(shareHold)
-			}
-		}
-		c.runDelay, c.last = d, now
+		c.observe(now, d, naps)
 	}
 	return now.Before(c.until)
+}
+
+// observe takes a reading of the run delay: the CPU is shared when the
+// thread waited for it more than shareWait of the time since the last
+// reading, shareSpans times in a row. Only a span in which the worker did not nap counts: the wait to
+// run again after a nap is run delay too (about 6 microseconds a wake-up on
+// the development VM), and at ten thousand naps a second that alone passes
+// the threshold, which kept a worker napping on a CPU it had to itself. So a
+// worker that naps goes back to spinning when shareHold runs out, and the
+// first span without a nap decides again. (Sleeps in poll() are rare on a
+// CPU of its own, see spinFor, and on a shared one they are all the worker
+// does before it starts napping, so their spans count.)
+func (c *cpuShare) observe(now time.Time, runDelay int64, naps uint64) {
+	if !c.last.IsZero() && naps == c.naps {
+		if waited, span := runDelay-c.runDelay, now.Sub(c.last); float64(waited) > shareWait*float64(span) {
+			if c.strikes++; c.strikes >= shareSpans {
+				c.until = now.Add(shareHold)
+			}
+		} else {
+			c.strikes = 0
+		}
+	}
+	c.runDelay, c.last, c.naps = runDelay, now, naps
 }
 
 // sleep waits in poll() for frames (or tx room) or the timeout.

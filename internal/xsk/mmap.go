@@ -6,6 +6,7 @@ package xsk
 import (
 	"fmt"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -105,6 +106,22 @@ func setsockopt[T any](fd, level, name int, v *T) error {
 		uintptr(unsafe.Pointer(v)), unsafe.Sizeof(*v), 0)
 	if errno != 0 {
 		return errno
+	}
+	return nil
+}
+
+// Nap sleeps for d (at most a few hundred microseconds: the Go runtime
+// cannot stop the world while it lasts) with a raw nanosleep. A nap through
+// the runtime's system call path looks to it like a blocking call: its
+// monitor thread wakes every 20 microseconds to take the P away and a
+// second thread runs to hold it, and on a worker's CPU those threads are
+// what makes the CPU look shared. A signal (the runtime's preemption)
+// ends the nap early; that is not an error.
+func Nap(d time.Duration) error {
+	ts := unix.NsecToTimespec(int64(d))
+	_, _, e := unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
+	if e != 0 && e != unix.EINTR {
+		return e
 	}
 	return nil
 }
