@@ -51,7 +51,9 @@ type Config struct {
 	CPUs []int
 	// Batch is the most descriptors a worker takes from a ring at once.
 	Batch int
-	// FrameSize is the UMEM frame size, 2048 or 4096.
+	// FrameSize is the UMEM frame size, 2048 or 4096. A received frame
+	// must fit in it after the kernel's 256 bytes of XDP headroom: 2048
+	// takes an MTU of up to 1774 (with a VLAN tag), 4096 one of 3822.
 	FrameSize uint32
 	// NumFrames is the number of UMEM frames per socket; 0 means enough to
 	// fill the fill ring and the tx ring at once.
@@ -94,12 +96,15 @@ type Config struct {
 	Forward *ForwardConfig
 }
 
-// DefaultConfig returns xdpsock's defaults: batch 64, 4096-byte frames,
-// rings of 2048, native XDP, auto copy/zero-copy, need_wakeup on.
+// DefaultConfig returns xdpsock's defaults (batch 64, rings of 2048, native
+// XDP, auto copy/zero-copy, need_wakeup on) but 2048-byte frames, not 4096:
+// in copy mode the kernel writes every frame it receives, and with 4096-byte
+// frames the data of all frames falls in the same few cache sets (see
+// README, Performance).
 func DefaultConfig() Config {
 	return Config{
 		Batch:          64,
-		FrameSize:      4096,
+		FrameSize:      2048,
 		FillSize:       2048,
 		CompletionSize: 2048,
 		RxSize:         2048,

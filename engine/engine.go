@@ -37,6 +37,7 @@ import (
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/hook"
 	"github.com/xdpeng/xdpeng/internal/netdev"
+	"github.com/xdpeng/xdpeng/internal/pkt"
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
 
@@ -82,6 +83,9 @@ func New(cfg Config) (_ *Engine, err error) {
 	if err := info.CheckQueues(cfg.Queues); err != nil {
 		return nil, err
 	}
+	if err := checkMTU(info, cfg.FrameSize); err != nil {
+		return nil, err
+	}
 	var out *netdev.Info
 	if cfg.Forward != nil {
 		if out, err = lookupOut(&cfg, info); err != nil {
@@ -111,6 +115,29 @@ func New(cfg Config) (_ *Engine, err error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// xdpHeadroom is what the kernel keeps in front of a received frame in an
+// AF_XDP buffer (XDP_PACKET_HEADROOM).
+const xdpHeadroom = 256
+
+// checkMTU refuses a frame size that cannot hold the largest frame the
+// device can receive (its MTU, an Ethernet header and a VLAN tag, after the
+// kernel's headroom): the kernel would drop every such frame.
+func checkMTU(info *netdev.Info, frameSize uint32) error {
+	if info.MTU <= 0 {
+		return nil
+	}
+	need := info.MTU + pkt.EthHdrLen + pkt.VLANTagLen
+	if room := int(frameSize) - xdpHeadroom; need > room {
+		hint := "use --frame-size 4096"
+		if need > 4096-xdpHeadroom {
+			hint = fmt.Sprintf("lower it to at most %d (ip link set %s mtu %d)", 4096-xdpHeadroom-pkt.EthHdrLen-pkt.VLANTagLen, info.Name, 4096-xdpHeadroom-pkt.EthHdrLen-pkt.VLANTagLen)
+		}
+		return fmt.Errorf("%s has MTU %d: its frames (up to %d bytes) do not fit in %d-byte UMEM frames after the kernel's %d bytes of headroom: %s",
+			info.Name, info.MTU, need, frameSize, xdpHeadroom, hint)
+	}
+	return nil
 }
 
 // resolveCPUs gives each queue's worker a CPU: the configured ones, checked

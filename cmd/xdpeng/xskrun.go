@@ -53,7 +53,7 @@ func (f *xskFlags) register(fs *pflag.FlagSet) {
 	fs.StringVarP(&f.queues, "queues", "q", "", "rx queues to bind, e.g. 0, 0-3, 0,2 (default: all of the device's)")
 	fs.StringVar(&f.cpus, "cpus", "", "CPU of each queue's worker, one per queue (default: from the last CPU down)")
 	fs.IntVarP(&f.batch, "batch", "b", 64, "descriptors taken from a ring at once")
-	fs.Uint32Var(&f.frameSize, "frame-size", 4096, "UMEM frame size: 2048 or 4096")
+	fs.Uint32Var(&f.frameSize, "frame-size", 2048, "UMEM frame size: 2048 (MTU up to 1774) or 4096")
 	fs.Uint32Var(&f.frames, "frames", 0, "UMEM frames per socket (default: fill ring + tx ring sizes)")
 	fs.Uint32Var(&f.ringSize, "ring-size", 2048, "size of all four rings (power of two)")
 	fs.Uint32Var(&f.fillSize, "fill-size", 0, "fill ring size (default: --ring-size)")
