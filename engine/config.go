@@ -13,9 +13,10 @@ import (
 type WaitMode int
 
 const (
-	// WaitAdaptive spins a short while, then sleeps in poll() until frames
-	// arrive. It never starves a NAPI thread or generator that shares the
-	// worker's CPU, and costs nothing while traffic flows.
+	// WaitAdaptive spins while frames arrive and sleeps in poll() once the
+	// rx ring has stayed empty for a millisecond. When another thread
+	// wants the worker's CPU (a NAPI thread, a generator) it naps between
+	// batches instead of spinning, so it never starves that thread.
 	WaitAdaptive WaitMode = iota
 	// WaitBusy never sleeps: for a CPU that does nothing else.
 	WaitBusy

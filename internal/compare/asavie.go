@@ -25,10 +25,11 @@ import (
 
 // asavieOptions give asavie/xdp as many frames and as large rings as our
 // engine has (its defaults, 128 frames and rings of 64, would starve it),
-// so that the comparison is of the loop, not of the geometry.
+// and the same 2048-byte frames (its default and ours), so that the
+// comparison is of the loop, not of the geometry.
 var asavieOptions = xdp.SocketOptions{
 	NumFrames:              4096,
-	FrameSize:              4096,
+	FrameSize:              2048,
 	FillRingNumDescs:       2048,
 	CompletionRingNumDescs: 2048,
 	RxRingNumDescs:         2048,
