@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/xdpeng/xdpeng/internal/compare"
@@ -187,7 +186,7 @@ func summarize(scenario, path string, rows []compare.Row) PathResult {
 			loss = append(loss, 100*float64(r.Dropped)/float64(want))
 		}
 	}
-	p.MedianMpps, p.NsPerPacket, p.OfferedMpps, p.LossPct = median(p.Mpps), median(ns), median(off), median(loss)
+	p.MedianMpps, p.NsPerPacket, p.OfferedMpps, p.LossPct = progbench.Median(p.Mpps), progbench.Median(ns), progbench.Median(off), progbench.Median(loss)
 	return p
 }
 
@@ -239,18 +238,6 @@ func targets(r *Result) []Target {
 			Reference: "libxdp's default program: +10 ns"})
 	}
 	return ts
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func ints(v []int) string {

@@ -6,17 +6,6 @@ import (
 	"github.com/xdpeng/xdpeng/internal/progbench"
 )
 
-func TestMedian(t *testing.T) {
-	for _, tc := range []struct {
-		in   []float64
-		want float64
-	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
-		if got := median(tc.in); got != tc.want {
-			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
-		}
-	}
-}
-
 func TestTargets(t *testing.T) {
 	r := &Result{
 		Paths: []PathResult{

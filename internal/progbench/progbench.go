@@ -175,7 +175,7 @@ func Run(ctx context.Context, cfg Config, each func(Result)) ([]Result, error) {
 		}
 	}
 	for i := range results {
-		results[i].NsPerRun = median(results[i].Rounds)
+		results[i].NsPerRun = Median(results[i].Rounds)
 		results[i].QuietNs = quartile(results[i].Rounds)
 		if each != nil {
 			each(results[i])
@@ -225,7 +225,11 @@ func quartile(v []float64) float64 {
 	return s[(len(s)-1)/4]
 }
 
-func median(v []float64) float64 {
+// Median returns the median of v, 0 if v is empty.
+func Median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
 	s := slices.Clone(v)
 	slices.Sort(s)
 	if len(s)%2 == 1 {

@@ -23,6 +23,14 @@ func TestOverDrop(t *testing.T) {
 			t.Errorf("quartile(%v) = %v, want %v", tc.in, got, tc.want)
 		}
 	}
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		if got := Median(tc.in); got != tc.want {
+			t.Errorf("Median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
 	got := OverDrop(res)
 	want := []Delta{{Program: XskRedirect, Size: 64, Ns: 6}, {Program: Pass, Size: 64, Ns: 1}}
 	if !reflect.DeepEqual(got, want) {
