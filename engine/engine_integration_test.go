@@ -3,10 +3,13 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vishvananda/netlink"
 
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/internal/gen"
@@ -263,5 +266,40 @@ func TestBadInput(t *testing.T) {
 				return nil
 			})
 		})
+	}
+}
+
+// TestMTUTooLarge: a device whose frames do not fit in the UMEM frames is
+// refused before anything is attached, and 4096-byte frames then take it.
+func TestMTUTooLarge(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	dev := bed.Links[0].DUT
+	err := bed.InDUT(func() error {
+		link, err := netlink.LinkByName(dev)
+		if err != nil {
+			return err
+		}
+		if err := netlink.LinkSetMTU(link, 3000); err != nil {
+			return err
+		}
+		cfg := rxdropConfig(bed)
+		cfg.FrameSize = 2048
+		eng, err := engine.New(cfg)
+		if err == nil {
+			eng.Close()
+			return errors.New("2048-byte frames accepted on a device with MTU 3000")
+		}
+		if want := dev + " has MTU 3000"; !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--frame-size 4096") {
+			return fmt.Errorf("error %q, want one saying %q and --frame-size 4096", err, want)
+		}
+		cfg.FrameSize = 4096
+		eng, err = engine.New(cfg)
+		if err != nil {
+			return fmt.Errorf("4096-byte frames on MTU 3000: %w", err)
+		}
+		return eng.Close()
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

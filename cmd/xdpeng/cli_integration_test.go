@@ -87,7 +87,7 @@ func TestCLIBadInput(t *testing.T) {
 		{name: "batch zero", args: []string{"rxdrop", "-i", "dut0", "-b", "0", "-d", "1s"},
 			want: []string{"batch size 0: must be between 1 and"}},
 		{name: "zero-copy on veth", args: []string{"rxdrop", "-i", "dut0", "-z", "-d", "1s"},
-			want: []string{"does not support zero-copy", "use -c for copy mode, or leave the default auto"}},
+			want: []string{"bind AF_XDP socket to dut0 queue 0", "does not support zero-copy", "use -c for copy mode, or leave the default auto"}},
 		{name: "copy and zero-copy", args: []string{"rxdrop", "-i", "dut0", "-c", "-z", "-d", "1s"},
 			want: []string{"-c (copy) and -z (zero-copy) exclude each other"}},
 		{name: "interval", args: []string{"rxdrop", "-i", "dut0", "-I", "0s", "-d", "1s"}, want: []string{"must be positive"}},
@@ -150,7 +150,11 @@ func TestCLIBadInput(t *testing.T) {
 			badInput{name: "txonly unbounded", gen: true, args: []string{"txonly", "-i", "gen0"},
 				want: []string{"txonly needs a bound"}},
 			badInput{name: "txonly IP outside the benchmark range", gen: true, args: []string{"txonly", "-i", "gen0", "--count", "10", "--dst-ip", "10.1.1.1"},
-				want: []string{"--dst-ip 10.1.1.1 is outside 198.18.0.0/15"}})
+				want: []string{"--dst-ip 10.1.1.1 is outside 198.18.0.0/15"}},
+			badInput{name: "txonly with a receive-only flag", gen: true, args: []string{"txonly", "-i", "gen0", "--count", "10", "--udp-port", "9"},
+				want: []string{"--udp-port does not apply to txonly: it receives nothing"}},
+			badInput{name: "txonly with an XDP mode", gen: true, args: []string{"txonly", "-i", "gen0", "--count", "10", "-S"},
+				want: []string{"--generic does not apply to txonly: it attaches no XDP program"}})
 	}
 	if hasCommand(bin, "fwd") {
 		cases = append(cases,
@@ -159,7 +163,7 @@ func TestCLIBadInput(t *testing.T) {
 			badInput{name: "fwd no such output", args: []string{"fwd", "-i", "dut0", "-o", "nosuch0", "-d", "1s"},
 				want: []string{`"nosuch0" not found`}},
 			badInput{name: "fwd without -o", args: []string{"fwd", "-i", "dut0", "-d", "1s"},
-				want: []string{`required flag(s) "out" not set`}})
+				want: []string{"no output interface given: use -o DEV"}})
 	}
 	if hasCommand(bin, "compare") {
 		cases = append(cases, badInput{name: "compare bogus path", args: []string{"compare", "-i", "dut0", "--paths", "bogus", "--duration", "1s"},

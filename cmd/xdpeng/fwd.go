@@ -4,6 +4,7 @@ package main
 // (engine.ForwardConfig), flags and printing.
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -52,8 +53,6 @@ dropped (handler verdict) or tx_ring_full (OUT's ring or UMEM had no room).`,
 	fs.StringVarP(&f.out, "out", "o", "", "device to send out of (required)")
 	fs.StringVar(&f.dstMAC, "dst-mac", "", "destination MAC of forwarded frames (default: OUT's veth peer's)")
 	fs.BoolVar(&f.noSharedUmem, "no-shared-umem", false, "copy frames into UMEMs of OUT's own instead of sharing IN's")
-	_ = c.MarkFlagRequired("interface")
-	_ = c.MarkFlagRequired("out")
 	return c
 }
 
@@ -61,6 +60,9 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 	cfg, err := f.config()
 	if err != nil {
 		return err
+	}
+	if f.out == "" {
+		return errors.New("no output interface given: use -o DEV (fwd sends out of it what it receives on -i)")
 	}
 	if f.noSharedUmem && f.sharedUmem {
 		return fmt.Errorf("--shared-umem (one UMEM for all of IN's queues) and --no-shared-umem (OUT copies into UMEMs of its own) exclude each other here: give one")

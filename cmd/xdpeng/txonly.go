@@ -75,11 +75,30 @@ arrive only if the peer has an XDP program attached or GRO on.`,
 	fs.StringVar(&f.dstMAC, "dst-mac", "", "destination MAC (default: the veth peer's, else the neighbour entry of --dst-ip)")
 	fs.Uint8Var(&f.fill, "fill", 0, "payload byte")
 	fs.Uint16Var(&f.vlan, "vlan", 0, "802.1Q VLAN ID to tag frames with, 1..4094 (default: untagged)")
-	_ = c.MarkFlagRequired("interface")
+	for _, n := range txOnlyIgnores {
+		_ = fs.MarkHidden(n.flag)
+	}
 	return c
 }
 
+// txOnlyIgnores are the flags of the receiving modes that would do nothing
+// in txonly: given, they are an error rather than silently ignored.
+var txOnlyIgnores = []struct{ flag, why string }{
+	{"udp-port", "it receives nothing"},
+	{"native", "it attaches no XDP program"},
+	{"generic", "it attaches no XDP program"},
+	{"force", "it attaches no XDP program"},
+	{"fill-size", "its sockets have no fill ring of their own to size"},
+	{"rx-size", "its sockets have no rx ring"},
+	{"shared-umem", "each queue's socket has a UMEM of its own, holding that queue's frames"},
+}
+
 func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
+	for _, n := range txOnlyIgnores {
+		if cmd.Flags().Changed(n.flag) {
+			return fmt.Errorf("--%s does not apply to txonly: %s (see xdpeng txonly --help)", n.flag, n.why)
+		}
+	}
 	if f.count == 0 && f.duration <= 0 {
 		return errors.New("txonly needs a bound: give --count N or --duration D (it never sends without one)")
 	}

@@ -3,6 +3,7 @@ package xsk
 import (
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -233,7 +234,7 @@ func bind(fd int, sa *unix.SockaddrXDP) error {
 }
 
 func bindError(cfg SocketConfig, err error) error {
-	where := fmt.Sprintf("bind AF_XDP socket to ifindex %d queue %d", cfg.Ifindex, cfg.Queue)
+	where := fmt.Sprintf("bind AF_XDP socket to %s queue %d", ifaceName(cfg.Ifindex), cfg.Queue)
 	switch {
 	case errors.Is(err, unix.EBUSY):
 		return fmt.Errorf("%s: %w (another AF_XDP socket is bound to this queue; stop it, or choose other queues with -q)", where, err)
@@ -418,4 +419,13 @@ func (s *Socket) Close() error {
 	}
 	s.fd = -1
 	return errors.Join(errs...)
+}
+
+// ifaceName names the device with index ifindex for an error message: its
+// name in this network namespace, else the index.
+func ifaceName(ifindex int) string {
+	if ifi, err := net.InterfaceByIndex(ifindex); err == nil {
+		return ifi.Name
+	}
+	return fmt.Sprintf("ifindex %d", ifindex)
 }
