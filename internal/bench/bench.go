@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/xdpeng/xdpeng/internal/compare"
@@ -204,7 +205,7 @@ func targets(r *Result) []Target {
 		}
 		v := x / y
 		ts = append(ts, Target{Name: name, Value: v, Goal: goal, Unit: "ratio", Met: v >= goal,
-			Measured: fmt.Sprintf("median Mpps %s / %s in scenario %s: %.3f / %.3f", a, b, sc, x, y), Reference: ref})
+			Measured: fmt.Sprintf("median Mpps %s / %s in scenario %s: %.3f / %.3f%s", a, b, sc, x, y, perRun(r, sc, a, b)), Reference: ref})
 	}
 	abs := func(name, sc, path string, goal float64, ref string) {
 		x, ok := mpps(sc, path)
@@ -260,4 +261,23 @@ func join(v []string) string {
 		s += x
 	}
 	return s
+}
+
+// perRun lists the ratio of paths a and b of a scenario run by run (the
+// paths of one run are measured back to back, so the host's mood is more
+// alike within a run than across runs), or "" if the runs do not pair up.
+func perRun(r *Result, sc, a, b string) string {
+	pa, ok1 := r.Path(sc, a)
+	pb, ok2 := r.Path(sc, b)
+	if !ok1 || !ok2 || len(pa.Mpps) != len(pb.Mpps) || len(pa.Mpps) < 2 {
+		return ""
+	}
+	var rs []string
+	for i := range pa.Mpps {
+		if pb.Mpps[i] <= 0 {
+			return ""
+		}
+		rs = append(rs, fmt.Sprintf("%.3f", pa.Mpps[i]/pb.Mpps[i]))
+	}
+	return "; run by run " + strings.Join(rs, " ")
 }

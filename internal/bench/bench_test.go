@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/xdpeng/xdpeng/internal/progbench"
@@ -9,8 +10,8 @@ import (
 func TestTargets(t *testing.T) {
 	r := &Result{
 		Paths: []PathResult{
-			{Scenario: "A", Path: "xsk-drop", MedianMpps: 5},
-			{Scenario: "A", Path: "asavie-drop", MedianMpps: 4},
+			{Scenario: "A", Path: "xsk-drop", MedianMpps: 5, Mpps: []float64{5, 4.5}},
+			{Scenario: "A", Path: "asavie-drop", MedianMpps: 4, Mpps: []float64{4, 3}},
 			{Scenario: "A", Path: "xdp-drop", MedianMpps: 7.5},
 			{Scenario: "A", Path: "xsk-l2fwd", MedianMpps: 0.9},
 			{Scenario: "B", Path: "xsk-drop", MedianMpps: 3},
@@ -37,6 +38,9 @@ func TestTargets(t *testing.T) {
 		}
 	}
 	check("xsk-drop / asavie-drop (A)", 1.25, false)
+	if m := got["xsk-drop / asavie-drop (A)"].Measured; !strings.HasSuffix(m, "run by run 1.250 1.500") {
+		t.Errorf("measured %q: no ratios run by run", m)
+	}
 	check("xsk-drop / xdp-drop (A)", 5/7.5, false)
 	check("xsk-l2fwd (A)", 0.9, true)
 	check("xsk-drop, one core for all DUT work (B)", 3, true)
