@@ -245,14 +245,18 @@ type genThreadJSON struct {
 }
 
 type genIntervalJSON struct {
-	Type       string          `json:"type"`
-	Mode       string          `json:"mode"`
-	Interface  string          `json:"interface"`
-	TimeS      float64         `json:"t"`
-	IntervalS  float64         `json:"interval_s"`
-	TxPackets  uint64          `json:"tx_packets"`
-	TxPPS      float64         `json:"tx_pps"`
+	Type      string  `json:"type"`
+	Mode      string  `json:"mode"`
+	Interface string  `json:"interface"`
+	TimeS     float64 `json:"t"`
+	IntervalS float64 `json:"interval_s"`
+	TxPackets uint64  `json:"tx_packets"`
+	TxPPS     float64 `json:"tx_pps"`
+	// TxBPS counts the frames' bits, as rx_bps and tx_bps of the other
+	// commands do; TxWireBPS adds what each frame costs on an Ethernet
+	// wire besides (FCS, preamble, inter-frame gap).
 	TxBPS      float64         `json:"tx_bps"`
+	TxWireBPS  float64         `json:"tx_wire_bps"`
 	PerThread  []genThreadJSON `json:"per_thread"`
 	XmitErrors *uint64         `json:"xmit_errors"`
 }
@@ -294,7 +298,7 @@ func (p *genPrinter) interval(s gen.Stats) {
 	}
 	if p.json {
 		p.emit(genIntervalJSON{Type: "interval", Mode: "gen", Interface: p.iface, TimeS: s.Duration.Seconds(),
-			IntervalS: dt, TxPackets: sent, TxPPS: pps, TxBPS: pps * float64(units.WireBits(uint64(p.size))),
+			IntervalS: dt, TxPackets: sent, TxPPS: pps, TxBPS: pps * float64(8*p.size), TxWireBPS: pps * float64(units.WireBits(uint64(p.size))),
 			PerThread: threads, XmitErrors: errs})
 	} else {
 		var b strings.Builder

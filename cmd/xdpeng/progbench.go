@@ -70,7 +70,10 @@ measured without counters, drop-counters with them.`,
 			}
 			results, err := progbench.Run(ctx, cfg, func(r progbench.Result) {
 				if asJSON {
-					writeJSON(w, r)
+					writeJSON(w, struct {
+						Type string `json:"type"`
+						progbench.Result
+					}{"result", r})
 					return
 				}
 				rs := make([]string, len(r.Rounds))
@@ -79,8 +82,17 @@ measured without counters, drop-counters with them.`,
 				}
 				fmt.Fprintf(w, "%-22s %6d %10.1f %6.0f  %s\n", r.Program, r.Size, r.NsPerRun, r.QuietNs, strings.Join(rs, " "))
 			})
-			if !asJSON && err == nil {
-				printOverDrop(w, results)
+			if err == nil {
+				if asJSON {
+					for _, d := range progbench.OverDrop(results) {
+						writeJSON(w, struct {
+							Type string `json:"type"`
+							progbench.Delta
+						}{"over_drop", d})
+					}
+				} else {
+					printOverDrop(w, results)
+				}
 			}
 			return err
 		},
@@ -91,7 +103,7 @@ measured without counters, drop-counters with them.`,
 	fs.IntVar(&repeat, "repeat", progbench.DefaultRepeat, "runs per measurement")
 	fs.IntVar(&rounds, "rounds", 5, "measurements per program and size; the median is shown")
 	fs.IntVar(&cpu, "cpu", -1, "pin the measuring thread to this CPU, -1 not to pin (default: the last CPU)")
-	fs.BoolVar(&asJSON, "json", false, "one JSON object per program and size")
+	fs.BoolVar(&asJSON, "json", false, `one JSON object per program and size ("type": "result"), then one per program's cost over drop ("type": "over_drop")`)
 	return cmd
 }
 
