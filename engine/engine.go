@@ -131,8 +131,11 @@ func checkMTU(info *netdev.Info, frameSize uint32) error {
 	need := info.MTU + pkt.EthHdrLen + pkt.VLANTagLen
 	if room := int(frameSize) - xdpHeadroom; need > room {
 		hint := "use --frame-size 4096"
-		if need > 4096-xdpHeadroom {
-			hint = fmt.Sprintf("lower it to at most %d (ip link set %s mtu %d)", 4096-xdpHeadroom-pkt.EthHdrLen-pkt.VLANTagLen, info.Name, 4096-xdpHeadroom-pkt.EthHdrLen-pkt.VLANTagLen)
+		if max := 4096 - xdpHeadroom - pkt.EthHdrLen - pkt.VLANTagLen; need > 4096-xdpHeadroom {
+			hint = fmt.Sprintf("lower it to at most %d (ip link set %s mtu %d)", max, info.Name, max)
+			if frameSize < 4096 {
+				hint += " and use --frame-size 4096"
+			}
 		}
 		return fmt.Errorf("%s has MTU %d: its frames (up to %d bytes) do not fit in %d-byte UMEM frames after the kernel's %d bytes of headroom: %s",
 			info.Name, info.MTU, need, frameSize, xdpHeadroom, hint)

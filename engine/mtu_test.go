@@ -19,7 +19,7 @@ func TestCheckMTU(t *testing.T) {
 		{3000, 4096, ""},
 		{3822, 4096, ""},
 		{9000, 4096, "lower it to at most 3822"},
-		{9000, 2048, "lower it to at most 3822"},
+		{9000, 2048, "lower it to at most 3822 (ip link set eth9 mtu 3822) and use --frame-size 4096"},
 		{0, 2048, ""}, // unknown MTU: nothing to check
 	} {
 		err := checkMTU(&netdev.Info{Name: "eth9", MTU: tc.mtu}, tc.frame)

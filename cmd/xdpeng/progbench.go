@@ -34,7 +34,9 @@ median of --rounds measurements, taken round-robin over the programs and sizes
 so that all see the machine alike; "quiet" is the lower quartile of the rounds.
 A program's cost over XDP_DROP is the difference of the quiet figures: on a VM
 a noisy phase stretches every run, the costlier ones most, so the quiet rounds
-are the program's own cost. The kernel reports whole nanoseconds. The frame is UDP over IPv4 to port 9999.
+are the program's own cost. The kernel reports whole nanoseconds per run; a
+median of an even number of rounds can end in .5. The frame is UDP over IPv4
+to port 9999.
 
 Programs: ` + strings.Join(progbench.Programs, ", ") + `
 xsk-redirect is the AF_XDP steering program as deployed before sockets bind
@@ -102,7 +104,8 @@ measured without counters, drop-counters with them.`,
 	fs.IntSliceVar(&sizes, "sizes", []int{64, 1500}, "frame sizes in bytes, without FCS")
 	fs.IntVar(&repeat, "repeat", progbench.DefaultRepeat, "runs per measurement")
 	fs.IntVar(&rounds, "rounds", 5, "measurements per program and size; the median is shown")
-	fs.IntVar(&cpu, "cpu", -1, "pin the measuring thread to this CPU, -1 not to pin (default: the last CPU)")
+	fs.IntVar(&cpu, "cpu", -1, "pin the measuring thread to this CPU, -1 not to pin")
+	fs.Lookup("cpu").DefValue = "the last online CPU"
 	fs.BoolVar(&asJSON, "json", false, `one JSON object per program and size ("type": "result"), then one per program's cost over drop ("type": "over_drop")`)
 	return cmd
 }
@@ -123,6 +126,6 @@ func printOverDrop(w io.Writer, results []progbench.Result) {
 	}
 	fmt.Fprintf(w, "\nover a bare XDP_DROP at the same size (quiet - quiet):\n")
 	for _, d := range ds {
-		fmt.Fprintf(w, "%-22s %6d %+10.1f ns\n", d.Program, d.Size, d.Ns)
+		fmt.Fprintf(w, "%-22s %6d %+10.0f ns\n", d.Program, d.Size, d.Ns)
 	}
 }

@@ -63,6 +63,8 @@ arrive only if the peer has an XDP program attached or GRO on.`,
 	fs.Lookup("duration").Usage = "run this long, then exit (a run needs --count or --duration)"
 	fs.Lookup("interface").Usage = "device to send out of (required)"
 	fs.Lookup("queues").Usage = "tx queues to bind, e.g. 0, 0-3 (default: all of the device's)"
+	fs.Lookup("ring-size").Usage = "size of the tx and completion rings (power of two)"
+	fs.Lookup("frames").Usage = "UMEM frames per socket (default: tx ring + completion ring sizes, rounded up to a multiple of --ports)"
 	fs.IntVar(&f.size, "size", 64, fmt.Sprintf("frame size in bytes without FCS, %d..%d", pkt.MinFrameSize, pkt.MaxFrameSize))
 	fs.Uint64Var(&f.count, "count", 0, "frames to send in total, split exactly over the queues")
 	fs.Uint64Var(&f.rate, "rate", 0, "upper bound in frames per second over all queues (default: as fast as possible)")

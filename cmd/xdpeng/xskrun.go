@@ -77,7 +77,7 @@ func (f *xskFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVarP(&f.interval, "interval", "I", time.Second, "statistics interval")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per line")
 	fs.BoolVarP(&f.extraStats, "extra-stats", "x", false, "show the six XDP_STATISTICS counters")
-	fs.BoolVarP(&f.appStats, "app-stats", "a", false, "show wakeups, polls and batches per second")
+	fs.BoolVarP(&f.appStats, "app-stats", "a", false, "show wakeups, polls, naps and batches per second")
 }
 
 // config turns the flags into an engine configuration, refusing bad input.
@@ -260,20 +260,21 @@ func cpuListInOrder(cpus []int) string {
 
 // queueRates is one row of interval output.
 type queueRates struct {
-	Queue      int                `json:"queue"`
-	CPU        int                `json:"cpu"`
-	RxPPS      float64            `json:"rx_pps"`
-	TxPPS      float64            `json:"tx_pps"`
-	RxBPS      float64            `json:"rx_bps"`
-	TxBPS      float64            `json:"tx_bps"`
-	RxPackets  uint64             `json:"rx_packets"`
-	TxPackets  uint64             `json:"tx_packets"`
-	XDP        map[string]float64 `json:"xdp_stats_per_s,omitempty"`
-	RxWakeupsS float64            `json:"rx_wakeups_per_s,omitempty"`
-	TxWakeupsS float64            `json:"tx_wakeups_per_s,omitempty"`
-	PollsS     float64            `json:"polls_per_s,omitempty"`
-	BatchesS   float64            `json:"batches_per_s,omitempty"`
-	NapsS      float64            `json:"naps_per_s,omitempty"`
+	Queue     int                `json:"queue"`
+	CPU       int                `json:"cpu"`
+	RxPPS     float64            `json:"rx_pps"`
+	TxPPS     float64            `json:"tx_pps"`
+	RxBPS     float64            `json:"rx_bps"`
+	TxBPS     float64            `json:"tx_bps"`
+	RxPackets uint64             `json:"rx_packets"`
+	TxPackets uint64             `json:"tx_packets"`
+	XDP       map[string]float64 `json:"xdp_stats_per_s,omitempty"`
+	// The app stats are there with -a only, zero or not.
+	RxWakeupsS *float64 `json:"rx_wakeups_per_s,omitempty"`
+	TxWakeupsS *float64 `json:"tx_wakeups_per_s,omitempty"`
+	PollsS     *float64 `json:"polls_per_s,omitempty"`
+	BatchesS   *float64 `json:"batches_per_s,omitempty"`
+	NapsS      *float64 `json:"naps_per_s,omitempty"`
 }
 
 func rates(prev, cur engine.QueueStats, dt float64, f *xskFlags) queueRates {
@@ -297,11 +298,12 @@ func rates(prev, cur engine.QueueStats, dt float64, f *xskFlags) queueRates {
 		}
 	}
 	if f.appStats {
-		r.RxWakeupsS = float64(cur.RxWakeups-prev.RxWakeups) / dt
-		r.TxWakeupsS = float64(cur.TxWakeups-prev.TxWakeups) / dt
-		r.PollsS = float64(cur.Polls-prev.Polls) / dt
-		r.BatchesS = float64(cur.Batches-prev.Batches) / dt
-		r.NapsS = float64(cur.Naps-prev.Naps) / dt
+		per := func(a, b uint64) *float64 { v := float64(b-a) / dt; return &v }
+		r.RxWakeupsS = per(prev.RxWakeups, cur.RxWakeups)
+		r.TxWakeupsS = per(prev.TxWakeups, cur.TxWakeups)
+		r.PollsS = per(prev.Polls, cur.Polls)
+		r.BatchesS = per(prev.Batches, cur.Batches)
+		r.NapsS = per(prev.Naps, cur.Naps)
 	}
 	return r
 }
@@ -347,7 +349,7 @@ func (p *xskPrinter) interval(prev, cur engine.Snapshot) {
 		}
 		if p.f.appStats {
 			fmt.Fprintf(p.w, "%16s app/s: rx_wakeups %.0f tx_wakeups %.0f polls %.0f naps %.0f batches %.0f\n", "",
-				r.RxWakeupsS, r.TxWakeupsS, r.PollsS, r.NapsS, r.BatchesS)
+				*r.RxWakeupsS, *r.TxWakeupsS, *r.PollsS, *r.NapsS, *r.BatchesS)
 		}
 	}
 	if p.hooks.intervalText != nil {
