@@ -117,7 +117,7 @@ const adaptiveSpins = 2000
 // sleep costs the kernel a wake-up on the receiving CPU and, when it outlasts
 // the fill ring (2048 frames last 400 us at 5 Mpps), dropped frames. With
 // 2000 empty polls (about 60 us) instead, rxdrop in layout A slept 900 to
-// 5,500 times a second and dropped up to 1% for an empty fill ring.
+// 2,900 times a second and dropped up to 1% for an empty fill ring.
 const spinFor = time.Millisecond
 
 // run is the worker's loop; it returns when stop is set.
@@ -606,14 +606,15 @@ func (c *cpuShare) check(now time.Time, naps uint64) bool {
 
 // observe takes a reading of the run delay: the CPU is shared when the
 // thread waited for it more than shareWait of the time since the last
-// reading, shareSpans times in a row. Only a span in which the worker did not nap counts: the wait to
-// run again after a nap is run delay too (about 6 microseconds a wake-up on
-// the development VM), and at ten thousand naps a second that alone passes
-// the threshold, which kept a worker napping on a CPU it had to itself. So a
-// worker that naps goes back to spinning when shareHold runs out, and the
-// first span without a nap decides again. (Sleeps in poll() are rare on a
-// CPU of its own, see spinFor, and on a shared one they are all the worker
-// does before it starts napping, so their spans count.)
+// reading, shareSpans times in a row. Only a span in which the worker did
+// not nap counts: the wait to run again after a nap is run delay too (about
+// 6 microseconds a wake-up on the development VM), and at ten thousand naps
+// a second that alone passes the threshold, which kept a worker napping on
+// a CPU it had to itself. So a worker that naps goes back to spinning when
+// shareHold runs out, and the first spans without a nap decide again.
+// (Sleeps in poll() are rare on a CPU of its own, see spinFor, and on a
+// shared one they are all the worker does before it starts napping, so
+// their spans count.)
 func (c *cpuShare) observe(now time.Time, runDelay int64, naps uint64) {
 	if !c.last.IsZero() && naps == c.naps {
 		if waited, span := runDelay-c.runDelay, now.Sub(c.last); float64(waited) > shareWait*float64(span) {
