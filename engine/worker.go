@@ -116,7 +116,7 @@ const adaptiveSpins = 2000
 // batches under load, including a descheduled vCPU on the sending side; a
 // sleep costs the kernel a wake-up on the receiving CPU and, when it outlasts
 // the fill ring (2048 frames last 400 us at 5 Mpps), dropped frames. With
-// 2000 empty polls (about 60 us) instead, rxdrop in layout A slept 900 to
+// 2000 empty polls instead, rxdrop in layout A slept 900 to
 // 2,900 times a second and dropped up to 1% for an empty fill ring.
 const spinFor = time.Millisecond
 
