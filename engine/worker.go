@@ -468,8 +468,19 @@ func (w *Worker) idle(spins *int) error {
 	}
 	first := *spins == 0
 	*spins++
+	if !first {
+		// The clock only every 64th empty poll: time.Now costs 47 ns on
+		// the development VM, an atomic load of the ring's index 1.6, and
+		// spinFor is long next to 64 polls.
+		if *spins&63 != 0 || time.Since(w.idleFrom) < spinFor {
+			return nil
+		}
+		*spins = 0
+		w.publish()
+		return w.sleep()
+	}
 	now := time.Now()
-	if first && w.shared.check(now, w.c.naps) {
+	if w.shared.check(now, w.c.naps) {
 		// Another thread wants this CPU (a NAPI thread, a generator):
 		// spinning would only take its time. While frames flow, nap for
 		// a fixed time so that they gather into large batches, one
@@ -488,16 +499,8 @@ func (w *Worker) idle(spins *int) error {
 		}
 		return w.sleep()
 	}
-	if first {
-		w.idleFrom = now
-		return nil
-	}
-	if now.Sub(w.idleFrom) < spinFor {
-		return nil
-	}
-	*spins = 0
-	w.publish()
-	return w.sleep()
+	w.idleFrom = now
+	return nil
 }
 
 // adaptNap adjusts the nap to the frames that arrived around the last one.
