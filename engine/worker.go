@@ -586,9 +586,9 @@ const (
 	// shareWait is the share of the time spent waiting for the CPU above
 	// which a span counts as shared, and shareSpans how many such spans in
 	// a row make the CPU shared. A thread that wants the CPU all the time (a
-	// NAPI thread, a generator) makes the share 30-50% in every span; a
-	// kernel thread's burst of a few milliseconds (kdamond, a kworker), one
-	// or two spans at most.
+	// NAPI thread, a generator) makes it half or more in every span (layout
+	// B); a kernel thread's burst of a few milliseconds (kdamond, a
+	// kworker), one or two spans at most.
 	shareWait  = 0.10
 	shareSpans = 3
 )
