@@ -30,6 +30,11 @@ targets are set in, --runs times each, and prints the median of every path and
 the ratios between paths measured in the same run, with the command and CPU
 placement of each scenario. It takes a few minutes.
 
+In layout A the generator and the DUT's softirq keep CPU 0 busy, so 1000/Mpps
+is CPU 0's time per frame; bench prints it for each drop path and its excess
+over xdp-drop (and 1500-byte over 64-byte xsk-drop): what steering a frame to
+userspace costs the kernel, without the generator's share.
+
 Scenarios (for CPUs 0 and 1):
   A       generator + DUT softirq on CPU 0, receiver on CPU 1: xdp-drop, xsk-drop, asavie-drop, xsk-l2fwd
   B       generator on CPU 0, threaded NAPI and receiver on CPU 1: xdp-drop, xsk-drop
@@ -98,6 +103,13 @@ func printBench(w io.Writer, r bench.Result) {
 				rs = append(rs, fmt.Sprintf("%.2f", m))
 			}
 			fmt.Fprintf(w, "  %-14s %8.3f %8.3f %8.1f %7.2f  %s\n", p.Path, p.MedianMpps, p.OfferedMpps, p.NsPerPacket, p.LossPct, strings.Join(rs, " "))
+		}
+	}
+	if len(r.Costs) > 0 {
+		fmt.Fprintf(w, "\nns per frame on CPU 0 in layout A (1000/Mpps: the generator and the DUT's softirq keep CPU 0 busy;\n"+
+			"the difference to xdp-drop leaves out the generator's share)\n")
+		for _, c := range r.Costs {
+			fmt.Fprintf(w, "  %-7s %-12s %7.1f ns  %+7.1f ns over %s %s\n", c.Scenario, c.Path, c.Ns, c.Over, c.OverPath, c.OverScenario)
 		}
 	}
 	if len(r.ProgBench) > 0 {

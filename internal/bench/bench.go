@@ -101,7 +101,66 @@ type Result struct {
 	ProgBench []progbench.Result `json:"progbench"`
 	// OverDrop is each progbench program's cost over XDP_DROP, paired by round.
 	OverDrop []progbench.Delta `json:"progbench_over_drop"`
-	Targets  []Target          `json:"targets"`
+	// Costs is the time each drop path takes per frame on CPU 0 in the
+	// layout-A scenarios (see CPU0Costs).
+	Costs   []Cost   `json:"cpu0_ns_per_frame"`
+	Targets []Target `json:"targets"`
+}
+
+// Cost is the time one path takes per frame on the saturated CPU 0 of a
+// layout-A scenario, and how much more that is than a reference path.
+type Cost struct {
+	Scenario string  `json:"scenario"`
+	Path     string  `json:"path"`
+	Ns       float64 `json:"ns"`
+	// Over is Ns minus the reference's Ns: OverScenario's OverPath.
+	OverScenario string  `json:"over_scenario"`
+	OverPath     string  `json:"over_path"`
+	Over         float64 `json:"over_ns"`
+}
+
+// CPU0Costs splits the time per frame on CPU 0 in layout A. There the
+// generator thread sends flat out on CPU 0, and the DUT's softirq (the XDP
+// program, the redirect, the copy into the UMEM) runs on the same CPU, so
+// CPU 0 is busy all the time and 1000/Mpps is its ns per frame: the
+// generator's share plus the path's. Subtracting xdp-drop's time removes
+// the generator's share, which is what makes a path's cost comparable with
+// figures taken with another generator. Only the drop paths are split:
+// they lose almost nothing, so CPU 0 is what limits them (l2fwd is limited
+// by its transmit path on CPU 1). The copy of a large frame is the 1500-byte
+// scenario's xsk-drop over the 64-byte one.
+func CPU0Costs(r *Result) []Cost {
+	var cs []Cost
+	ns := func(sc, path string) (float64, bool) {
+		p, ok := r.Path(sc, path)
+		if !ok || p.MedianMpps <= 0 {
+			return 0, false
+		}
+		return 1000 / p.MedianMpps, true
+	}
+	for _, sc := range r.Scenarios {
+		if sc.Layout != compare.LayoutA || sc.Queues != 1 {
+			continue
+		}
+		base, ok := ns(sc.Name, "xdp-drop")
+		if !ok {
+			continue
+		}
+		for _, path := range sc.Paths {
+			if !strings.HasSuffix(path, "-drop") {
+				continue
+			}
+			if v, ok := ns(sc.Name, path); ok {
+				cs = append(cs, Cost{Scenario: sc.Name, Path: path, Ns: v, OverScenario: sc.Name, OverPath: "xdp-drop", Over: v - base})
+			}
+		}
+	}
+	big, ok1 := ns("A-1500", "xsk-drop")
+	small, ok2 := ns("A", "xsk-drop")
+	if ok1 && ok2 {
+		cs = append(cs, Cost{Scenario: "A-1500", Path: "xsk-drop", Ns: big, OverScenario: "A", OverPath: "xsk-drop", Over: big - small})
+	}
+	return cs
 }
 
 // Path returns a scenario's path result.
@@ -172,6 +231,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	res.ProgBench = pb
 	res.OverDrop = progbench.OverDrop(pb)
+	res.Costs = CPU0Costs(&res)
 	res.Targets = targets(&res)
 	return res, nil
 }

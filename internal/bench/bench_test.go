@@ -58,3 +58,40 @@ func TestScenarioCommands(t *testing.T) {
 		}
 	}
 }
+
+func TestCPU0Costs(t *testing.T) {
+	r := &Result{Scenarios: Scenarios()}
+	r.Paths = []PathResult{
+		{Scenario: "A", Path: "xdp-drop", MedianMpps: 8},      // 125 ns
+		{Scenario: "A", Path: "xsk-drop", MedianMpps: 5},      // 200 ns
+		{Scenario: "A", Path: "asavie-drop", MedianMpps: 4},   // 250 ns
+		{Scenario: "A", Path: "xsk-l2fwd", MedianMpps: 1},     // not a drop path
+		{Scenario: "B", Path: "xdp-drop", MedianMpps: 6},      // layout B: CPU 0 is not the limit
+		{Scenario: "B", Path: "xsk-drop", MedianMpps: 3},      //
+		{Scenario: "A-1500", Path: "xdp-drop", MedianMpps: 8}, // 125 ns
+		{Scenario: "A-1500", Path: "xsk-drop", MedianMpps: 4}, // 250 ns
+	}
+	type key struct{ sc, path, over string }
+	want := map[key]float64{
+		{"A", "xdp-drop", "A xdp-drop"}:           0,
+		{"A", "xsk-drop", "A xdp-drop"}:           75,
+		{"A", "asavie-drop", "A xdp-drop"}:        125,
+		{"A-1500", "xdp-drop", "A-1500 xdp-drop"}: 0,
+		{"A-1500", "xsk-drop", "A-1500 xdp-drop"}: 125,
+		{"A-1500", "xsk-drop", "A xsk-drop"}:      50,
+	}
+	got := CPU0Costs(r)
+	if len(got) != len(want) {
+		t.Fatalf("got %d costs, want %d: %+v", len(got), len(want), got)
+	}
+	for _, c := range got {
+		w, ok := want[key{c.Scenario, c.Path, c.OverScenario + " " + c.OverPath}]
+		if !ok {
+			t.Errorf("unexpected cost %+v", c)
+			continue
+		}
+		if d := c.Over - w; d > 1e-9 || d < -1e-9 {
+			t.Errorf("%s %s over %s %s = %v ns, want %v", c.Scenario, c.Path, c.OverScenario, c.OverPath, c.Over, w)
+		}
+	}
+}
