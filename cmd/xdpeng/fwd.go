@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xdpeng/xdpeng/engine"
-	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/units"
 	"github.com/xdpeng/xdpeng/internal/xsk"
@@ -89,8 +88,8 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 	umem, why := eng.ForwardUmem()
 	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "fwd", f: &f.xskFlags, eng: eng}
 	if !f.json {
-		fmt.Fprintf(p.w, "fwd %s (%s) -> %s (%s): queues %s on CPUs %s, XDP %s, %s, umem %s, dst MAC %s, batch %d, rings fill/comp/rx/tx %d/%d/%d/%d, need_wakeup %v, wait %s\n",
-			ecfg.Interface, eng.Interface().Driver, eng.Output().Name, eng.Output().Driver, cpuset.Format(ecfg.Queues), cpuListInOrder(ecfg.CPUs),
+		fmt.Fprintf(p.w, "fwd %s (%s) -> %s (%s): %s, XDP %s, %s, umem %s, dst MAC %s, batch %d, rings fill/comp/rx/tx %d/%d/%d/%d, need_wakeup %v, wait %s\n",
+			ecfg.Interface, eng.Interface().Driver, eng.Output().Name, eng.Output().Driver, queuesOnCPUs(ecfg.Queues, ecfg.CPUs),
 			ecfg.XDPMode, bindModeName(eng), umem, ecfg.Forward.DstMAC, ecfg.Batch,
 			ecfg.FillSize, ecfg.CompletionSize, ecfg.RxSize, ecfg.TxSize, ecfg.NeedWakeup, ecfg.Wait)
 		if why != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xdpeng/xdpeng/engine"
-	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/gen"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/pkt"
@@ -184,8 +183,8 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	defer eng.Close()
 	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "txonly", f: &f.xskFlags, eng: eng}
 	if !f.json {
-		fmt.Fprintf(p.w, "txonly on %s (%s): queues %s on CPUs %s, %s, batch %d, %d-byte UDP %s:%d -> %s:%d (%s), %d port(s), count %s, rate %s, need_wakeup %v\n",
-			info.Name, info.Driver, cpuset.Format(eng.Config().Queues), cpuListInOrder(eng.Config().CPUs), bindModeName(eng), cfg.Batch,
+		fmt.Fprintf(p.w, "txonly on %s (%s): %s, %s, batch %d, %d-byte UDP %s:%d -> %s:%d (%s), %d port(s), count %s, rate %s, need_wakeup %v\n",
+			info.Name, info.Driver, queuesOnCPUs(eng.Config().Queues, eng.Config().CPUs), bindModeName(eng), cfg.Batch,
 			frame.Size, frame.SrcIP, frame.SrcPort, frame.DstIP, frame.DstPort, frame.DstMAC, f.ports,
 			orUnbounded(f.count), orUnbounded(f.rate), cfg.NeedWakeup)
 	}

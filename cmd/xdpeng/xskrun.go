@@ -245,9 +245,18 @@ func (p *xskPrinter) header() {
 	if ws := p.eng.Workers(); len(ws) > 0 && ws[0].Socket().ZeroCopy() {
 		zc = "zero-copy"
 	}
-	fmt.Fprintf(p.w, "%s on %s (%s): queues %s on CPUs %s, XDP %s, %s, batch %d, frames %d B, rings fill/comp/rx/tx %d/%d/%d/%d, need_wakeup %v, wait %s\n",
-		p.mode, cfg.Interface, p.eng.Interface().Driver, cpuset.Format(cfg.Queues), cpuListInOrder(cfg.CPUs), cfg.XDPMode, zc, cfg.Batch,
+	fmt.Fprintf(p.w, "%s on %s (%s): %s, XDP %s, %s, batch %d, frames %d B, rings fill/comp/rx/tx %d/%d/%d/%d, need_wakeup %v, wait %s\n",
+		p.mode, cfg.Interface, p.eng.Interface().Driver, queuesOnCPUs(cfg.Queues, cfg.CPUs), cfg.XDPMode, zc, cfg.Batch,
 		cfg.FrameSize, cfg.FillSize, cfg.CompletionSize, cfg.RxSize, cfg.TxSize, cfg.NeedWakeup, cfg.Wait)
+}
+
+// queuesOnCPUs says which queue runs on which CPU: "queue 0 on CPU 1" or
+// "queues 0-1 on CPUs 1,0" (the CPUs in queue order).
+func queuesOnCPUs(queues, cpus []int) string {
+	if len(queues) == 1 && len(cpus) == 1 {
+		return fmt.Sprintf("queue %d on CPU %d", queues[0], cpus[0])
+	}
+	return fmt.Sprintf("queues %s on CPUs %s", cpuset.Format(queues), cpuListInOrder(cpus))
 }
 
 func cpuListInOrder(cpus []int) string {
