@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,7 +29,8 @@ func newBenchCmd() *cobra.Command {
 		Long: `bench runs xdpeng compare on its own test beds in each layout the performance
 targets are set in, --runs times each, and prints the median of every path and
 the ratios between paths measured in the same run, with the command and CPU
-placement of each scenario. It takes a few minutes.
+placement of each scenario, then runs progbench (XDP_DROP and the steering
+program) for the steering program's target. It takes a few minutes.
 
 In layout A the generator and the DUT's softirq keep CPU 0 busy, so 1000/Mpps
 is CPU 0's time per frame; bench prints it for each drop path and its excess
@@ -109,6 +111,10 @@ func printBench(w io.Writer, r bench.Result) {
 		fmt.Fprintf(w, "\nns per frame on CPU 0 in layout A (1000/Mpps: the generator and the DUT's softirq keep CPU 0 busy;\n"+
 			"the difference to xdp-drop leaves out the generator's share)\n")
 		for _, c := range r.Costs {
+			if c.Path == c.OverPath && c.Scenario == c.OverScenario {
+				fmt.Fprintf(w, "  %-7s %-12s %7.1f ns  (the generator and XDP_DROP)\n", c.Scenario, c.Path, c.Ns)
+				continue
+			}
 			fmt.Fprintf(w, "  %-7s %-12s %7.1f ns  %+7.1f ns over %s %s\n", c.Scenario, c.Path, c.Ns, c.Over, c.OverPath, c.OverScenario)
 		}
 	}
@@ -137,6 +143,7 @@ func printBench(w io.Writer, r bench.Result) {
 		} else if t.Unit == "Mpps" {
 			v += " Mpps"
 		}
-		fmt.Fprintf(w, "  %s %-52s %-12s goal %s %.2f   (%s; reference: %s)\n", mark, t.Name, v, cmp, t.Goal, t.Measured, t.Reference)
+		fmt.Fprintf(w, "  %s %-52s %-12s goal %s %-5s  (%s; reference: %s)\n", mark, t.Name, v, cmp,
+			strconv.FormatFloat(t.Goal, 'f', -1, 64), t.Measured, t.Reference)
 	}
 }
