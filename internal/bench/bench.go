@@ -126,8 +126,9 @@ type Cost struct {
 // generator's share plus the path's. Subtracting xdp-drop's time removes
 // the generator's share, which is what makes a path's cost comparable with
 // figures taken with another generator. Only the drop paths are split:
-// they lose almost nothing, so CPU 0 is what limits them (l2fwd is limited
-// by its transmit path on CPU 1). The copy of a large frame is the 1500-byte
+// they usually lose under 1%, so the received rate is close to what CPU 0
+// processed (a lossy run inflates its figure by about its loss); l2fwd is
+// limited by its transmit path on CPU 1, not by CPU 0. The copy of a large frame is the 1500-byte
 // scenario's xsk-drop over the 64-byte one.
 func CPU0Costs(r *Result) []Cost {
 	var cs []Cost
