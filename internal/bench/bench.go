@@ -128,8 +128,8 @@ type Cost struct {
 // figures taken with another generator. Only the drop paths are split:
 // they usually lose under 1%, so the received rate is close to what CPU 0
 // processed (a lossy run inflates its figure by about its loss); l2fwd is
-// limited by its transmit path on CPU 1, not by CPU 0. The copy of a large frame is the 1500-byte
-// scenario's xsk-drop over the 64-byte one.
+// limited by its transmit path on CPU 1, not by CPU 0. The copy of a large
+// frame is the 1500-byte scenario's xsk-drop over the 64-byte one.
 func CPU0Costs(r *Result) []Cost {
 	var cs []Cost
 	ns := func(sc, path string) (float64, bool) {
