@@ -53,7 +53,7 @@ func Scenarios() []Scenario {
 	}
 	for i := range s {
 		s[i].Command = fmt.Sprintf("xdpeng compare --testbed --layout %s --bed-queues %d --size %d --gen-cpus %s --dut-cpus %s --paths %s",
-			s[i].Layout, s[i].Queues, s[i].Size, ints(s[i].GenCPUs), ints(s[i].DUTCPUs), join(s[i].Paths))
+			s[i].Layout, s[i].Queues, s[i].Size, ints(s[i].GenCPUs), ints(s[i].DUTCPUs), strings.Join(s[i].Paths, ","))
 	}
 	return s
 }
@@ -302,26 +302,13 @@ func targets(r *Result) []Target {
 	return ts
 }
 
+// ints lists CPUs as a command line takes them: 0,1.
 func ints(v []int) string {
-	s := ""
+	s := make([]string, len(v))
 	for i, x := range v {
-		if i > 0 {
-			s += ","
-		}
-		s += fmt.Sprint(x)
+		s[i] = fmt.Sprint(x)
 	}
-	return s
-}
-
-func join(v []string) string {
-	s := ""
-	for i, x := range v {
-		if i > 0 {
-			s += ","
-		}
-		s += x
-	}
-	return s
+	return strings.Join(s, ",")
 }
 
 // perRun lists the ratio of paths a and b of a scenario run by run (the
