@@ -52,6 +52,10 @@ func TestTargets(t *testing.T) {
 }
 
 func TestScenarioCommands(t *testing.T) {
+	const wantA = "xdpeng compare --testbed --layout A --bed-queues 1 --size 64 --gen-cpus 0 --dut-cpus 1 --paths xdp-drop,xsk-drop,asavie-drop,xsk-l2fwd"
+	if got := Scenarios()[0].Command; got != wantA {
+		t.Errorf("scenario A's command = %q, want %q", got, wantA)
+	}
 	for _, s := range Scenarios() {
 		if s.Command == "" || len(s.Paths) == 0 || s.Describe == "" {
 			t.Errorf("scenario %s incomplete: %+v", s.Name, s)
