@@ -1,8 +1,10 @@
 // Package netdev answers questions about one network interface in the calling
 // thread's network namespace: its index, MAC, driver, MTU and how many queues it
-// really has, which XDP program is attached, the driver's `ethtool -S` counters
-// (veth's per-queue XDP counters close xdpeng's packet accounting) and the NAPI
-// instances that serve it.
+// really has, which XDP program is attached, the XDP features the kernel
+// reports for it, the driver's `ethtool -S` counters (veth's per-queue XDP
+// counters close xdpeng's packet accounting) and the NAPI instances that serve
+// it. Probe gathers the facts that decide how xdpeng runs on a device, and
+// Facts.Plan derives those decisions.
 //
 // Every function works in the network namespace of the calling OS thread. To ask
 // about an interface inside a test bed namespace, call it from
