@@ -44,6 +44,21 @@
 // and so would the next frame if a receiver on the same host rewrote a frame
 // and then dropped it back into the pool.
 //
+// # Stamped frames
+//
+// With Config.Stamp the program writes a stamp (pkt.Stamp) at the start of
+// each frame's UDP payload: the run's id (already in the template), a
+// sequence number and bpf_ktime_get_ns(), read after the frame's pacing
+// wait, right before the program hands the frame to the device. The UDP
+// checksum is updated to match (RFC 1624), for IPv4 and IPv6 alike, so a
+// stamped frame is valid for any receiver. Thread i of T sends the sequence
+// numbers i, i+T, i+2T, ...: with a Count split as Run splits it, the run's
+// numbers are exactly 0..Count-1. A rate-limited stamped run flushes every
+// frame to the device as soon as the program returns (a batch of 1), so the
+// stamp is not followed by a wait for the rest of a batch; at full speed
+// frames are flushed every BatchSize, and a stamp may wait for up to that
+// many program runs before its frame leaves.
+//
 // # Threads and CPUs
 //
 // Each thread is a goroutine locked to an OS thread pinned to its own CPU. On
@@ -62,6 +77,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -110,7 +126,19 @@ type Config struct {
 	CPUs []int
 	// Interval is how often progress is called; 0 means DefaultInterval.
 	Interval time.Duration
+	// Stamp writes a stamp (pkt.Stamp) into each frame: RunID, a sequence
+	// number and the send time (see the package documentation). It needs
+	// a Count of at most MaxStampCount, a non-zero RunID and a Frame.Size
+	// with room for the stamp after the UDP header.
+	Stamp bool
+	// RunID goes into every stamp, so that a receiver can tell this run's
+	// frames from others.
+	RunID uint32
 }
+
+// MaxStampCount is the largest Count of a stamped run: sequence numbers are
+// 32 bits.
+const MaxStampCount = 1 << 32
 
 // FieldError reports an invalid Config field; Field is its name as in
 // Config ("Rate", "Frame.Size"), so that a CLI can name its own flag.
@@ -185,6 +213,18 @@ func (c *Config) Validate() error {
 	}
 	if c.Interval < 0 {
 		return &FieldError{"Interval", fmt.Sprintf("%v is negative", c.Interval)}
+	}
+	if c.Stamp {
+		if c.Count == 0 || c.Count > MaxStampCount {
+			return &FieldError{"Count", fmt.Sprintf("%d: a stamped run needs a count of 1..%d frames (sequence numbers are 32 bits)",
+				c.Count, uint64(MaxStampCount))}
+		}
+		if c.RunID == 0 {
+			return &FieldError{"RunID", "0: a stamped run needs a non-zero run id, so that a receiver can tell its frames"}
+		}
+		if need := pkt.StampOffset(&c.Frame) + pkt.StampLen; c.Frame.Size < need {
+			return &FieldError{"Frame.Size", fmt.Sprintf("%d bytes leave no room for a stamp: this frame needs at least %d", c.Frame.Size, need)}
+		}
 	}
 	return nil
 }
@@ -276,7 +316,13 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 	}
 
 	frame := make([]byte, cfg.Frame.Size)
-	if _, err := pkt.BuildUDP(frame, cfg.Frame); err != nil {
+	if cfg.Stamp {
+		// Sequence number and time are written by the program.
+		_, err = pkt.BuildStampedUDP(frame, cfg.Frame, pkt.Stamp{RunID: cfg.RunID})
+	} else {
+		_, err = pkt.BuildUDP(frame, cfg.Frame)
+	}
+	if err != nil {
 		return Stats{}, fmt.Errorf("gen: %w", err)
 	}
 	prog, err := load(cfg)
@@ -298,6 +344,7 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 		w.cpu = cfg.CPUs[i]
 		w.count = share(cfg.Count, cfg.Threads, i)
 		w.rate = share(cfg.Rate, cfg.Threads, i)
+		w.stamp = cfg.Stamp
 		if cfg.Count > 0 && w.count == 0 {
 			continue // fewer frames than threads
 		}
@@ -471,6 +518,8 @@ func load(cfg Config) (*program, error) {
 		set(bpf.GenVarPortCount, uint16(cfg.Ports)),
 		set(bpf.GenVarUdpOff, uint16(cfg.Frame.L4Offset())),
 		set(bpf.GenVarNsPerFrame, nsPerFrame(cfg)),
+		set(bpf.GenVarStamp, boolByte(cfg.Stamp)),
+		set(bpf.GenVarSeqStride, uint32(cfg.Threads)),
 	} {
 		if err != nil {
 			return nil, err
@@ -480,7 +529,39 @@ func load(cfg Config) (*program, error) {
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
 		return nil, fmt.Errorf("gen: load program into the kernel: %w", err)
 	}
+	if cfg.Stamp {
+		if err := p.firstSeqs(cfg.CPUs); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// firstSeqs gives the thread on cpus[i] the first sequence number i.
+func (p *program) firstSeqs(cpus []int) error {
+	n, err := ebpf.PossibleCPU()
+	if err != nil {
+		return fmt.Errorf("gen: %w", err)
+	}
+	st := make([]bpf.GenGenState, n)
+	for i, cpu := range cpus {
+		if cpu >= n {
+			return fmt.Errorf("gen: CPU %d is beyond the %d possible CPUs", cpu, n)
+		}
+		st[cpu].Seq = uint64(i)
+	}
+	if err := p.objs.State.Put(uint32(0), st); err != nil {
+		return fmt.Errorf("gen: set first sequence numbers: %w", err)
+	}
+	return nil
+}
+
+func boolByte(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // worker is one sending thread. sent, tid and running are read by Run while
@@ -492,6 +573,7 @@ type worker struct {
 	cpu     int
 	count   uint64 // 0: unbounded
 	rate    uint64 // 0: unlimited
+	stamp   bool
 	err     error
 	_       [64]byte
 }
@@ -524,6 +606,10 @@ func (w *worker) run(prog *program, frame []byte, ns netns.NsHandle, start time.
 		// About one flush every 100 us, so that paced frames reach the
 		// device soon after they are due.
 		batch = uint32(min(BatchSize, max(1, w.rate/10000)))
+		if w.stamp {
+			// Each frame leaves right after its stamp.
+			batch = 1
+		}
 	}
 	var sent uint64
 	for !stopping.Load() {
