@@ -26,12 +26,14 @@
 // holds delays below 2^MIN_EXP ns, the last one those of 2^MAX_EXP ns and
 // more; in between, each power of two from 2^MIN_EXP to 2^(MAX_EXP-1) is
 // split into 2^SUB_BITS equal buckets, so a bucket is at most 1/32 (3.1%)
-// of its lower bound wide. 256 ns .. 134 ms covers 1 us .. 100 ms.
+// of its lower bound wide. 32 ns .. 134 ms covers 1 us .. 100 ms, and the
+// sub-microsecond delays of in-kernel paths.
 #define SUB_BITS 5
 #define SUB (1 << SUB_BITS)
-#define MIN_EXP 8
+#define MIN_EXP 5
 #define MAX_EXP 27
 #define HIST_BUCKETS (2 + (MAX_EXP - MIN_EXP) * SUB)
+_Static_assert(MIN_EXP >= SUB_BITS, "the first power of two holds SUB buckets of 1 ns or more");
 
 // How often reorder() retries its compare-and-swap when other CPUs raise
 // the same stream's highest number meanwhile; frames it gives up on are

@@ -26,7 +26,7 @@ type LatencyCpuStats struct {
 	SumNs        uint64
 	MinNs        uint64
 	MaxNs        uint64
-	Hist         [610]uint64
+	Hist         [706]uint64
 }
 
 // Names of all BPF objects in the ELF.
