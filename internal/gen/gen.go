@@ -53,11 +53,13 @@
 // checksum is updated to match (RFC 1624), for IPv4 and IPv6 alike, so a
 // stamped frame is valid for any receiver. Thread i of T sends the sequence
 // numbers i, i+T, i+2T, ...: with a Count split as Run splits it, the run's
-// numbers are exactly 0..Count-1. A rate-limited stamped run flushes every
-// frame to the device as soon as the program returns (a batch of 1), so the
-// stamp is not followed by a wait for the rest of a batch; at full speed
-// frames are flushed every BatchSize, and a stamp may wait for up to that
-// many program runs before its frame leaves.
+// numbers are exactly 0..Count-1. By default a rate-limited stamped run
+// flushes every frame to the device as soon as the program returns (a
+// Batch of 1), so the stamp is not followed by a wait for the rest of a
+// batch; that costs rate, as every frame is a flush of its own. With a
+// larger Batch (and at full speed, BatchSize) a stamp may wait for up to
+// Batch-1 later frames' program runs, and their pacing, before its frame
+// leaves: the delays then include that wait.
 //
 // # Threads and CPUs
 //
@@ -126,6 +128,10 @@ type Config struct {
 	CPUs []int
 	// Interval is how often progress is called; 0 means DefaultInterval.
 	Interval time.Duration
+	// Batch is how many frames the kernel runs before it flushes them to
+	// the device, 1..BatchSize. 0 chooses: BatchSize at full speed; with a
+	// Rate, one flush about every 100 us, or every frame with Stamp.
+	Batch int
 	// Stamp writes a stamp (pkt.Stamp) into each frame: RunID, a sequence
 	// number and the send time (see the package documentation). It needs
 	// a Count of at most MaxStampCount, a non-zero RunID and a Frame.Size
@@ -213,6 +219,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Interval < 0 {
 		return &FieldError{"Interval", fmt.Sprintf("%v is negative", c.Interval)}
+	}
+	if c.Batch < 0 || c.Batch > BatchSize {
+		return &FieldError{"Batch", fmt.Sprintf("%d frames per flush: use 1..%d, or 0 to choose by rate", c.Batch, BatchSize)}
 	}
 	if c.Stamp {
 		if c.Count == 0 || c.Count > MaxStampCount {
@@ -344,7 +353,7 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 		w.cpu = cfg.CPUs[i]
 		w.count = share(cfg.Count, cfg.Threads, i)
 		w.rate = share(cfg.Rate, cfg.Threads, i)
-		w.stamp = cfg.Stamp
+		w.batch = batchSize(cfg, w.rate)
 		if cfg.Count > 0 && w.count == 0 {
 			continue // fewer frames than threads
 		}
@@ -487,6 +496,22 @@ func (p *program) counts() ([]uint64, error) {
 	return n, nil
 }
 
+// batchSize is the frames per flush of a thread sending at rate (0:
+// unlimited).
+func batchSize(cfg Config, rate uint64) uint32 {
+	switch {
+	case cfg.Batch > 0:
+		return uint32(cfg.Batch)
+	case rate == 0:
+		return BatchSize
+	case cfg.Stamp:
+		return 1 // each frame leaves right after its stamp
+	}
+	// About one flush every 100 us, so that paced frames reach the device
+	// soon after they are due.
+	return uint32(min(BatchSize, max(1, rate/10000)))
+}
+
 // nsPerFrame is the gap between frames on each CPU that keeps the total at
 // or under cfg.Rate, 0 without a rate.
 func nsPerFrame(cfg Config) uint64 {
@@ -573,7 +598,7 @@ type worker struct {
 	cpu     int
 	count   uint64 // 0: unbounded
 	rate    uint64 // 0: unlimited
-	stamp   bool
+	batch   uint32
 	err     error
 	_       [64]byte
 }
@@ -601,16 +626,6 @@ func (w *worker) run(prog *program, frame []byte, ns netns.NsHandle, start time.
 	w.tid.Store(int64(unix.Gettid()))
 
 	fd := prog.objs.XdpGen.FD()
-	batch := uint32(BatchSize)
-	if w.rate > 0 {
-		// About one flush every 100 us, so that paced frames reach the
-		// device soon after they are due.
-		batch = uint32(min(BatchSize, max(1, w.rate/10000)))
-		if w.stamp {
-			// Each frame leaves right after its stamp.
-			batch = 1
-		}
-	}
 	var sent uint64
 	for !stopping.Load() {
 		n := uint64(math.MaxUint32)
@@ -622,7 +637,7 @@ func (w *worker) run(prog *program, frame []byte, ns netns.NsHandle, start time.
 		}
 		// The count is relative to what this CPU has sent: the program's
 		// counter (an interrupted run says nothing).
-		err := runLive(fd, frame, uint32(n), batch)
+		err := runLive(fd, frame, uint32(n), w.batch)
 		counts, cerr := prog.counts()
 		if cerr != nil {
 			return cerr

@@ -45,3 +45,33 @@ func TestValidateStamp(t *testing.T) {
 		t.Errorf("unstamped run: %v", err)
 	}
 }
+
+func TestBatchSize(t *testing.T) {
+	for _, tc := range []struct {
+		batch int
+		stamp bool
+		rate  uint64
+		want  uint32
+	}{
+		{0, false, 0, BatchSize},
+		{0, true, 0, BatchSize},
+		{0, false, 5_000, 1},
+		{0, false, 200_000, 20},
+		{0, false, 10_000_000, BatchSize},
+		{0, true, 200_000, 1},
+		{8, true, 200_000, 8},
+		{8, false, 0, 8},
+	} {
+		if got := batchSize(Config{Batch: tc.batch, Stamp: tc.stamp}, tc.rate); got != tc.want {
+			t.Errorf("batchSize(Batch %d, Stamp %v, rate %d) = %d, want %d", tc.batch, tc.stamp, tc.rate, got, tc.want)
+		}
+	}
+	for _, b := range []int{-1, BatchSize + 1} {
+		c := validConfig()
+		c.Batch = b
+		var fe *FieldError
+		if err := c.Validate(); !errors.As(err, &fe) || fe.Field != "Batch" {
+			t.Errorf("Batch %d: Validate = %v, want a FieldError on Batch", b, err)
+		}
+	}
+}
