@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 
 	"github.com/xdpeng/xdpeng/bpf"
+	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/gen"
 	"github.com/xdpeng/xdpeng/internal/hook"
 	"github.com/xdpeng/xdpeng/internal/pkt"
@@ -60,16 +61,16 @@ func reflectTX(t *testing.T, bed *testbed.Bed) {
 }
 
 // measure attaches a receiver to gen0 at h, sends n stamped frames at rate
-// from the bed's first generator CPU and returns the result once every
-// frame is in or none has come for a second.
-func measure(t *testing.T, bed *testbed.Bed, h Hook, n, rate uint64) Result {
+// from the given CPUs (nil: the bed's first generator CPU) and returns the
+// result once every frame is in or none has come for a second.
+func measure(t *testing.T, bed *testbed.Bed, h Hook, n, rate uint64, cpus []int) Result {
 	t.Helper()
 	l := bed.Links[0]
 	run := NewRunID()
 	var r *Receiver
 	err := bed.InGen(func() error {
 		var err error
-		r, err = Attach(ReceiverConfig{Ifindex: l.GenIndex, Hook: h, RunID: run, Capacity: n})
+		r, err = Attach(ReceiverConfig{Ifindex: l.GenIndex, Hook: h, RunID: run, Streams: max(1, len(cpus)), Capacity: n})
 		return err
 	})
 	if err != nil {
@@ -87,8 +88,11 @@ func measure(t *testing.T, bed *testbed.Bed, h Hook, n, rate uint64) Result {
 			SrcIP: netip.MustParseAddr(l.GenIP.String()), DstIP: netip.MustParseAddr(l.DUTIP.String()),
 			SrcPort: 1234, DstPort: 9, Size: 64,
 		},
-		Count: n, Rate: rate, CPUs: bed.GenCPUs[:1],
+		Count: n, Rate: rate, CPUs: cpus,
 		Stamp: true, RunID: run,
+	}
+	if cpus == nil {
+		cfg.CPUs = bed.GenCPUs[:1]
 	}
 	var st gen.Stats
 	err = bed.InGen(func() error {
@@ -179,7 +183,7 @@ func TestLoop(t *testing.T) {
 			bed := testbedtest.New(t, 1, 1)
 			tc.reflect(t, bed)
 			const n = 4000
-			r := measure(t, bed, tc.hook, n, 20_000)
+			r := measure(t, bed, tc.hook, n, 20_000, nil)
 			if r.Received != n || r.Lost != 0 || r.Duplicated != 0 || r.Reordered != 0 {
 				t.Errorf("received %d lost %d duplicated %d reordered %d; want %d 0 0 0", r.Received, r.Lost, r.Duplicated, r.Reordered, n)
 			}
@@ -226,9 +230,31 @@ func TestLoopCountsLossesExactly(t *testing.T) {
 	bed := testbedtest.New(t, 1, 1)
 	attachDUT(t, bed, dropQuarter(t))
 	const n = 4000
-	r := measure(t, bed, XDP, n, 20_000)
+	r := measure(t, bed, XDP, n, 20_000, nil)
 	if r.Lost != n/4 || r.Received != n-n/4 || r.Duplicated != 0 || r.Reordered != 0 {
 		t.Errorf("received %d lost %d duplicated %d reordered %d; want %d %d 0 0", r.Received, r.Lost, r.Duplicated, r.Reordered, n-n/4, n/4)
+	}
+	checkSane(t, r)
+}
+
+// TestLoopTwoStreams sends from two threads on two CPUs into one queue:
+// their frames interleave on the way, each thread's in its own order, so
+// nothing is reordered within a stream, and the run's numbers 0..n-1 all
+// arrive once.
+func TestLoopTwoStreams(t *testing.T) {
+	online, err := cpuset.Online()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(online) < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	bed := testbedtest.New(t, 1, 1)
+	reflectTX(t, bed)
+	const n = 4001 // not a multiple of the threads
+	r := measure(t, bed, XDP, n, 40_000, online[:2])
+	if r.Received != n || r.Lost != 0 || r.Duplicated != 0 || r.Reordered != 0 {
+		t.Errorf("received %d lost %d duplicated %d reordered %d; want %d 0 0 0", r.Received, r.Lost, r.Duplicated, r.Reordered, n)
 	}
 	checkSane(t, r)
 }

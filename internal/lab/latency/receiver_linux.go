@@ -29,8 +29,10 @@ const (
 	XDP Hook = iota
 	// XDPGeneric attaches XDP in generic (skb) mode.
 	XDPGeneric
-	// TC attaches at tc ingress (TCX): frames that come back as skbs,
-	// where no XDP program may be attached.
+	// TC attaches at tc ingress (TCX): frames that come back as skbs
+	// (AF_XDP copy-mode transmit, the stack, a bridge, a tc redirect). On
+	// veth, frames a peer sends back with XDP_TX reach this end only if it
+	// runs an XDP program: measure those at XDP.
 	TC
 )
 
