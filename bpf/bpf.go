@@ -5,3 +5,4 @@ package bpf
 //go:generate go tool bpf2go -tags linux -cflags "-O2 -g -Wall -Werror" XskRedirect xsk_redirect.c -- -I/usr/include/x86_64-linux-gnu
 //go:generate go tool bpf2go -tags linux -cflags "-O2 -g -Wall -Werror" -type gen_state Gen gen.c -- -I/usr/include/x86_64-linux-gnu
 //go:generate go tool bpf2go -tags linux -cflags "-O2 -g -Wall -Werror" kern kern.c -- -I/usr/include/x86_64-linux-gnu
+//go:generate go tool bpf2go -tags linux -cflags "-O2 -g -Wall -Werror -mcpu=v3" -type cpu_stats Latency latency.c -- -I/usr/include/x86_64-linux-gnu

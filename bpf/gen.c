@@ -6,13 +6,16 @@
 // xdp-trafficgen does. It counts the frames it redirects per CPU, which is
 // how userspace learns how many went out when it interrupts a run. With
 // port_count > 1 it rewrites the UDP destination port of each frame,
-// cycling over port_count values from port_min.
+// cycling over port_count values from port_min. With stamp set it writes a
+// sequence number and the kernel clock into each frame's stamp (stamp.h).
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/udp.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+
+#include "stamp.h"
 
 volatile const __u32 ifindex = 0;
 volatile const __u16 port_min = 0;
@@ -24,12 +27,20 @@ volatile const __u16 udp_off = 34;
 // this CPU: the program waits (bpf_loop) until a frame is due, so that a
 // rate is kept frame by frame, without bursts a receiver has to absorb.
 volatile const __u64 ns_per_frame = 0;
+// If not zero, each frame's stamp (at the start of the UDP payload, which
+// userspace filled with the magic and run id) gets the CPU's next sequence
+// number and the time, and the UDP checksum is updated to match. Each CPU
+// starts at the sequence number userspace put in its state and steps by
+// seq_stride, so that the CPUs of a run share out the numbers.
+volatile const __u8 stamp = 0;
+volatile const __u32 seq_stride = 1;
 
 struct gen_state {
 	__u64 sent;	// frames redirected on this CPU
 	__u64 next;	// when the next frame is due (ns), with ns_per_frame
 	__u32 port;	// index of the next destination port
 	__u32 pad;
+	__u64 seq;	// the next sequence number, with stamp
 };
 
 // Per CPU: each sending thread is pinned to its own CPU, so the threads
@@ -44,6 +55,51 @@ struct {
 static long wait_until(__u64 index, void *ctx)
 {
 	return bpf_ktime_get_ns() >= *(__u64 *)ctx; // 1 ends the loop
+}
+
+// csum_words adds n 16-bit words at p to a one's complement sum, as they lie
+// in memory (the sum is byte-order independent, RFC 1071), complemented when
+// neg is set: subtracting old content and adding new is RFC 1624's update.
+static __always_inline __u32 csum_words(__u32 sum, const __u16 *p, int n, int neg)
+{
+	int i;
+
+#pragma unroll
+	for (i = 0; i < n; i++)
+		sum += neg ? (__u16)~p[i] : p[i];
+	return sum;
+}
+
+// write_stamp fills in the stamp after the UDP header: sequence number and
+// time. The frame holds either the template or what an earlier run of this
+// program wrote (live frames recycle pages unwritten), so the checksum is
+// updated from what is there now, which is right in both cases.
+static __always_inline int write_stamp(struct xdp_md *ctx, struct gen_state *st)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct udphdr *udp = data + udp_off;
+	struct stamp *s = (void *)(udp + 1);
+	// seq and time_ns: six 16-bit words from offset 8 of the stamp.
+	__u16 *words = (void *)s + 8;
+	__u32 sum;
+
+	if ((void *)(s + 1) > end)
+		return -1;
+	sum = csum_words((__u16)~udp->check, words, 6, 1);
+	s->seq = bpf_htonl((__u32)st->seq);
+	s->time_ns = bpf_cpu_to_be64(bpf_ktime_get_ns());
+	st->seq += seq_stride;
+	if (udp->check) { // zero: IPv4 "no checksum", leave it so
+		__u16 check;
+
+		sum = csum_words(sum, words, 6, 0);
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		check = ~(__u16)sum;
+		udp->check = check ? check : 0xffff;
+	}
+	return 0;
 }
 
 // pace waits until the next frame is due. A CPU that fell behind (it was
@@ -99,6 +155,10 @@ int xdp_gen(struct xdp_md *ctx)
 		if (++st->port >= port_count)
 			st->port = 0;
 	}
+	// Last, so that the time is taken as close to the send as the
+	// program can.
+	if (stamp && write_stamp(ctx, st))
+		return XDP_ABORTED;
 	st->sent++;
 	return bpf_redirect(ifindex, 0);
 }

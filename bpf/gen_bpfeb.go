@@ -19,6 +19,7 @@ type GenGenState struct {
 	Next uint64
 	Port uint32
 	Pad  uint32
+	Seq  uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -31,6 +32,8 @@ const (
 	GenVarNsPerFrame = "ns_per_frame"
 	GenVarPortCount  = "port_count"
 	GenVarPortMin    = "port_min"
+	GenVarSeqStride  = "seq_stride"
+	GenVarStamp      = "stamp"
 	GenVarUdpOff     = "udp_off"
 )
 
@@ -94,6 +97,8 @@ type GenVariableSpecs struct {
 	NsPerFrame *ebpf.VariableSpec `ebpf:"ns_per_frame"`
 	PortCount  *ebpf.VariableSpec `ebpf:"port_count"`
 	PortMin    *ebpf.VariableSpec `ebpf:"port_min"`
+	SeqStride  *ebpf.VariableSpec `ebpf:"seq_stride"`
+	Stamp      *ebpf.VariableSpec `ebpf:"stamp"`
 	UdpOff     *ebpf.VariableSpec `ebpf:"udp_off"`
 }
 
@@ -134,6 +139,8 @@ type GenVariables struct {
 	NsPerFrame *ebpf.Variable `ebpf:"ns_per_frame"`
 	PortCount  *ebpf.Variable `ebpf:"port_count"`
 	PortMin    *ebpf.Variable `ebpf:"port_min"`
+	SeqStride  *ebpf.Variable `ebpf:"seq_stride"`
+	Stamp      *ebpf.Variable `ebpf:"stamp"`
 	UdpOff     *ebpf.Variable `ebpf:"udp_off"`
 }
 

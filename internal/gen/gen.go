@@ -44,6 +44,23 @@
 // and so would the next frame if a receiver on the same host rewrote a frame
 // and then dropped it back into the pool.
 //
+// # Stamped frames
+//
+// With Config.Stamp the program writes a stamp (pkt.Stamp) at the start of
+// each frame's UDP payload: the run's id (already in the template), a
+// sequence number and bpf_ktime_get_ns(), read after the frame's pacing
+// wait, right before the program hands the frame to the device. The UDP
+// checksum is updated to match (RFC 1624), for IPv4 and IPv6 alike, so a
+// stamped frame is valid for any receiver. Thread i of T sends the sequence
+// numbers i, i+T, i+2T, ...: with a Count split as Run splits it, the run's
+// numbers are exactly 0..Count-1. By default a rate-limited stamped run
+// flushes every frame to the device as soon as the program returns (a
+// Batch of 1), so the stamp is not followed by a wait for the rest of a
+// batch; that costs rate, as every frame is a flush of its own. With a
+// larger Batch (and at full speed, BatchSize) a stamp may wait for up to
+// Batch-1 later frames' program runs, and their pacing, before its frame
+// leaves: the delays then include that wait.
+//
 // # Threads and CPUs
 //
 // Each thread is a goroutine locked to an OS thread pinned to its own CPU. On
@@ -62,6 +79,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -110,7 +128,23 @@ type Config struct {
 	CPUs []int
 	// Interval is how often progress is called; 0 means DefaultInterval.
 	Interval time.Duration
+	// Batch is how many frames the kernel runs before it flushes them to
+	// the device, 1..BatchSize. 0 chooses: BatchSize at full speed; with a
+	// Rate, one flush about every 100 us, or every frame with Stamp.
+	Batch int
+	// Stamp writes a stamp (pkt.Stamp) into each frame: RunID, a sequence
+	// number and the send time (see the package documentation). It needs
+	// a Count of at most MaxStampCount, a non-zero RunID and a Frame.Size
+	// with room for the stamp after the UDP header.
+	Stamp bool
+	// RunID goes into every stamp, so that a receiver can tell this run's
+	// frames from others.
+	RunID uint32
 }
+
+// MaxStampCount is the largest Count of a stamped run: sequence numbers are
+// 32 bits.
+const MaxStampCount = 1 << 32
 
 // FieldError reports an invalid Config field; Field is its name as in
 // Config ("Rate", "Frame.Size"), so that a CLI can name its own flag.
@@ -185,6 +219,21 @@ func (c *Config) Validate() error {
 	}
 	if c.Interval < 0 {
 		return &FieldError{"Interval", fmt.Sprintf("%v is negative", c.Interval)}
+	}
+	if c.Batch < 0 || c.Batch > BatchSize {
+		return &FieldError{"Batch", fmt.Sprintf("%d frames per flush: use 1..%d, or 0 to choose by rate", c.Batch, BatchSize)}
+	}
+	if c.Stamp {
+		if c.Count == 0 || c.Count > MaxStampCount {
+			return &FieldError{"Count", fmt.Sprintf("%d: a stamped run needs a count of 1..%d frames (sequence numbers are 32 bits)",
+				c.Count, uint64(MaxStampCount))}
+		}
+		if c.RunID == 0 {
+			return &FieldError{"RunID", "0: a stamped run needs a non-zero run id, so that a receiver can tell its frames"}
+		}
+		if need := pkt.StampOffset(&c.Frame) + pkt.StampLen; c.Frame.Size < need {
+			return &FieldError{"Frame.Size", fmt.Sprintf("%d bytes leave no room for a stamp: this frame needs at least %d", c.Frame.Size, need)}
+		}
 	}
 	return nil
 }
@@ -276,7 +325,13 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 	}
 
 	frame := make([]byte, cfg.Frame.Size)
-	if _, err := pkt.BuildUDP(frame, cfg.Frame); err != nil {
+	if cfg.Stamp {
+		// Sequence number and time are written by the program.
+		_, err = pkt.BuildStampedUDP(frame, cfg.Frame, pkt.Stamp{RunID: cfg.RunID})
+	} else {
+		_, err = pkt.BuildUDP(frame, cfg.Frame)
+	}
+	if err != nil {
 		return Stats{}, fmt.Errorf("gen: %w", err)
 	}
 	prog, err := load(cfg)
@@ -298,6 +353,7 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 		w.cpu = cfg.CPUs[i]
 		w.count = share(cfg.Count, cfg.Threads, i)
 		w.rate = share(cfg.Rate, cfg.Threads, i)
+		w.batch = batchSize(cfg, w.rate)
 		if cfg.Count > 0 && w.count == 0 {
 			continue // fewer frames than threads
 		}
@@ -440,6 +496,22 @@ func (p *program) counts() ([]uint64, error) {
 	return n, nil
 }
 
+// batchSize is the frames per flush of a thread sending at rate (0:
+// unlimited).
+func batchSize(cfg Config, rate uint64) uint32 {
+	switch {
+	case cfg.Batch > 0:
+		return uint32(cfg.Batch)
+	case rate == 0:
+		return BatchSize
+	case cfg.Stamp:
+		return 1 // each frame leaves right after its stamp
+	}
+	// About one flush every 100 us, so that paced frames reach the device
+	// soon after they are due.
+	return uint32(min(BatchSize, max(1, rate/10000)))
+}
+
 // nsPerFrame is the gap between frames on each CPU that keeps the total at
 // or under cfg.Rate, 0 without a rate.
 func nsPerFrame(cfg Config) uint64 {
@@ -471,6 +543,8 @@ func load(cfg Config) (*program, error) {
 		set(bpf.GenVarPortCount, uint16(cfg.Ports)),
 		set(bpf.GenVarUdpOff, uint16(cfg.Frame.L4Offset())),
 		set(bpf.GenVarNsPerFrame, nsPerFrame(cfg)),
+		set(bpf.GenVarStamp, boolByte(cfg.Stamp)),
+		set(bpf.GenVarSeqStride, uint32(cfg.Threads)),
 	} {
 		if err != nil {
 			return nil, err
@@ -480,7 +554,39 @@ func load(cfg Config) (*program, error) {
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
 		return nil, fmt.Errorf("gen: load program into the kernel: %w", err)
 	}
+	if cfg.Stamp {
+		if err := p.firstSeqs(cfg.CPUs); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// firstSeqs gives the thread on cpus[i] the first sequence number i.
+func (p *program) firstSeqs(cpus []int) error {
+	n, err := ebpf.PossibleCPU()
+	if err != nil {
+		return fmt.Errorf("gen: %w", err)
+	}
+	st := make([]bpf.GenGenState, n)
+	for i, cpu := range cpus {
+		if cpu >= n {
+			return fmt.Errorf("gen: CPU %d is beyond the %d possible CPUs", cpu, n)
+		}
+		st[cpu].Seq = uint64(i)
+	}
+	if err := p.objs.State.Put(uint32(0), st); err != nil {
+		return fmt.Errorf("gen: set first sequence numbers: %w", err)
+	}
+	return nil
+}
+
+func boolByte(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // worker is one sending thread. sent, tid and running are read by Run while
@@ -492,6 +598,7 @@ type worker struct {
 	cpu     int
 	count   uint64 // 0: unbounded
 	rate    uint64 // 0: unlimited
+	batch   uint32
 	err     error
 	_       [64]byte
 }
@@ -519,12 +626,6 @@ func (w *worker) run(prog *program, frame []byte, ns netns.NsHandle, start time.
 	w.tid.Store(int64(unix.Gettid()))
 
 	fd := prog.objs.XdpGen.FD()
-	batch := uint32(BatchSize)
-	if w.rate > 0 {
-		// About one flush every 100 us, so that paced frames reach the
-		// device soon after they are due.
-		batch = uint32(min(BatchSize, max(1, w.rate/10000)))
-	}
 	var sent uint64
 	for !stopping.Load() {
 		n := uint64(math.MaxUint32)
@@ -536,7 +637,7 @@ func (w *worker) run(prog *program, frame []byte, ns netns.NsHandle, start time.
 		}
 		// The count is relative to what this CPU has sent: the program's
 		// counter (an interrupted run says nothing).
-		err := runLive(fd, frame, uint32(n), batch)
+		err := runLive(fd, frame, uint32(n), w.batch)
 		counts, cerr := prog.counts()
 		if cerr != nil {
 			return cerr

@@ -1,0 +1,206 @@
+// Package ndr finds the highest rate a path carries without loss (NDR, the
+// "throughput" of RFC 2544 section 26.1) or with at most a given share of
+// its frames lost (PDR), by a binary search over trials of a fixed length.
+//
+// A trial offers frames at one rate for a fixed time and counts exactly how
+// many were sent and how many were lost; how is the caller's (Trial). The
+// search first tries the upper bound; if that loses too much it halves the
+// interval between the highest rate known to pass and the lowest known to
+// fail until the two are at most Resolution apart, and if no rate passed on
+// the way it tries the lower bound last. The answer is the highest rate a
+// trial passed at: the path's true limit lies between it and the lowest
+// failing rate (Result.Rate, Result.FailRate).
+//
+// A binary search assumes that a path which passes at a rate passes at
+// every lower one. A noisy path can break that (it fails at a rate once
+// and would pass there again); the answer is still a rate that passed, and
+// the steps show what happened. Confirming the answer with a trial of its
+// own, longer if need be, is the caller's choice.
+package ndr
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Trial runs one trial at rate frames per second and reports how many
+// frames were sent and how many of those were lost. A trial that cannot
+// offer the rate (the generator falls short) should return an error rather
+// than a pass.
+type Trial interface {
+	Trial(rate uint64) (sent, lost uint64, err error)
+}
+
+// TrialFunc adapts a function to Trial.
+type TrialFunc func(rate uint64) (sent, lost uint64, err error)
+
+// Trial calls f.
+func (f TrialFunc) Trial(rate uint64) (sent, lost uint64, err error) { return f(rate) }
+
+// Config bounds a search.
+type Config struct {
+	// Lower and Upper bound the rates tried, in frames per second:
+	// 0 < Lower <= Upper.
+	Lower, Upper uint64
+	// Resolution is when to stop: once the highest passing rate and the
+	// lowest failing one are at most Resolution apart (>= 1).
+	Resolution uint64
+	// LossLimit is the share of sent frames a trial may lose and still
+	// pass, in [0, 1): 0 for NDR, e.g. 0.005 for a PDR at 0.5%.
+	LossLimit float64
+}
+
+// Validate checks c.
+func (c Config) Validate() error {
+	switch {
+	case c.Lower == 0:
+		return errors.New("ndr: the lower bound is 0 pps: give a positive rate")
+	case c.Upper < c.Lower:
+		return fmt.Errorf("ndr: the upper bound %d pps is below the lower bound %d pps", c.Upper, c.Lower)
+	case c.Resolution == 0:
+		return errors.New("ndr: the resolution is 0 pps: give at least 1")
+	case !(c.LossLimit >= 0 && c.LossLimit < 1):
+		return fmt.Errorf("ndr: loss limit %v is outside [0, 1)", c.LossLimit)
+	}
+	return nil
+}
+
+// MaxTrials is the most trials a search under c can take: one at the upper
+// bound, the halvings, and one at the lower bound when no halving passed.
+func (c Config) MaxTrials() int {
+	if c.Upper == c.Lower {
+		return 1
+	}
+	// A passing trial leaves the upper half of the interval, rounded up;
+	// a failing one the lower half, rounded down. Either every halving
+	// passes (the most halvings, no trial at the lower bound) or none
+	// does (fewer halvings, then the lower bound).
+	halvings := func(next func(uint64) uint64) int {
+		n := 0
+		for span := c.Upper - c.Lower; span > c.Resolution; span = next(span) {
+			n++
+		}
+		return n
+	}
+	allPass := 1 + halvings(func(s uint64) uint64 { return s - s/2 })
+	allFail := 2 + halvings(func(s uint64) uint64 { return s / 2 })
+	return max(allPass, allFail)
+}
+
+// Step is one trial of a search, as reported while it runs.
+type Step struct {
+	// N counts the trials of the search from 1.
+	N          int
+	Rate       uint64
+	Sent, Lost uint64
+	Pass       bool
+	// PassRate and FailRate are the interval after this trial: the
+	// highest rate that passed so far (0 if none) and the lowest that
+	// failed (0 if none).
+	PassRate, FailRate uint64
+}
+
+// LossRatio is Lost / Sent.
+func (s Step) LossRatio() float64 {
+	if s.Sent == 0 {
+		return 0
+	}
+	return float64(s.Lost) / float64(s.Sent)
+}
+
+// Result is the outcome of a search.
+type Result struct {
+	// Rate is the highest rate a trial passed at.
+	Rate uint64
+	// FailRate is the lowest rate a trial failed at, 0 if none did (the
+	// upper bound passed): the limit lies in [Rate, FailRate).
+	FailRate uint64
+	// LossLimit is the search's Config.LossLimit.
+	LossLimit float64
+	// Trials is the number of trials run, len(Steps).
+	Trials int
+	Steps  []Step
+}
+
+// ErrLossAtLower is returned (wrapped) when even the lower bound loses more
+// than the limit.
+var ErrLossAtLower = errors.New("loses frames even at the lower bound")
+
+// Search runs trials through t as c says and returns the highest passing
+// rate. step, if not nil, is called after each trial, so that the search
+// can be shown as it goes. On an error from a trial, or when even the lower
+// bound fails (ErrLossAtLower), it returns the result so far with the error.
+func Search(t Trial, c Config, step func(Step)) (Result, error) {
+	if err := c.Validate(); err != nil {
+		return Result{}, err
+	}
+	res := Result{LossLimit: c.LossLimit}
+	try := func(rate uint64) (bool, error) {
+		sent, lost, err := t.Trial(rate)
+		if err != nil {
+			return false, fmt.Errorf("ndr: trial %d at %d pps: %w", len(res.Steps)+1, rate, err)
+		}
+		if sent == 0 {
+			return false, fmt.Errorf("ndr: trial %d at %d pps sent no frame", len(res.Steps)+1, rate)
+		}
+		if lost > sent {
+			return false, fmt.Errorf("ndr: trial %d at %d pps lost %d of %d frames: more than it sent", len(res.Steps)+1, rate, lost, sent)
+		}
+		pass := passes(sent, lost, c.LossLimit)
+		if pass {
+			res.Rate = rate
+		} else {
+			res.FailRate = rate
+		}
+		s := Step{N: len(res.Steps) + 1, Rate: rate, Sent: sent, Lost: lost, Pass: pass, PassRate: res.Rate, FailRate: res.FailRate}
+		res.Steps = append(res.Steps, s)
+		res.Trials = len(res.Steps)
+		if step != nil {
+			step(s)
+		}
+		return pass, nil
+	}
+
+	pass, err := try(c.Upper)
+	if err != nil || pass {
+		return res, err
+	}
+	lo, hi := c.Lower, c.Upper // hi failed; lo is not known to pass yet
+	for hi-lo > c.Resolution {
+		mid := lo + (hi-lo)/2
+		pass, err := try(mid)
+		if err != nil {
+			return res, err
+		}
+		if pass {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	if res.Rate != 0 {
+		return res, nil
+	}
+	if lo < hi {
+		if pass, err := try(lo); err != nil || pass {
+			return res, err
+		}
+	}
+	return res, fmt.Errorf("ndr: the path %w (%d pps, loss limit %v)", ErrLossAtLower, c.Lower, c.LossLimit)
+}
+
+// passes tells whether losing lost of sent frames is within limit, exactly
+// for limit 0 (no frame may be lost).
+func passes(sent, lost uint64, limit float64) bool {
+	if lost == 0 {
+		return true
+	}
+	if limit == 0 {
+		return false
+	}
+	// lost <= limit*sent, with room for the rounding of the product
+	// (0.005*1000 need not come out as 5 exactly); lost is a whole
+	// number, so the room admits no extra frame.
+	allowed := limit * float64(sent)
+	return float64(lost) <= allowed+allowed*1e-12+1e-9
+}

@@ -1,0 +1,224 @@
+package ndr
+
+import (
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// path is a fake path: a trial at rate offers rate frames (a one-second
+// trial) and the path carries capacity of them, plus noise drawn uniformly
+// from [-noise, +noise] per trial; the rest are lost.
+type path struct {
+	capacity, noise uint64
+	r               *rand.Rand
+	trials          []uint64
+}
+
+func (p *path) Trial(rate uint64) (sent, lost uint64, err error) {
+	p.trials = append(p.trials, rate)
+	c := p.capacity
+	if p.noise > 0 {
+		c = c - p.noise + p.r.Uint64N(2*p.noise+1)
+	}
+	if rate <= c {
+		return rate, 0, nil
+	}
+	return rate, rate - c, nil
+}
+
+func TestSearchFindsCapacity(t *testing.T) {
+	for _, tc := range []struct {
+		capacity, lower, upper, res uint64
+	}{
+		{1_234_567, 1000, 10_000_000, 1000},
+		{1_234_567, 1000, 10_000_000, 1},
+		{999, 1, 1000, 1},
+		{1000, 1, 1000, 1}, // the upper bound passes: one trial
+		{5000, 5000, 5000, 10},
+		{1, 1, 3, 1},
+		{7_000_000, 100_000, 7_000_001, 5000}, // just below the upper bound
+		{100_001, 100_000, 14_000_000, 10_000},
+	} {
+		p := &path{capacity: tc.capacity}
+		c := Config{Lower: tc.lower, Upper: tc.upper, Resolution: tc.res}
+		var steps []Step
+		r, err := Search(p, c, func(s Step) { steps = append(steps, s) })
+		if err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		if r.Rate > tc.capacity {
+			t.Errorf("%+v: rate %d is above the capacity", tc, r.Rate)
+		}
+		if r.FailRate == 0 {
+			if r.Rate != tc.upper {
+				t.Errorf("%+v: nothing failed but the rate is %d, not the upper bound", tc, r.Rate)
+			}
+		} else if r.FailRate <= tc.capacity || r.FailRate-r.Rate > tc.res {
+			t.Errorf("%+v: interval [%d, %d) does not hold the capacity within the resolution", tc, r.Rate, r.FailRate)
+		}
+		if r.Trials != len(p.trials) || r.Trials != len(r.Steps) || len(steps) != r.Trials || r.Trials > c.MaxTrials() {
+			t.Errorf("%+v: %d trials run, %d in the result, %d steps, %d reported; at most %d", tc, len(p.trials), r.Trials, len(r.Steps), len(steps), c.MaxTrials())
+		}
+		checkSteps(t, steps, c)
+	}
+}
+
+// checkSteps checks that the reported steps tell the search as it went:
+// numbered, verdicts matching the losses, the interval as it narrowed.
+func checkSteps(t *testing.T, steps []Step, c Config) {
+	t.Helper()
+	var pass, fail uint64
+	for i, s := range steps {
+		if s.N != i+1 || s.Rate < c.Lower || s.Rate > c.Upper {
+			t.Errorf("step %d: %+v", i, s)
+		}
+		if s.Pass != passes(s.Sent, s.Lost, c.LossLimit) {
+			t.Errorf("step %d: pass %v with %d of %d lost", i, s.Pass, s.Lost, s.Sent)
+		}
+		if s.Pass {
+			pass = s.Rate
+		} else {
+			fail = s.Rate
+		}
+		if s.PassRate != pass || s.FailRate != fail {
+			t.Errorf("step %d: interval [%d, %d), want [%d, %d)", i, s.PassRate, s.FailRate, pass, fail)
+		}
+	}
+}
+
+// TestSearchTrialBound drives the search to every possible place of the
+// capacity in small ranges: it never takes more than MaxTrials, and some
+// place takes that many.
+func TestSearchTrialBound(t *testing.T) {
+	for lower := uint64(1); lower < 6; lower++ {
+		for upper := lower; upper < 70; upper++ {
+			for res := uint64(1); res < 5; res++ {
+				c := Config{Lower: lower, Upper: upper, Resolution: res}
+				most := 0
+				for capacity := lower - 1; capacity <= upper; capacity++ {
+					r, err := Search(&path{capacity: capacity}, c, nil)
+					if capacity < lower {
+						if !errors.Is(err, ErrLossAtLower) {
+							t.Fatalf("%+v capacity %d: err %v, want ErrLossAtLower", c, capacity, err)
+						}
+					} else if err != nil || r.Rate > capacity || (r.FailRate != 0 && r.FailRate-r.Rate > res) {
+						t.Fatalf("%+v capacity %d: %+v, %v", c, capacity, r, err)
+					}
+					if r.Trials > c.MaxTrials() {
+						t.Fatalf("%+v capacity %d: %d trials, more than %d", c, capacity, r.Trials, c.MaxTrials())
+					}
+					most = max(most, r.Trials)
+				}
+				if most != c.MaxTrials() {
+					t.Fatalf("%+v: at most %d trials for any capacity, MaxTrials says %d", c, most, c.MaxTrials())
+				}
+			}
+		}
+	}
+}
+
+func TestSearchNoisyPath(t *testing.T) {
+	const capacity, noise, res = 2_000_000, 50_000, 10_000
+	for seed := range uint64(50) {
+		p := &path{capacity: capacity, noise: noise, r: rand.New(rand.NewPCG(seed, 7))}
+		c := Config{Lower: 10_000, Upper: 10_000_000, Resolution: res}
+		var steps []Step
+		r, err := Search(p, c, func(s Step) { steps = append(steps, s) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The answer passed once, so it is within the noise of the
+		// capacity; it can be below by the noise and the resolution.
+		if r.Rate > capacity+noise || r.Rate+noise+res < capacity {
+			t.Errorf("seed %d: rate %d, capacity %d +- %d", seed, r.Rate, capacity, noise)
+		}
+		checkSteps(t, steps, c)
+	}
+}
+
+func TestSearchPDR(t *testing.T) {
+	// The path loses 1% of everything above 1 Mpps, and everything above
+	// 3 Mpps: a PDR at 1% is 3 Mpps, the NDR 1 Mpps.
+	lossy := TrialFunc(func(rate uint64) (uint64, uint64, error) {
+		switch {
+		case rate <= 1_000_000:
+			return rate, 0, nil
+		case rate <= 3_000_000:
+			return rate, rate / 100, nil
+		}
+		return rate, rate / 100 * 2, nil
+	})
+	c := Config{Lower: 1000, Upper: 10_000_000, Resolution: 1000}
+	ndr, err := Search(lossy, c, nil)
+	if err != nil || ndr.Rate > 1_000_000 || ndr.Rate+1000 < 1_000_000 {
+		t.Errorf("NDR %d, %v; want 1 Mpps within 1000", ndr.Rate, err)
+	}
+	c.LossLimit = 0.01
+	c.Lower = ndr.Rate // a PDR is never below the NDR
+	pdr, err := Search(lossy, c, nil)
+	if err != nil || pdr.Rate > 3_000_000 || pdr.Rate+1000 < 3_000_000 || pdr.LossLimit != 0.01 {
+		t.Errorf("PDR %d, %v; want 3 Mpps within 1000", pdr.Rate, err)
+	}
+}
+
+func TestPassesAtTheLimit(t *testing.T) {
+	for _, tc := range []struct {
+		sent, lost uint64
+		limit      float64
+		want       bool
+	}{
+		{1000, 0, 0, true},
+		{1000, 1, 0, false},
+		{1000, 5, 0.005, true}, // 0.005*1000 is not exactly 5 in binary
+		{1000, 6, 0.005, false},
+		{1_000_000_000, 100_000, 0.0001, true},
+		{1_000_000_000, 100_001, 0.0001, false},
+		{3, 1, 1.0 / 3, true},
+	} {
+		if got := passes(tc.sent, tc.lost, tc.limit); got != tc.want {
+			t.Errorf("passes(%d, %d, %v) = %v", tc.sent, tc.lost, tc.limit, got)
+		}
+	}
+}
+
+func TestSearchErrors(t *testing.T) {
+	for _, tc := range []struct {
+		c   Config
+		msg string
+	}{
+		{Config{Lower: 0, Upper: 10, Resolution: 1}, "lower bound is 0"},
+		{Config{Lower: 10, Upper: 5, Resolution: 1}, "below the lower bound"},
+		{Config{Lower: 1, Upper: 5, Resolution: 0}, "resolution is 0"},
+		{Config{Lower: 1, Upper: 5, Resolution: 1, LossLimit: 1}, "outside [0, 1)"},
+		{Config{Lower: 1, Upper: 5, Resolution: 1, LossLimit: -0.1}, "outside [0, 1)"},
+	} {
+		called := false
+		_, err := Search(TrialFunc(func(uint64) (uint64, uint64, error) { called = true; return 1, 0, nil }), tc.c, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.msg) || called {
+			t.Errorf("%+v: err %v (trial run: %v), want %q before any trial", tc.c, err, called, tc.msg)
+		}
+	}
+
+	c := Config{Lower: 1000, Upper: 100_000, Resolution: 100}
+	boom := errors.New("generator fell short")
+	n := 0
+	r, err := Search(TrialFunc(func(rate uint64) (uint64, uint64, error) {
+		if n++; n == 3 {
+			return 0, 0, boom
+		}
+		return rate, rate / 2, nil
+	}), c, nil)
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "trial 3 at") || r.Trials != 2 {
+		t.Errorf("failing trial: %v, %d trials in the result", err, r.Trials)
+	}
+	for _, bad := range []TrialFunc{
+		func(uint64) (uint64, uint64, error) { return 0, 0, nil },
+		func(uint64) (uint64, uint64, error) { return 5, 6, nil },
+	} {
+		if _, err := Search(bad, c, nil); err == nil {
+			t.Error("a trial that sent nothing or lost more than it sent: no error")
+		}
+	}
+}
