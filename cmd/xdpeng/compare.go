@@ -151,17 +151,17 @@ func (f *compareFlags) config(cmd *cobra.Command) (compare.Config, error) {
 		cfg.Layout = l
 	}
 	if f.queues != "" {
-		if cfg.InterfaceQueues, err = cpuset.Parse(f.queues, "queue"); err != nil {
+		if cfg.InterfaceQueues, err = cpuset.ParseList(f.queues, "queue"); err != nil {
 			return cfg, fmt.Errorf("-q: %w", err)
 		}
 	}
 	if f.genCPUs != "" {
-		if cfg.GenCPUs, err = cpuset.Parse(f.genCPUs, "CPU"); err != nil {
+		if cfg.GenCPUs, err = cpuset.ParseList(f.genCPUs, "CPU"); err != nil {
 			return cfg, fmt.Errorf("--gen-cpus: %w", err)
 		}
 	}
 	if f.dutCPUs != "" {
-		if cfg.DUTCPUs, err = cpuset.Parse(f.dutCPUs, "CPU"); err != nil {
+		if cfg.DUTCPUs, err = cpuset.ParseList(f.dutCPUs, "CPU"); err != nil {
 			return cfg, fmt.Errorf("--dut-cpus: %w", err)
 		}
 	}

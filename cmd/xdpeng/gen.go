@@ -121,7 +121,7 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 		return fmt.Errorf("--threads %d: need at least 1", f.threads)
 	}
 	if f.cpus != "" {
-		cpus, err := cpuset.Parse(f.cpus, "CPU")
+		cpus, err := cpuset.ParseList(f.cpus, "CPU")
 		if err != nil {
 			return fmt.Errorf("--cpus: %w", err)
 		}

@@ -68,12 +68,12 @@ use it. Nothing is left behind if a step fails.
 				return err
 			}
 			if genCPUs != "" {
-				if cfg.GenCPUs, err = cpuset.Parse(genCPUs, "CPU"); err != nil {
+				if cfg.GenCPUs, err = cpuset.ParseList(genCPUs, "CPU"); err != nil {
 					return fmt.Errorf("--gen-cpus: %w", err)
 				}
 			}
 			if dutCPUs != "" {
-				if cfg.DUTCPUs, err = cpuset.Parse(dutCPUs, "CPU"); err != nil {
+				if cfg.DUTCPUs, err = cpuset.ParseList(dutCPUs, "CPU"); err != nil {
 					return fmt.Errorf("--dut-cpus: %w", err)
 				}
 			}

@@ -88,14 +88,14 @@ func (f *xskFlags) config() (engine.Config, error) {
 	}
 	cfg.Interface = f.iface
 	if f.queues != "" || (f.fs != nil && f.fs.Changed("queues")) {
-		q, err := cpuset.Parse(f.queues, "queue")
+		q, err := cpuset.ParseList(f.queues, "queue")
 		if err != nil {
 			return cfg, err
 		}
 		cfg.Queues = q
 	}
 	if f.cpus != "" || (f.fs != nil && f.fs.Changed("cpus")) {
-		c, err := cpuset.Parse(f.cpus, "CPU")
+		c, err := cpuset.ParseList(f.cpus, "CPU")
 		if err != nil {
 			return cfg, err
 		}

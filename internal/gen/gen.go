@@ -165,6 +165,10 @@ func (c *Config) Validate() error {
 		}
 		c.CPUs = online[:c.Threads]
 	}
+	// Each CPU first: "--cpus 4000" is about CPU 4000, not the count.
+	if err := cpuset.CheckOnline(c.CPUs); err != nil {
+		return &FieldError{"CPUs", err.Error()}
+	}
 	if len(c.CPUs) != c.Threads {
 		return &FieldError{"CPUs", fmt.Sprintf("%d CPUs for %d threads: give one CPU per thread", len(c.CPUs), c.Threads)}
 	}
@@ -176,9 +180,6 @@ func (c *Config) Validate() error {
 			return &FieldError{"CPUs", fmt.Sprintf("CPU %d given twice: one thread per CPU", cpu)}
 		}
 		seen[cpu] = true
-	}
-	if err := cpuset.CheckOnline(c.CPUs); err != nil {
-		return &FieldError{"CPUs", err.Error()}
 	}
 	if c.Rate != 0 && c.Rate < uint64(c.Threads) {
 		return &FieldError{"Rate", fmt.Sprintf("%d pps is less than 1 pps per thread (%d threads)", c.Rate, c.Threads)}
