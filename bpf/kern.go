@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/xdpeng/xdpeng/internal/counter"
 )
 
 // KernProgram names one of the in-kernel paths of kern.c, the xdp-bench set.
@@ -252,8 +254,8 @@ func (s QueueCPUStats) Sub(prev QueueCPUStats) QueueCPUStats {
 	var out QueueCPUStats
 	for _, e := range s {
 		p := before[[2]int{e.Queue, e.CPU}]
-		e.Packets -= p.Packets
-		e.Bytes -= p.Bytes
+		e.Packets = counter.Sub(e.Packets, p.Packets)
+		e.Bytes = counter.Sub(e.Bytes, p.Bytes)
 		if e.Packets != 0 || e.Bytes != 0 {
 			out = append(out, e)
 		}

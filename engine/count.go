@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/pkt"
 )
 
@@ -278,8 +279,8 @@ func Top(m map[string]uint64, n int) []CountEntry {
 func Delta(m, prev map[string]uint64) map[string]uint64 {
 	d := make(map[string]uint64, len(m))
 	for k, v := range m {
-		if v > prev[k] {
-			d[k] = v - prev[k]
+		if n := counter.Sub(v, prev[k]); n != 0 {
+			d[k] = n
 		}
 	}
 	return d

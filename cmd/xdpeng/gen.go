@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/gen"
 	"github.com/xdpeng/xdpeng/internal/netdev"
@@ -281,7 +282,7 @@ func (p *genPrinter) interval(s gen.Stats) {
 	if dt <= 0 {
 		return
 	}
-	sent := s.Sent - p.prev.Sent
+	sent := counter.Sub(s.Sent, p.prev.Sent)
 	pps := float64(sent) / dt
 	threads := make([]genThreadJSON, len(s.PerThread))
 	for i, t := range s.PerThread {
@@ -289,11 +290,12 @@ func (p *genPrinter) interval(s gen.Stats) {
 		if i < len(p.prev.PerThread) {
 			before = p.prev.PerThread[i].Sent
 		}
-		threads[i] = genThreadJSON{CPU: t.CPU, TxPackets: t.Sent - before, TxPPS: float64(t.Sent-before) / dt}
+		n := counter.Sub(t.Sent, before)
+		threads[i] = genThreadJSON{CPU: t.CPU, TxPackets: n, TxPPS: float64(n) / dt}
 	}
 	var errs *uint64
 	if s.DeviceCounters {
-		e := s.Errors - p.prev.Errors
+		e := counter.Sub(s.Errors, p.prev.Errors)
 		errs = &e
 	}
 	if p.json {

@@ -13,6 +13,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/xdpeng/xdpeng/bpf"
+	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/hook"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/privilege"
@@ -389,7 +390,7 @@ func (p *kernPrinter) extraRows(prev, cur kernSnapshot, dt float64) (outs, proto
 		return float64(n) / dt
 	}
 	for i, o := range p.s.outs {
-		n := cur.outTx[i] - prev.outTx[i]
+		n := counter.Sub(cur.outTx[i], prev.outTx[i])
 		outs = append(outs, kernRate{Interface: o.Attrs().Name, PPS: per(n), Packets: n})
 	}
 	before := map[int]uint64{}
@@ -397,7 +398,7 @@ func (p *kernPrinter) extraRows(prev, cur kernSnapshot, dt float64) (outs, proto
 		before[e.Proto] = e.Packets
 	}
 	for _, e := range cur.proto {
-		if n := e.Packets - before[e.Proto]; n > 0 {
+		if n := counter.Sub(e.Packets, before[e.Proto]); n > 0 {
 			protos = append(protos, kernRate{Proto: intp(e.Proto), PPS: per(n), Packets: n})
 		}
 	}

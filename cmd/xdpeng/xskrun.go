@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/hook"
 	"github.com/xdpeng/xdpeng/internal/privilege"
@@ -289,25 +290,26 @@ type queueRates struct {
 func rates(prev, cur engine.QueueStats, dt float64, f *xskFlags) queueRates {
 	r := queueRates{
 		Queue: cur.Queue, CPU: cur.CPU,
-		RxPPS:     float64(cur.RxPackets-prev.RxPackets) / dt,
-		TxPPS:     float64(cur.TxPackets-prev.TxPackets) / dt,
-		RxBPS:     float64(cur.RxBytes-prev.RxBytes) * 8 / dt,
-		TxBPS:     float64(cur.TxBytes-prev.TxBytes) * 8 / dt,
+		RxPPS:     float64(counter.Sub(cur.RxPackets, prev.RxPackets)) / dt,
+		TxPPS:     float64(counter.Sub(cur.TxPackets, prev.TxPackets)) / dt,
+		RxBPS:     float64(counter.Sub(cur.RxBytes, prev.RxBytes)) * 8 / dt,
+		TxBPS:     float64(counter.Sub(cur.TxBytes, prev.TxBytes)) * 8 / dt,
 		RxPackets: cur.RxPackets, TxPackets: cur.TxPackets,
 	}
 	if f.extraStats {
 		a, b := prev.XDP, cur.XDP
+		per := func(a, b uint64) float64 { return float64(counter.Sub(b, a)) / dt }
 		r.XDP = map[string]float64{
-			"rx_dropped":               float64(b.RxDropped-a.RxDropped) / dt,
-			"rx_invalid_descs":         float64(b.RxInvalidDescs-a.RxInvalidDescs) / dt,
-			"tx_invalid_descs":         float64(b.TxInvalidDescs-a.TxInvalidDescs) / dt,
-			"rx_ring_full":             float64(b.RxRingFull-a.RxRingFull) / dt,
-			"rx_fill_ring_empty_descs": float64(b.RxFillRingEmptyDescs-a.RxFillRingEmptyDescs) / dt,
-			"tx_ring_empty_descs":      float64(b.TxRingEmptyDescs-a.TxRingEmptyDescs) / dt,
+			"rx_dropped":               per(a.RxDropped, b.RxDropped),
+			"rx_invalid_descs":         per(a.RxInvalidDescs, b.RxInvalidDescs),
+			"tx_invalid_descs":         per(a.TxInvalidDescs, b.TxInvalidDescs),
+			"rx_ring_full":             per(a.RxRingFull, b.RxRingFull),
+			"rx_fill_ring_empty_descs": per(a.RxFillRingEmptyDescs, b.RxFillRingEmptyDescs),
+			"tx_ring_empty_descs":      per(a.TxRingEmptyDescs, b.TxRingEmptyDescs),
 		}
 	}
 	if f.appStats {
-		per := func(a, b uint64) *float64 { v := float64(b-a) / dt; return &v }
+		per := func(a, b uint64) *float64 { v := float64(counter.Sub(b, a)) / dt; return &v }
 		r.RxWakeupsS = per(prev.RxWakeups, cur.RxWakeups)
 		r.TxWakeupsS = per(prev.TxWakeups, cur.TxWakeups)
 		r.PollsS = per(prev.Polls, cur.Polls)

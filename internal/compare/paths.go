@@ -325,8 +325,9 @@ func (r *xskRunner) sample() (s sample, err error) {
 	}
 	if v, ok := r.e.vethRx(); ok {
 		// veth counts a redirect to a full socket in its rx drops too:
-		// keep only the rest so that nothing is counted twice.
-		s.reasons["veth_rx_drops"] = v.RxDrops - drops
+		// the row keeps only the rest so that nothing is counted twice.
+		s.reasons["veth_rx_drops"] = v.RxDrops
+		s.includes = map[string]string{"veth_rx_drops": "socket_drops"}
 	}
 	return s, nil
 }

@@ -67,6 +67,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/bpf"
+	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/pkt"
@@ -330,8 +331,8 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 		if haveCounters {
 			if now, ok := xmitCounters(attrs.Name); ok {
 				s.DeviceCounters = true
-				s.Xmit = now.TxXDPXmit - before.TxXDPXmit
-				s.Errors = now.TxXDPXmitErrors - before.TxXDPXmitErrors
+				s.Xmit = counter.Sub(now.TxXDPXmit, before.TxXDPXmit)
+				s.Errors = counter.Sub(now.TxXDPXmitErrors, before.TxXDPXmitErrors)
 			}
 		}
 		return s
