@@ -57,6 +57,11 @@ type KernOptions struct {
 	// Off, the verifier removes the counting code, which is how progbench
 	// measures the bare program.
 	Counters bool
+	// CountUDPDstPort, if not zero, makes the counters count only UDP
+	// frames (IPv4 or IPv6, up to two VLAN tags) to this destination
+	// port: a sink counts the generator's frames and not what the kernel
+	// sends on the link besides. The program still handles every frame.
+	CountUDPDstPort uint16
 }
 
 // KernObjects is one loaded in-kernel path: its program and the maps it uses.
@@ -87,6 +92,9 @@ func LoadKern(p KernProgram, opts KernOptions) (*KernObjects, error) {
 	}
 	if err := spec.Variables[kernVarEnableCounters].Set(boolByte(opts.Counters)); err != nil {
 		return nil, fmt.Errorf("load kern program %s: set counters: %w", p, err)
+	}
+	if err := spec.Variables[kernVarCountUdpDstPort].Set(opts.CountUDPDstPort); err != nil {
+		return nil, fmt.Errorf("load kern program %s: set the UDP port to count: %w", p, err)
 	}
 	keepOnly(spec, name)
 

@@ -92,6 +92,10 @@ func (e *env) vethRx() (q netdev.VethQueue, ok bool) {
 	return q, err == nil
 }
 
+// genDstPort is the UDP destination port of the generated frames (9,
+// discard), which the sinks count by.
+const genDstPort = 9
+
 // genConfig is the offered load: one frame template for the family, out of
 // gen0, from the generator CPUs, for the duration.
 func (e *env) genConfig(f Family, cfg *Config) gen.Config {
@@ -109,7 +113,7 @@ func (e *env) genConfig(f Family, cfg *Config) gen.Config {
 			SrcMAC: l.GenMAC, DstMAC: dstMAC,
 			SrcIP:   netip.MustParseAddr(l.GenIP.String()),
 			DstIP:   netip.MustParseAddr(dstIP.String()),
-			SrcPort: 1234, DstPort: 9, Size: cfg.FrameSize,
+			SrcPort: 1234, DstPort: genDstPort, Size: cfg.FrameSize,
 		},
 		Duration: cfg.Duration,
 		Rate:     cfg.Rate,
@@ -255,9 +259,14 @@ func measure(ctx context.Context, e *env, cfg *Config, info PathInfo) (row Row, 
 	if err := ctx.Err(); err != nil {
 		return row, err
 	}
-	final, err := drain(ctx, r)
+	final, settled, err := drain(ctx, r)
 	if err != nil {
 		return row, fmt.Errorf("%s: %w", info.Name, err)
+	}
+	if e.bed != nil && !settled {
+		// With the generator stopped nothing should move: the figures
+		// would not be final.
+		return row, fmt.Errorf("%s: counters still moving %v after the generator stopped", info.Name, drainMax)
 	}
 
 	secs := tb.Sub(ta).Seconds()
@@ -320,32 +329,40 @@ func snapshot(r runner) (sample, cpuStat, time.Time, error) {
 	return s, c, time.Now(), err
 }
 
-// drain waits until the counters have not moved for drainQuiet (frames in
-// flight in rings and queues, a receiver thread that was preempted), at
-// most two seconds.
-func drain(ctx context.Context, r runner) (sample, error) {
+// drainMax bounds drain.
+const drainMax = 2 * time.Second
+
+// drain waits until no counter of the path has moved for drainQuiet, at
+// most drainMax, and returns the last sample; settled says whether the
+// counters came to rest. With the generator stopped, that is when every
+// frame it sent has been received or counted as dropped: the frames still
+// in flight when it stopped (in veth's rings, the socket's rx ring, a
+// receiver thread that was preempted) are done with, so the accounting of
+// a row is exact, with no allowance for frames in flight. On a real
+// interface the traffic goes on and the counters never rest.
+func drain(ctx context.Context, r runner) (s sample, settled bool, err error) {
 	const step, drainQuiet = 20 * time.Millisecond, 100 * time.Millisecond
 	prev, err := r.sample()
 	if err != nil {
-		return prev, err
+		return prev, false, err
 	}
 	quiet := time.Duration(0)
-	for range 100 {
+	for range drainMax / step {
 		if err := sleepCtx(ctx, step); err != nil {
-			return prev, err
+			return prev, false, err
 		}
 		cur, err := r.sample()
 		if err != nil {
-			return cur, err
+			return cur, false, err
 		}
 		if cur.received != prev.received || !sameReasons(cur.reasons, prev.reasons) {
 			quiet = 0
 		} else if quiet += step; quiet >= drainQuiet {
-			return cur, nil
+			return cur, true, nil
 		}
 		prev = cur
 	}
-	return prev, nil
+	return prev, false, nil
 }
 
 func sameReasons(a, b map[string]uint64) bool {
