@@ -149,19 +149,39 @@ func TestWriters(t *testing.T) {
 	if err := WriteJSON(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	var decoded struct {
-		Rows []map[string]any `json:"rows"`
-	}
-	if err := json.Unmarshal(b.Bytes(), &decoded); err != nil {
-		t.Fatal(err)
-	}
-	if len(decoded.Rows) != 2 {
-		t.Fatalf("%d JSON rows, want 2", len(decoded.Rows))
-	}
-	for _, f := range []string{"path", "mpps", "ns_per_packet", "sent", "received", "dropped", "drop_reasons", "cpu_percent"} {
-		if _, ok := decoded.Rows[1][f]; !ok {
-			t.Errorf("JSON row has no %q: %v", f, decoded.Rows[1])
+	// JSON lines: setup, a row per path, summary; each line one object
+	// with a type.
+	var types []string
+	var rows []map[string]any
+	var summary map[string]any
+	for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(line), &obj); err != nil {
+			t.Fatalf("line %q: %v", line, err)
 		}
+		typ, _ := obj["type"].(string)
+		types = append(types, typ)
+		switch typ {
+		case "row":
+			rows = append(rows, obj)
+		case "summary":
+			summary = obj
+		case "setup":
+			if obj["layout"] != "A" || obj["testbed"] != "b" {
+				t.Errorf("setup line %v", obj)
+			}
+		}
+	}
+	if got := strings.Join(types, ","); got != "setup,row,row,summary" {
+		t.Fatalf("line types %s, want setup,row,row,summary:\n%s", got, b.String())
+	}
+	for _, f := range []string{"path", "mpps", "ns_per_packet", "sent", "received", "dropped", "drop_reasons", "unexplained", "cpu_percent"} {
+		if _, ok := rows[1][f]; !ok {
+			t.Errorf("JSON row has no %q: %v", f, rows[1])
+		}
+	}
+	if fmt.Sprint(summary["paths"]) != "[xdp-drop xsk-drop]" || fmt.Sprint(summary["failed"]) != "[]" {
+		t.Errorf("summary line %v", summary)
 	}
 
 	b.Reset()

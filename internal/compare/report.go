@@ -184,12 +184,46 @@ func bar(v, top float64, width int) string {
 	return strings.Repeat("█", eighths/8) + partial[eighths%8]
 }
 
-// WriteJSON writes r as one JSON object.
+// SetupLine, RowLine and SummaryLine are the JSON lines of WriteJSON, each
+// with its "type".
+type (
+	SetupLine struct {
+		Type string `json:"type"` // "setup"
+		Setup
+	}
+	RowLine struct {
+		Type string `json:"type"` // "row"
+		Row
+	}
+	SummaryLine struct {
+		Type string `json:"type"` // "summary"
+		// Paths are the rows' paths in order, Failed those with an error.
+		Paths  []string `json:"paths"`
+		Failed []string `json:"failed"`
+		Notes  []string `json:"notes,omitempty"`
+	}
+)
+
+// WriteJSON writes r as JSON lines, one object per line as the other
+// commands print them: a "setup" line, a "row" line per path, then a
+// "summary" line.
 func WriteJSON(w io.Writer, r *Result) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(r); err != nil {
-		return fmt.Errorf("encode JSON: %w", err)
+	enc := json.NewEncoder(w) // one line per Encode
+	lines := []any{SetupLine{Type: "setup", Setup: r.Setup}}
+	paths := make([]string, 0, len(r.Rows))
+	for _, row := range r.Rows {
+		lines = append(lines, RowLine{Type: "row", Row: row})
+		paths = append(paths, row.Path)
+	}
+	failed := r.Failed()
+	if failed == nil {
+		failed = []string{}
+	}
+	lines = append(lines, SummaryLine{Type: "summary", Paths: paths, Failed: failed, Notes: r.Notes})
+	for _, l := range lines {
+		if err := enc.Encode(l); err != nil {
+			return fmt.Errorf("encode JSON: %w", err)
+		}
 	}
 	return nil
 }
