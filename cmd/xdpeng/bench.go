@@ -65,7 +65,7 @@ Scenarios (for CPUs 0 and 1):
 					names = append(names, n)
 				}
 			}
-			if err := needRoot("bench", privilege.AFXDP|privilege.Namespaces); err != nil {
+			if err := needRoot(typed(cmd), privilege.AFXDP|privilege.Namespaces); err != nil {
 				return err
 			}
 			ctx, cancel := signalContext()

@@ -76,7 +76,7 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if err := needRoot("fwd", privilege.AFXDP); err != nil {
+	if err := needRoot(typed(cmd), privilege.AFXDP); err != nil {
 		return err
 	}
 	eng, err := engine.New(cfg)

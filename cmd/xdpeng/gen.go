@@ -160,7 +160,7 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 		}
 	}
 
-	if err := needRoot("gen", privilege.BPF); err != nil {
+	if err := needRoot(typed(cmd), privilege.BPF); err != nil {
 		return err
 	}
 	info, err := netdev.Lookup(f.iface)

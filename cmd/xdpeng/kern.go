@@ -181,7 +181,7 @@ func (f *kernFlags) validate(path string) (*kernSetup, error) {
 		}
 		s.outs = append(s.outs, l)
 	}
-	if err := needRoot("kern", privilege.BPF); err != nil {
+	if err := needRoot("kern "+path, privilege.BPF); err != nil {
 		return nil, err
 	}
 	return s, nil

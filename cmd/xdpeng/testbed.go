@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
+	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/testbed"
 )
 
@@ -77,6 +78,9 @@ use it. Nothing is left behind if a step fails.
 					return fmt.Errorf("--dut-cpus: %w", err)
 				}
 			}
+			if err := privilege.Check(typed(cmd), privilege.Namespaces|privilege.Links); err != nil {
+				return err
+			}
 			// Ctrl-C or SIGTERM half-way would leave half a bed: hold them
 			// until Up has finished, then undo what it made.
 			sigs := make(chan os.Signal, 1)
@@ -129,6 +133,9 @@ that is already gone, or half made, is not an error.`,
   xdpeng testbed down --name t1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := privilege.Check(typed(cmd), privilege.Namespaces|privilege.Links); err != nil {
+				return err
+			}
 			if err := testbed.Down(name); err != nil {
 				return err
 			}
@@ -151,6 +158,10 @@ func newTestbedStatusCmd() *cobra.Command {
   xdpeng testbed status --name t1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Describing a bed means entering its namespaces.
+			if err := privilege.Check(typed(cmd), privilege.Namespaces); err != nil {
+				return err
+			}
 			out := cmd.OutOrStdout()
 			if name != "" {
 				bed, err := testbed.Open(name)

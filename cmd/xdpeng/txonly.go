@@ -137,7 +137,7 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 			return fmt.Errorf("--dst-mac: %w", err)
 		}
 	}
-	if err := needRoot("txonly", privilege.AFXDP); err != nil {
+	if err := needRoot(typed(cmd), privilege.AFXDP); err != nil {
 		return err
 	}
 	info, err := netdev.Lookup(cfg.Interface)

@@ -181,7 +181,7 @@ type xskHooks struct {
 
 // runXskWith is runXsk with a mode's own output added by hooks.
 func runXskWith(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config, hooks xskHooks) error {
-	if err := needRoot(mode, privilege.AFXDP); err != nil {
+	if err := needRoot(typed(cmd), privilege.AFXDP); err != nil {
 		return err
 	}
 	eng, err := engine.New(cfg)

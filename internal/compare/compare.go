@@ -46,6 +46,12 @@ import (
 	"github.com/xdpeng/xdpeng/internal/testbed"
 )
 
+// ErrDefaultRoute is returned for an Interface that carries a default route
+// of its network namespace: every path takes all of that interface's
+// traffic while it runs (the drop paths drop it), which would cut the host
+// off from its network and its users for the whole comparison.
+var ErrDefaultRoute = errors.New("it carries the default route")
+
 // Family groups the paths that do the same job on the same traffic.
 type Family string
 
@@ -195,6 +201,9 @@ type Config struct {
 	Interface string
 	// Queues of Interface to bind (AF_XDP paths); nil means all.
 	InterfaceQueues []int
+	// Force measures Interface even if it carries the default route
+	// (see ErrDefaultRoute).
+	Force bool
 
 	// Progress, if set, is told what is happening (one line per call).
 	Progress func(msg string)

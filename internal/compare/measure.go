@@ -47,6 +47,15 @@ func nicEnv(cfg *Config) (*env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compare: %w", err)
 	}
+	if !cfg.Force {
+		carries, err := netdev.CarriesDefaultRoute(info.Index)
+		if err != nil {
+			return nil, fmt.Errorf("compare: %w", err)
+		}
+		if carries {
+			return nil, fmt.Errorf("compare: every path would take all of %s's traffic, and %w", info.Name, ErrDefaultRoute)
+		}
+	}
 	e := &env{dut: info.Name, dutIndex: info.Index, queues: cfg.InterfaceQueues, dutCPUs: cfg.DUTCPUs}
 	if e.queues == nil {
 		for q := range info.RxQueues {
