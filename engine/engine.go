@@ -187,7 +187,7 @@ func (e *Engine) bindAll() error {
 	// fill ring (see bindOut).
 	stride := per
 	if cfg.Forward != nil {
-		e.outShared = !cfg.Forward.NoSharedUmem
+		e.outShared = !cfg.Forward.CopyOut
 		stride += outFrames
 	}
 	var shared *xsk.Umem

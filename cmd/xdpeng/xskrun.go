@@ -370,22 +370,26 @@ func (p *xskPrinter) interval(prev, cur engine.Snapshot) {
 
 // xskSummary is the last JSON line of an AF_XDP mode.
 type xskSummary struct {
-	Type       string              `json:"type"`
-	Mode       string              `json:"mode"`
-	Interface  string              `json:"interface"`
-	Driver     string              `json:"driver"`
-	Queues     []int               `json:"queues"`
-	XDPMode    string              `json:"xdp_mode"`
-	ZeroCopy   bool                `json:"zero_copy"`
-	Batch      int                 `json:"batch"`
-	FrameSize  uint32              `json:"umem_frame_size"`
-	DurationS  float64             `json:"duration_s"`
-	RxPackets  uint64              `json:"rx_packets"`
-	RxBytes    uint64              `json:"rx_bytes"`
-	TxPackets  uint64              `json:"tx_packets"`
-	TxBytes    uint64              `json:"tx_bytes"`
-	RxPPS      float64             `json:"rx_pps"`
-	TxPPS      float64             `json:"tx_pps"`
+	Type      string  `json:"type"`
+	Mode      string  `json:"mode"`
+	Interface string  `json:"interface"`
+	Driver    string  `json:"driver"`
+	Queues    []int   `json:"queues"`
+	XDPMode   string  `json:"xdp_mode"`
+	ZeroCopy  bool    `json:"zero_copy"`
+	Batch     int     `json:"batch"`
+	FrameSize uint32  `json:"umem_frame_size"`
+	DurationS float64 `json:"duration_s"`
+	RxPackets uint64  `json:"rx_packets"`
+	RxBytes   uint64  `json:"rx_bytes"`
+	TxPackets uint64  `json:"tx_packets"`
+	TxBytes   uint64  `json:"tx_bytes"`
+	RxPPS     float64 `json:"rx_pps"`
+	TxPPS     float64 `json:"tx_pps"`
+	// HandlerDropped are the frames the handler gave the Drop verdict
+	// (every frame in rxdrop), not drops of the kernel's (xdp_stats).
+	HandlerDropped uint64 `json:"handler_dropped"`
+	// Dropped is HandlerDropped under its old name, kept for one release.
 	Dropped    uint64              `json:"dropped"`
 	TxRingFull uint64              `json:"tx_ring_full"`
 	PerQueue   []engine.QueueStats `json:"per_queue"`
@@ -405,7 +409,7 @@ func (p *xskPrinter) summary(s engine.Snapshot) {
 		Type: "summary", Mode: p.mode, Interface: cfg.Interface, Driver: p.eng.Interface().Driver,
 		Queues: cfg.Queues, XDPMode: cfg.XDPMode.String(), ZeroCopy: zc, Batch: cfg.Batch, FrameSize: cfg.FrameSize,
 		DurationS: round3(dur), RxPackets: t.RxPackets, RxBytes: t.RxBytes, TxPackets: t.TxPackets, TxBytes: t.TxBytes,
-		Dropped: t.Dropped, TxRingFull: t.TxRingFull, PerQueue: s.Queues, XDPStats: t.XDP,
+		HandlerDropped: t.Dropped, Dropped: t.Dropped, TxRingFull: t.TxRingFull, PerQueue: s.Queues, XDPStats: t.XDP,
 		App: map[string]uint64{"rx_wakeups": t.RxWakeups, "tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches, "naps": t.Naps},
 	}
 	if dur > 0 {
