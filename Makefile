@@ -15,7 +15,7 @@ FUZZTIME ?= 20000x
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/xdpeng
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/xdpeng
 
 # Unit and integration tests (integration tests need root and skip without
 # it), all under the race detector, then the fuzz targets briefly.

@@ -65,7 +65,7 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 		return err
 	}
 	if f.out == "" {
-		return errors.New("no output interface given: use -o DEV (fwd sends out of it what it receives on -i)")
+		return cliFlagError{errors.New("no output interface given: use -o DEV (fwd sends out of it what it receives on -i)")}
 	}
 	if f.copyOut && f.sharedUmem {
 		return fmt.Errorf("--shared-umem (one UMEM for all of IN's queues) and --copy-out (OUT copies into UMEMs of its own) exclude each other here: give one")

@@ -100,7 +100,7 @@ many were lost before the driver (device down, peer without XDP).`,
 
 func runGen(cmd *cobra.Command, f *genFlags) error {
 	if f.count == 0 && f.duration <= 0 {
-		return errors.New("gen needs a bound: give --count N or --duration D (it never sends without one)")
+		return cliFlagError{errors.New("gen needs a bound: give --count N or --duration D (it never sends without one)")}
 	}
 	if f.interval <= 0 {
 		return fmt.Errorf("--interval %v: must be positive", f.interval)

@@ -153,7 +153,7 @@ func (f *kernFlags) validate(path string) (*kernSetup, error) {
 	case "redirect":
 		s.program = bpf.Redirect
 		if len(f.out) == 0 {
-			return nil, errors.New("redirect needs -o OUT (or -o OUT1,OUT2 for a copy to each)")
+			return nil, cliFlagError{errors.New("redirect needs -o OUT (or -o OUT1,OUT2 for a copy to each)")}
 		}
 		if len(f.out) > 1 {
 			s.program = bpf.RedirectMulti
@@ -163,7 +163,7 @@ func (f *kernFlags) validate(path string) (*kernSetup, error) {
 	}
 
 	if f.iface == "" {
-		return nil, errors.New("-i/--interface is required")
+		return nil, cliFlagError{errors.New("no interface given: use -i DEV")}
 	}
 	if s.in, err = kernLink(f.iface); err != nil {
 		return nil, fmt.Errorf("-i: %w", err)

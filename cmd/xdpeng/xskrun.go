@@ -85,7 +85,7 @@ func (f *xskFlags) register(fs *pflag.FlagSet) {
 func (f *xskFlags) config() (engine.Config, error) {
 	cfg := engine.DefaultConfig()
 	if f.iface == "" {
-		return cfg, fmt.Errorf("no interface given: use -i DEV")
+		return cfg, cliFlagError{errors.New("no interface given: use -i DEV")}
 	}
 	cfg.Interface = f.iface
 	if f.queues != "" || (f.fs != nil && f.fs.Changed("queues")) {
