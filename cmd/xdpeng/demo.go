@@ -73,6 +73,8 @@ How to read this:
     socket drops. Use --layout B to put all of the DUT's receive work on CPU 1.
   - ns/pkt counts all busy time of the receiver CPU: other work running there
     at the same time (another test, a build) inflates it, as it lowers Mpps.
-  - Every drop is explained by a counter (lost ...); "unexplained" should be 0
-    or a handful of frames still in flight.
+  - Every drop is explained by a counter (lost ...): sent = received + dropped
+    on every row. compare reads the counters once they have stopped moving
+    after the generator stopped, so no frame is in flight and "unexplained"
+    is 0; anything else is a frame nothing counted.
 `
