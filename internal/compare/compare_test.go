@@ -200,7 +200,8 @@ func TestWriters(t *testing.T) {
 	WriteTable(&b, r)
 	WriteChart(&b, r)
 	out := b.String()
-	for _, want := range []string{"layout A", "generator on CPU 0", "receiver on CPU 1", "64-byte frames", "socket_drops 10", "ns/pkt", "█"} {
+	for _, want := range []string{"layout A", "generator on CPU 0", "receiver on CPU 1", "64-byte frames", "ns/pkt", "█",
+		"xdp-drop             lost 0: unexplained 0", "xsk-drop             lost 10: socket_drops 10, unexplained 0"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
