@@ -105,7 +105,7 @@ use it. Nothing is left behind if a step fails.
 	f.IntVarP(&cfg.Queues, "queues", "q", 1, fmt.Sprintf("receive and transmit queues per veth end (1-%d)", testbed.MaxQueues))
 	f.IntVar(&cfg.Links, "links", 1, fmt.Sprintf("veth pairs genK <-> dutK (1-%d)", testbed.MaxLinks))
 	f.StringVar(&genCPUs, "gen-cpus", "", "CPUs of the generator, e.g. 0 (default: the first CPU)")
-	f.StringVar(&dutCPUs, "dut-cpus", "", "CPUs for the DUT's NAPI kthreads, e.g. 1 (default: the last CPU)")
+	f.StringVar(&dutCPUs, "dut-cpus", "", "CPUs for the DUT's NAPI kthreads, queue 0's on the first, round-robin, e.g. 1 or 1,0 (default: the last CPU)")
 	f.StringVar(&napi, "napi", "softirq", "DUT receive work: softirq (layout A), threaded (layout B) or auto")
 	return cmd
 }

@@ -52,7 +52,7 @@ func (f *xskFlags) register(fs *pflag.FlagSet) {
 	f.fs = fs
 	fs.StringVarP(&f.iface, "interface", "i", "", "device to receive from (required)")
 	fs.StringVarP(&f.queues, "queues", "q", "", "rx queues to bind, e.g. 0, 0-3, 0,2 (default: all of the device's)")
-	fs.StringVar(&f.cpus, "cpus", "", "CPU of each queue's worker, one per queue (default: from the last CPU down)")
+	fs.StringVar(&f.cpus, "cpus", "", "CPU of each queue's worker, in the order of -q: -q 0-1 --cpus 1,0 puts queue 0 on CPU 1 (default: from the last CPU down)")
 	fs.IntVarP(&f.batch, "batch", "b", 64, "descriptors taken from a ring at once")
 	fs.Uint32Var(&f.frameSize, "frame-size", 2048, "UMEM frame size: 2048 (MTU up to 1774) or 4096")
 	fs.Uint32Var(&f.frames, "frames", 0, "UMEM frames per socket (default: fill ring + tx ring sizes)")
