@@ -50,7 +50,7 @@ lint:
 
 # Micro-benchmarks (0 allocs, ns per frame), then the performance targets on
 # the test bed: each layout 3 times, medians and ratios (a few minutes).
-# BENCH_JSON=file also writes the test-bed figures as JSON.
+# BENCH_JSON=file also writes the test-bed figures as JSON lines.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/... ./engine/...
 	./$(BIN) bench

@@ -37,3 +37,16 @@ func TestUsageUnderFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestFwdCopyOutAlias: --no-shared-umem, fwd's old name of --copy-out,
+// still sets it.
+func TestFwdCopyOutAlias(t *testing.T) {
+	// The alias first: flags keep their values between runs of rootCmd.
+	for _, flag := range []string{"--no-shared-umem", "--copy-out"} {
+		var stderr bytes.Buffer
+		run([]string{"fwd", "-i", "lo", "-o", "eth0", "--shared-umem", flag}, &stderr)
+		if want := "--shared-umem (one UMEM for all of IN's queues) and --copy-out"; !strings.Contains(stderr.String(), want) {
+			t.Errorf("fwd --shared-umem %s: %q, want %q", flag, stderr.String(), want)
+		}
+	}
+}
