@@ -15,7 +15,7 @@ FUZZTIME ?= 20000x
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/xdpeng
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/xdpeng
 
 # Unit and integration tests (integration tests need root and skip without
 # it), all under the race detector, then the fuzz targets briefly.
@@ -30,9 +30,15 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
 
+# The multiarch triplet under /usr/include where clang finds asm/types.h
+# (x86_64-linux-gnu, aarch64-linux-gnu, ...): gcc's, else dpkg's, else one
+# made from uname -m.
+MULTIARCH ?= $(or $(shell gcc -print-multiarch 2>/dev/null),$(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null),$(shell uname -m)-linux-gnu)
+
 # Regenerate the BPF objects and their Go bindings (committed).
 generate:
-	cd bpf && $(GO) generate ./...
+	@test -d /usr/include/$(MULTIARCH)/asm || { echo "no /usr/include/$(MULTIARCH)/asm: install linux-libc-dev, or set MULTIARCH=..." >&2; exit 1; }
+	cd bpf && MULTIARCH=$(MULTIARCH) $(GO) generate ./...
 
 # Fail if the committed BPF objects differ from what the sources give.
 generate-check: generate
@@ -44,7 +50,7 @@ lint:
 
 # Micro-benchmarks (0 allocs, ns per frame), then the performance targets on
 # the test bed: each layout 3 times, medians and ratios (a few minutes).
-# BENCH_JSON=file also writes the test-bed figures as JSON.
+# BENCH_JSON=file also writes the test-bed figures as JSON lines.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/... ./engine/...
 	./$(BIN) bench

@@ -17,6 +17,7 @@
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/in.h>
+#include <linux/udp.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
@@ -29,6 +30,11 @@
 
 // Count packets and bytes per rx queue (per CPU).
 volatile const __u8 enable_counters = 0;
+// If not zero, count only UDP frames (IPv4 or IPv6, up to two VLAN tags)
+// to this destination port, in host order: a sink then counts a
+// generator's frames and not what the kernel sends on the link besides
+// (a bridge's IGMP reports). Every frame is still handled alike.
+volatile const __u16 count_udp_dst_port = 0;
 
 struct queue_counters {
 	__u64 packets;
@@ -67,11 +73,74 @@ struct {
 	__type(value, __u32);
 } tx_ports_multi SEC(".maps");
 
-static __always_inline void count(__u32 queue, __u64 bytes)
+struct vlan_hdr {
+	__be16 tci;
+	__be16 proto;
+};
+
+// l3 returns the ethertype of the frame after up to two VLAN tags (802.1Q,
+// 802.1ad) and sets *l3p to the header that follows; 0 if the frame is too
+// short to tell.
+static __always_inline __u16 l3(void *data, void *end, void **l3p)
+{
+	struct ethhdr *eth = data;
+	void *p = eth + 1;
+	__u16 proto;
+	int i;
+
+	if (p > end)
+		return 0;
+	proto = eth->h_proto;
+#pragma unroll
+	for (i = 0; i < 2; i++) {
+		struct vlan_hdr *vlan = p;
+
+		if (proto != bpf_htons(ETH_P_8021Q) && proto != bpf_htons(ETH_P_8021AD))
+			break;
+		if ((void *)(vlan + 1) > end)
+			return 0;
+		proto = vlan->proto;
+		p = vlan + 1;
+	}
+	*l3p = p;
+	return proto;
+}
+
+// is_udp_to reports whether the frame is UDP to destination port port (host
+// order). IPv6 extension headers are not walked.
+static __always_inline int is_udp_to(void *data, void *end, __u16 port)
+{
+	void *p = data;
+	struct udphdr *udp;
+	__u16 proto = l3(data, end, &p);
+
+	if (proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = p;
+
+		if ((void *)(ip + 1) > end || ip->protocol != IPPROTO_UDP || ip->ihl < 5)
+			return 0;
+		udp = p + ip->ihl * 4;
+	} else if (proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = p;
+
+		if ((void *)(ip6 + 1) > end || ip6->nexthdr != IPPROTO_UDP)
+			return 0;
+		udp = (void *)(ip6 + 1);
+	} else {
+		return 0;
+	}
+	if ((void *)(udp + 1) > end)
+		return 0;
+	return udp->dest == bpf_htons(port);
+}
+
+static __always_inline void count(__u32 queue, __u64 bytes, void *data, void *end)
 {
 	struct queue_counters *c;
 
 	if (!enable_counters)
+		return;
+	if (count_udp_dst_port && !is_udp_to(data, end, count_udp_dst_port))
 		return;
 	c = bpf_map_lookup_elem(&queue_stats, &queue);
 	if (c) {
@@ -82,7 +151,10 @@ static __always_inline void count(__u32 queue, __u64 bytes)
 
 static __always_inline void count_xdp(struct xdp_md *ctx)
 {
-	count(ctx->rx_queue_index, ctx->data_end - ctx->data);
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+
+	count(ctx->rx_queue_index, end - data, data, end);
 }
 
 SEC("xdp")
@@ -134,45 +206,24 @@ int xdp_redirect_multi(struct xdp_md *ctx)
 	return bpf_redirect_map(&tx_ports_multi, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS);
 }
 
-struct vlan_hdr {
-	__be16 tci;
-	__be16 proto;
-};
-
 // ip_proto returns the IP protocol of the frame, PROTO_NOT_IP for anything
 // else (or a frame too short to tell). It looks through up to two VLAN tags
 // (802.1Q, 802.1ad); IPv6 extension headers are not walked: their first
 // next-header value is what is counted.
 static __always_inline __u32 ip_proto(void *data, void *end)
 {
-	struct ethhdr *eth = data;
-	void *l3 = eth + 1;
-	__u16 proto;
-	int i;
+	void *p = data;
+	__u16 proto = l3(data, end, &p);
 
-	if (l3 > end)
-		return PROTO_NOT_IP;
-	proto = eth->h_proto;
-#pragma unroll
-	for (i = 0; i < 2; i++) {
-		struct vlan_hdr *vlan = l3;
-
-		if (proto != bpf_htons(ETH_P_8021Q) && proto != bpf_htons(ETH_P_8021AD))
-			break;
-		if ((void *)(vlan + 1) > end)
-			return PROTO_NOT_IP;
-		proto = vlan->proto;
-		l3 = vlan + 1;
-	}
 	if (proto == bpf_htons(ETH_P_IP)) {
-		struct iphdr *ip = l3;
+		struct iphdr *ip = p;
 
 		if ((void *)(ip + 1) > end)
 			return PROTO_NOT_IP;
 		return ip->protocol;
 	}
 	if (proto == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr *ip6 = l3;
+		struct ipv6hdr *ip6 = p;
 
 		if ((void *)(ip6 + 1) > end)
 			return PROTO_NOT_IP;
@@ -203,7 +254,7 @@ int tc_drop(struct __sk_buff *skb)
 
 	if (q)
 		q--;
-	count(q, skb->len);
+	count(q, skb->len, (void *)(long)skb->data, (void *)(long)skb->data_end);
 	return TC_ACT_SHOT;
 }
 

@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/xdpeng/xdpeng/internal/counter"
 )
 
 // KernProgram names one of the in-kernel paths of kern.c, the xdp-bench set.
@@ -55,6 +57,11 @@ type KernOptions struct {
 	// Off, the verifier removes the counting code, which is how progbench
 	// measures the bare program.
 	Counters bool
+	// CountUDPDstPort, if not zero, makes the counters count only UDP
+	// frames (IPv4 or IPv6, up to two VLAN tags) to this destination
+	// port: a sink counts the generator's frames and not what the kernel
+	// sends on the link besides. The program still handles every frame.
+	CountUDPDstPort uint16
 }
 
 // KernObjects is one loaded in-kernel path: its program and the maps it uses.
@@ -85,6 +92,9 @@ func LoadKern(p KernProgram, opts KernOptions) (*KernObjects, error) {
 	}
 	if err := spec.Variables[kernVarEnableCounters].Set(boolByte(opts.Counters)); err != nil {
 		return nil, fmt.Errorf("load kern program %s: set counters: %w", p, err)
+	}
+	if err := spec.Variables[kernVarCountUdpDstPort].Set(opts.CountUDPDstPort); err != nil {
+		return nil, fmt.Errorf("load kern program %s: set the UDP port to count: %w", p, err)
 	}
 	keepOnly(spec, name)
 
@@ -252,8 +262,8 @@ func (s QueueCPUStats) Sub(prev QueueCPUStats) QueueCPUStats {
 	var out QueueCPUStats
 	for _, e := range s {
 		p := before[[2]int{e.Queue, e.CPU}]
-		e.Packets -= p.Packets
-		e.Bytes -= p.Bytes
+		e.Packets = counter.Sub(e.Packets, p.Packets)
+		e.Bytes = counter.Sub(e.Bytes, p.Bytes)
 		if e.Packets != 0 || e.Bytes != 0 {
 			out = append(out, e)
 		}

@@ -34,6 +34,7 @@ const (
 	kernProgXdpRedirect       = "xdp_redirect"
 	kernProgXdpRedirectMulti  = "xdp_redirect_multi"
 	kernProgXdpTx             = "xdp_tx"
+	kernVarCountUdpDstPort    = "count_udp_dst_port"
 	kernVarEnableCounters     = "enable_counters"
 )
 
@@ -102,7 +103,8 @@ type kernMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type kernVariableSpecs struct {
-	EnableCounters *ebpf.VariableSpec `ebpf:"enable_counters"`
+	CountUdpDstPort *ebpf.VariableSpec `ebpf:"count_udp_dst_port"`
+	EnableCounters  *ebpf.VariableSpec `ebpf:"enable_counters"`
 }
 
 // kernObjects contains all objects after they have been loaded into the kernel.
@@ -144,7 +146,8 @@ func (m *kernMaps) Close() error {
 //
 // It can be passed to loadKernObjects or ebpf.CollectionSpec.LoadAndAssign.
 type kernVariables struct {
-	EnableCounters *ebpf.Variable `ebpf:"enable_counters"`
+	CountUdpDstPort *ebpf.Variable `ebpf:"count_udp_dst_port"`
+	EnableCounters  *ebpf.Variable `ebpf:"enable_counters"`
 }
 
 // kernPrograms contains all programs after they have been loaded into the kernel.

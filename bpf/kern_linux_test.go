@@ -2,10 +2,14 @@ package bpf
 
 import (
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"testing"
 
 	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/xdpeng/xdpeng/internal/pkt"
 )
 
 func requireRoot(t *testing.T) {
@@ -115,5 +119,76 @@ func TestQueueCPUStats(t *testing.T) {
 	prev := QueueCPUStats{{Queue: 0, CPU: 0, Packets: 4, Bytes: 40}, {Queue: 1, CPU: 1, Packets: 5, Bytes: 50}}
 	if got := fmt.Sprint(s.Sub(prev)); got != "[{0 0 6 60} {0 1 1 10}]" {
 		t.Errorf("Sub = %s", got)
+	}
+}
+
+// TestCountUDPDstPort: with CountUDPDstPort the counters count only UDP
+// frames to that port, IPv4 or IPv6, tagged or not, in the XDP and the tc
+// programs, and the program still drops every frame.
+func TestCountUDPDstPort(t *testing.T) {
+	requireRoot(t)
+	mac := func(b byte) net.HardwareAddr { return net.HardwareAddr{2, 0, 0, 0, 0, b} }
+	build := func(c pkt.UDPConfig, tcp bool) []byte {
+		c.SrcMAC, c.DstMAC, c.SrcPort, c.Size = mac(1), mac(2), 1234, 80
+		if !c.SrcIP.IsValid() {
+			c.SrcIP, c.DstIP = netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("198.18.0.2")
+		}
+		buf := make([]byte, 256)
+		build := func(b []byte, c pkt.UDPConfig) (int, error) { return pkt.BuildUDP(b, c) }
+		if tcp {
+			build = func(b []byte, c pkt.UDPConfig) (int, error) { return pkt.BuildTCP(b, c, 0x02) }
+		}
+		n, err := build(buf, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return buf[:n]
+	}
+	v6 := pkt.UDPConfig{SrcIP: netip.MustParseAddr("2001:2::1"), DstIP: netip.MustParseAddr("2001:2::2")}
+	igmp := ethFrame(9)
+	igmp[23] = 2 // IPPROTO_IGMP, the bridge's report
+	frames := []struct {
+		name  string
+		frame []byte
+		count bool
+	}{
+		{"udp/9", build(pkt.UDPConfig{DstPort: 9}, false), true},
+		{"udp/9 vlan", build(pkt.UDPConfig{DstPort: 9, VLAN: 7}, false), true},
+		{"udp6/9", build(pkt.UDPConfig{SrcIP: v6.SrcIP, DstIP: v6.DstIP, DstPort: 9}, false), true},
+		{"udp/10", build(pkt.UDPConfig{DstPort: 10}, false), false},
+		{"udp6/2304", build(pkt.UDPConfig{SrcIP: v6.SrcIP, DstIP: v6.DstIP, DstPort: 9 << 8}, false), false},
+		{"tcp/9", build(pkt.UDPConfig{DstPort: 9}, true), false},
+		{"igmp", igmp, false},
+		{"udp header cut short", ethFrame(9)[:40], false},
+	}
+	for _, p := range []KernProgram{Drop, TCDrop} {
+		t.Run(string(p), func(t *testing.T) {
+			k, err := LoadKern(p, KernOptions{Counters: true, CountUDPDstPort: 9})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer k.Close()
+			var want uint64
+			for _, f := range frames {
+				ret, _, err := k.Program.Test(f.frame)
+				if err != nil {
+					t.Fatalf("%s: %v", f.name, err)
+				}
+				if dropped := map[KernProgram]uint32{Drop: 1, TCDrop: 2}[p]; ret != dropped {
+					t.Errorf("%s: verdict %d, want %d (drop)", f.name, ret, dropped)
+				}
+				if f.count {
+					want++
+				}
+				s, err := k.ReadStats()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n, _ := s.Total(); n != want {
+					t.Errorf("after %s: counted %d, want %d", f.name, n, want)
+					want = n
+				}
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/hook"
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
@@ -163,8 +164,14 @@ func (c *Config) Validate() error {
 	} else if uint32(c.Batch) > c.RxSize || uint32(c.Batch) > c.FillSize {
 		return fmt.Errorf("batch size %d is larger than the rx ring (%d) or fill ring (%d): a batch must fit in the rings", c.Batch, c.RxSize, c.FillSize)
 	}
-	if c.CPUs != nil && c.Queues != nil && len(c.CPUs) != len(c.Queues) {
-		return cpuCountError(len(c.CPUs), len(c.Queues))
+	if c.CPUs != nil {
+		// Each CPU first: "--cpus 4000" is about CPU 4000, not the count.
+		if err := cpuset.CheckOnline(c.CPUs); err != nil {
+			return err
+		}
+		if c.Queues != nil && len(c.CPUs) != len(c.Queues) {
+			return cpuCountError(len(c.CPUs), len(c.Queues))
+		}
 	}
 	if c.NumFrames != 0 && c.NumFrames < uint32(c.Batch) {
 		return fmt.Errorf("%d UMEM frames cannot hold a batch of %d", c.NumFrames, c.Batch)

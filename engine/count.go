@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/pkt"
 )
 
@@ -253,7 +254,8 @@ type CountEntry struct {
 }
 
 // Top returns the n largest entries of m (all of them if n <= 0), largest
-// first, ties by key, leaving out zeros.
+// first, ties in the order of their keys with numbers compared as numbers
+// ("udp/9" before "udp/10"), leaving out zeros.
 func Top(m map[string]uint64, n int) []CountEntry {
 	e := make([]CountEntry, 0, len(m))
 	for k, v := range m {
@@ -265,7 +267,7 @@ func Top(m map[string]uint64, n int) []CountEntry {
 		if e[i].Count != e[j].Count {
 			return e[i].Count > e[j].Count
 		}
-		return e[i].Key < e[j].Key
+		return keyLess(e[i].Key, e[j].Key)
 	})
 	if n > 0 && len(e) > n {
 		e = e[:n]
@@ -273,13 +275,46 @@ func Top(m map[string]uint64, n int) []CountEntry {
 	return e
 }
 
+// keyLess orders keys such as "udp/9" and "udp/10": runs of digits compare
+// as numbers, the rest byte by byte.
+func keyLess(a, b string) bool {
+	for a != "" && b != "" {
+		da, db := digits(a), digits(b)
+		if da > 0 && db > 0 {
+			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
+			if len(na) != len(nb) {
+				return len(na) < len(nb)
+			}
+			if na != nb {
+				return na < nb
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			return a[0] < b[0]
+		}
+		a, b = a[1:], b[1:]
+	}
+	return len(a) < len(b)
+}
+
+// digits is the length of the run of ASCII digits at the start of s.
+func digits(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	return n
+}
+
 // Delta returns m minus prev, key by key, for rates between two snapshots.
 // Counters only grow, so a key missing from prev counts from zero.
 func Delta(m, prev map[string]uint64) map[string]uint64 {
 	d := make(map[string]uint64, len(m))
 	for k, v := range m {
-		if v > prev[k] {
-			d[k] = v - prev[k]
+		if n := counter.Sub(v, prev[k]); n != 0 {
+			d[k] = n
 		}
 	}
 	return d

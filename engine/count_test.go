@@ -166,6 +166,14 @@ func TestProtocolNames(t *testing.T) {
 	if got := Top(map[string]uint64{"a": 1, "b": 3, "c": 3, "z": 0}, 2); !cmp.Equal(got, []CountEntry{{"b", 3}, {"c", 3}}) {
 		t.Errorf("Top = %v", got)
 	}
+	// Ties in key order, numbers as numbers, the same every time.
+	ports := map[string]uint64{"udp/10": 5, "udp/9": 5, "tcp/80": 5, "udp/100": 5, "udp/11": 7, "udp/09x": 5}
+	want := []CountEntry{{"udp/11", 7}, {"tcp/80", 5}, {"udp/9", 5}, {"udp/09x", 5}, {"udp/10", 5}, {"udp/100", 5}}
+	for range 20 {
+		if got := Top(ports, 0); !cmp.Equal(got, want) {
+			t.Fatalf("Top = %v, want %v", got, want)
+		}
+	}
 	if got := Delta(map[string]uint64{"a": 5, "b": 2}, map[string]uint64{"a": 3, "b": 2}); !cmp.Equal(got, map[string]uint64{"a": 2}) {
 		t.Errorf("Delta = %v", got)
 	}

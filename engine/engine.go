@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -157,10 +158,15 @@ func (c *Config) resolveCPUs() error {
 		for i := range c.CPUs {
 			c.CPUs[i] = online[len(online)-1-i%len(online)]
 		}
-	} else if len(c.CPUs) != len(c.Queues) {
+		return nil
+	}
+	if err := cpuset.CheckOnline(c.CPUs); err != nil {
+		return err
+	}
+	if len(c.CPUs) != len(c.Queues) {
 		return cpuCountError(len(c.CPUs), len(c.Queues))
 	}
-	return cpuset.CheckOnline(c.CPUs)
+	return nil
 }
 
 func (e *Engine) bindAll() error {
@@ -181,7 +187,7 @@ func (e *Engine) bindAll() error {
 	// fill ring (see bindOut).
 	stride := per
 	if cfg.Forward != nil {
-		e.outShared = !cfg.Forward.NoSharedUmem
+		e.outShared = !cfg.Forward.CopyOut
 		stride += outFrames
 	}
 	var shared *xsk.Umem
@@ -306,6 +312,10 @@ wait:
 	return err
 }
 
+// workerThreadName is the name (comm) of the OS thread that runs the worker
+// of queue q, as /proc/PID/task/TID/comm shows it: "xdpeng-q0".
+func workerThreadName(q int) string { return fmt.Sprintf("xdpeng-q%d", q) }
+
 // runWorker pins the worker's goroutine to its CPU and runs its loop. A
 // panic in the handler becomes an error that stops the engine.
 func (e *Engine) runWorker(w *Worker) (err error) {
@@ -315,6 +325,10 @@ func (e *Engine) runWorker(w *Worker) (err error) {
 		e.stop.Store(true)
 		return fmt.Errorf("queue %d: %w", w.queue, err)
 	}
+	// Name the thread after its queue so that top -H, ps -L and
+	// /proc/PID/task/TID/comm show which worker is which. Only a label:
+	// a kernel that refuses it changes nothing else.
+	_ = os.WriteFile("/proc/thread-self/comm", []byte(workerThreadName(w.queue)), 0)
 	defer func() {
 		if r := recover(); r != nil {
 			w.publish()

@@ -28,12 +28,12 @@ type ForwardConfig struct {
 	// means, on a veth, the address of the output device's peer (which may
 	// live in another namespace).
 	DstMAC net.HardwareAddr
-	// NoSharedUmem makes the output sockets use UMEMs of their own, into
-	// which every frame is copied. By default an output socket shares its
+	// CopyOut makes the output sockets use UMEMs of their own, into which
+	// every frame is copied. By default an output socket shares its
 	// worker's UMEM (XDP_SHARED_UMEM across devices, Linux 5.10 and later),
 	// so frames move without a copy; if the kernel refuses that, the engine
 	// falls back to copying (see Engine.ForwardUmem).
-	NoSharedUmem bool
+	CopyOut bool
 }
 
 func (f *ForwardConfig) validate(c *Config) error {

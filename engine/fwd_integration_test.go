@@ -29,7 +29,7 @@ func TestFwdBetweenLinks(t *testing.T) {
 			in, out := bed.Links[0], bed.Links[1]
 			cfg := engine.DefaultConfig()
 			cfg.Interface = in.DUT
-			cfg.Forward = &engine.ForwardConfig{Interface: out.DUT, NoSharedUmem: tc.noShared}
+			cfg.Forward = &engine.ForwardConfig{Interface: out.DUT, CopyOut: tc.noShared}
 			r := start(t, bed, cfg)
 			if got, why := r.eng.ForwardUmem(); got != tc.umem {
 				t.Fatalf("umem %q (%v), want %q", got, why, tc.umem)

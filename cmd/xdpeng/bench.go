@@ -65,7 +65,7 @@ Scenarios (for CPUs 0 and 1):
 					names = append(names, n)
 				}
 			}
-			if err := needRoot("bench", privilege.AFXDP|privilege.Namespaces); err != nil {
+			if err := needRoot(typed(cmd), privilege.AFXDP|privilege.Namespaces); err != nil {
 				return err
 			}
 			ctx, cancel := signalContext()
@@ -76,8 +76,7 @@ Scenarios (for CPUs 0 and 1):
 				return err
 			}
 			if asJSON {
-				writeJSON(cmd.OutOrStdout(), res)
-				return nil
+				return bench.WriteJSON(cmd.OutOrStdout(), &res)
 			}
 			printBench(cmd.OutOrStdout(), res)
 			return nil
@@ -87,7 +86,7 @@ Scenarios (for CPUs 0 and 1):
 	f.IntVar(&runs, "runs", 3, "runs of each scenario (the median is kept)")
 	f.DurationVarP(&duration, "duration", "d", 3*time.Second, "measurement time per path and run")
 	f.StringVar(&scenarios, "scenarios", "", "scenarios to run, e.g. A,B (default: all)")
-	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	f.BoolVar(&asJSON, "json", false, "print JSON lines: a setup line, a row line per scenario and path, a summary line")
 	return c
 }
 

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/cilium/ebpf/rlimit"
+	"github.com/spf13/cobra"
 
 	"github.com/xdpeng/xdpeng/internal/privilege"
 )
@@ -20,4 +22,10 @@ func needRoot(command string, need privilege.Need) error {
 		return fmt.Errorf("raise RLIMIT_MEMLOCK: %w", err)
 	}
 	return nil
+}
+
+// typed is the command as the user typed it, without the program's name:
+// "testbed status", "kern drop", "demo".
+func typed(cmd *cobra.Command) string {
+	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
 }

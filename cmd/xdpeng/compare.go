@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -35,6 +34,7 @@ type compareFlags struct {
 	genCPUs, dutCPUs string
 	json, csv        bool
 	quiet            bool
+	force            bool
 }
 
 func newCompareCmd() *cobra.Command {
@@ -50,7 +50,8 @@ With --testbed it makes its own veth test bed, drives the live-frames
 generator itself with the same offered load for every path, and removes the
 bed afterwards (also on Ctrl-C). With -i DEV it measures whatever traffic
 arrives on DEV for --duration per path; every path takes all of DEV's
-traffic meanwhile, so do not use the interface you are logged in through.
+traffic meanwhile, so a DEV that carries the default route (checked in the
+namespace compare runs in) is refused unless --force.
 
 Drop family (the default): ` + pathList(compare.Drop) + `
 Forward family (--family forward, test bed only): ` + pathList(compare.Forward) + `
@@ -70,7 +71,7 @@ with the receiver threads.`,
 			if err != nil {
 				return err
 			}
-			return runCompare(cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, f.json, f.csv, false)
+			return runCompare(cmd, cfg, f.json, f.csv, false)
 		},
 	}
 	fs := cmd.Flags()
@@ -86,10 +87,11 @@ with the receiver threads.`,
 	fs.StringVar(&f.layout, "layout", "A", "test bed layout: A (DUT NAPI in softirq on the generator CPU) or B (threaded NAPI on the DUT CPU)")
 	fs.IntVar(&f.bedQueues, "bed-queues", 1, "test bed: queues per veth end")
 	fs.StringVar(&f.genCPUs, "gen-cpus", "", "test bed: generator CPUs (default: the first CPU)")
-	fs.StringVar(&f.dutCPUs, "dut-cpus", "", "receiver CPUs (default: the last CPU)")
-	fs.BoolVar(&f.json, "json", false, "print one JSON object with the setup and the rows")
+	fs.StringVar(&f.dutCPUs, "dut-cpus", "", "receiver CPUs, queue 0's receiver on the first, round-robin (default: the last CPU)")
+	fs.BoolVar(&f.json, "json", false, "print JSON lines: a setup line, a row line per path, a summary line")
 	fs.BoolVar(&f.csv, "csv", false, "print CSV: a header and one line per path")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")
+	fs.BoolVar(&f.force, "force", false, "with -i: measure DEV even if it carries the default route")
 	return cmd
 }
 
@@ -106,7 +108,7 @@ func pathList(f compare.Family) string {
 func (f *compareFlags) config(cmd *cobra.Command) (compare.Config, error) {
 	cfg := compare.Config{
 		Duration: f.duration, Rate: f.rate, FrameSize: f.size, Testbed: f.testbed, BedName: f.name,
-		Queues: f.bedQueues, Interface: f.iface,
+		Queues: f.bedQueues, Interface: f.iface, Force: f.force,
 	}
 	if f.json && f.csv {
 		return cfg, errors.New("--json and --csv exclude each other")
@@ -122,6 +124,8 @@ func (f *compareFlags) config(cmd *cobra.Command) (compare.Config, error) {
 		}
 	} else if f.queues != "" {
 		return cfg, errors.New("-q/--queues is for -i; the test bed's queues are --bed-queues")
+	} else if f.force {
+		return cfg, errors.New("--force is for -i: a test bed's interfaces carry no default route")
 	}
 	var err error
 	switch {
@@ -151,17 +155,17 @@ func (f *compareFlags) config(cmd *cobra.Command) (compare.Config, error) {
 		cfg.Layout = l
 	}
 	if f.queues != "" {
-		if cfg.InterfaceQueues, err = cpuset.Parse(f.queues, "queue"); err != nil {
+		if cfg.InterfaceQueues, err = cpuset.ParseList(f.queues, "queue"); err != nil {
 			return cfg, fmt.Errorf("-q: %w", err)
 		}
 	}
 	if f.genCPUs != "" {
-		if cfg.GenCPUs, err = cpuset.Parse(f.genCPUs, "CPU"); err != nil {
+		if cfg.GenCPUs, err = cpuset.ParseList(f.genCPUs, "CPU"); err != nil {
 			return cfg, fmt.Errorf("--gen-cpus: %w", err)
 		}
 	}
 	if f.dutCPUs != "" {
-		if cfg.DUTCPUs, err = cpuset.Parse(f.dutCPUs, "CPU"); err != nil {
+		if cfg.DUTCPUs, err = cpuset.ParseList(f.dutCPUs, "CPU"); err != nil {
 			return cfg, fmt.Errorf("--dut-cpus: %w", err)
 		}
 	}
@@ -175,10 +179,12 @@ func (f *compareFlags) config(cmd *cobra.Command) (compare.Config, error) {
 	return cfg, nil
 }
 
-// runCompare runs cfg and prints the result: the table and chart, or JSON,
-// or CSV. It fails if a path failed, after printing what was measured.
-func runCompare(out, errw io.Writer, cfg compare.Config, asJSON, asCSV, explain bool) error {
-	if err := needRoot("compare", privilege.AFXDP|privilege.Namespaces); err != nil {
+// runCompare runs cfg for the command cmd (compare or demo) and prints the
+// result: the table and chart, or JSON, or CSV. It fails if a path failed,
+// after printing what was measured.
+func runCompare(cmd *cobra.Command, cfg compare.Config, asJSON, asCSV, explain bool) error {
+	out := cmd.OutOrStdout()
+	if err := needRoot(typed(cmd), privilege.AFXDP|privilege.Namespaces); err != nil {
 		return err
 	}
 	ctx, stop := signalContext()
@@ -187,6 +193,9 @@ func runCompare(out, errw io.Writer, cfg compare.Config, asJSON, asCSV, explain 
 	if err != nil {
 		if ctx.Err() != nil {
 			return interrupted{err}
+		}
+		if errors.Is(err, compare.ErrDefaultRoute) {
+			return fmt.Errorf("%w: measure another interface (a test bed: --testbed), or pass --force if you mean it", err)
 		}
 		return err
 	}

@@ -24,7 +24,8 @@ destination port before dropping it: the kernel's xdp1 sample, in userspace.
 Frames that are not IP are counted as "other", by EtherType.
 
 Every interval it prints the queue table of rxdrop and then the busiest
-protocols and ports, as xdp1 does ("proto 17: 19596362 pkt/s"); the final
+protocols and ports, as xdp1 does ("proto 17 (udp)  19596362 pkt/s"), the
+busiest first and equal rates in the order of their keys; the final
 summary (and its --json object, in by_protocol and by_port) has the exact
 totals.`,
 		Example: `  # all queues of dut0, until Ctrl-C
@@ -68,17 +69,20 @@ type countSummary struct {
 func countHooks(g *engine.CountGroup, top int) xskHooks {
 	var prev engine.CountStats
 	// rates reads the counters and returns the busiest entries of the
-	// interval, in frames per second.
+	// interval, in frames per second. The rates are rounded before they
+	// are ranked, so that entries that print the same rate keep the order
+	// of their keys from one interval to the next.
 	rates := func(dt float64) (protos, ports []engine.CountEntry) {
 		cur := g.Stats()
-		protos = engine.Top(engine.Delta(cur.ByProtocol, prev.ByProtocol), top)
-		ports = engine.Top(engine.Delta(cur.ByPort, prev.ByPort), top)
-		prev = cur
-		for _, l := range [][]engine.CountEntry{protos, ports} {
-			for i := range l {
-				l[i].Count = uint64(float64(l[i].Count)/dt + 0.5)
+		perSecond := func(m map[string]uint64) map[string]uint64 {
+			for k, v := range m {
+				m[k] = uint64(float64(v)/dt + 0.5)
 			}
+			return m
 		}
+		protos = engine.Top(perSecond(engine.Delta(cur.ByProtocol, prev.ByProtocol)), top)
+		ports = engine.Top(perSecond(engine.Delta(cur.ByPort, prev.ByPort)), top)
+		prev = cur
 		return protos, ports
 	}
 	return xskHooks{

@@ -48,7 +48,7 @@ it and removes everything it set up.`,
 				errw := cmd.ErrOrStderr()
 				cfg.Progress = func(msg string) { fmt.Fprintf(errw, "demo: %s\n", msg) }
 			}
-			return runCompare(cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, false, false, true)
+			return runCompare(cmd, cfg, false, false, true)
 		},
 	}
 	cmd.Flags().DurationVarP(&duration, "duration", "d", demoPerPath, "measurement time per path")
@@ -73,6 +73,8 @@ How to read this:
     socket drops. Use --layout B to put all of the DUT's receive work on CPU 1.
   - ns/pkt counts all busy time of the receiver CPU: other work running there
     at the same time (another test, a build) inflates it, as it lowers Mpps.
-  - Every drop is explained by a counter (lost ...); "unexplained" should be 0
-    or a handful of frames still in flight.
+  - Every drop is explained by a counter (lost ...): sent = received + dropped
+    on every row. compare reads the counters once they have stopped moving
+    after the generator stopped, so no frame is in flight and "unexplained"
+    is 0; anything else is a frame nothing counted.
 `

@@ -19,9 +19,9 @@ func init() { addCommand(newFwdCmd()) }
 
 type fwdFlags struct {
 	xskFlags
-	out          string
-	dstMAC       string
-	noSharedUmem bool
+	out     string
+	dstMAC  string
+	copyOut bool
 }
 
 func newFwdCmd() *cobra.Command {
@@ -36,14 +36,15 @@ address. OUT needs at least as many queues as the highest IN queue plus one.
 
 By default OUT's sockets share IN's UMEMs (XDP_SHARED_UMEM across devices,
 Linux 5.10+): frames move without a copy, and OUT's completions go straight back
-to IN's fill ring. With --no-shared-umem, or if the kernel refuses to share,
-every frame is copied into a UMEM of OUT's own; the header and the JSON say
-which ("umem": "shared" or "copy").
+to IN's fill ring. With --copy-out, or if the kernel refuses to share, every
+frame is copied into a UMEM of OUT's own; the header and the JSON say which
+("umem": "shared" or "copy"). (--shared-umem, as in rxdrop, is another thing:
+one UMEM for all of IN's queues.)
 
 Accounting: every frame received on IN is transmitted on OUT, or counted as
 dropped (handler verdict) or tx_ring_full (OUT's ring or UMEM had no room).`,
 		Example: `  ip netns exec xdpeng-dut xdpeng fwd -i dut0 -o dut1 -d 10s
-  xdpeng fwd -i dut0 -o dut1 --no-shared-umem --json`,
+  xdpeng fwd -i dut0 -o dut1 --copy-out --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runFwd(cmd, f) },
 	}
@@ -51,7 +52,10 @@ dropped (handler verdict) or tx_ring_full (OUT's ring or UMEM had no room).`,
 	f.register(fs)
 	fs.StringVarP(&f.out, "out", "o", "", "device to send out of (required)")
 	fs.StringVar(&f.dstMAC, "dst-mac", "", "destination MAC of forwarded frames (default: OUT's veth peer's)")
-	fs.BoolVar(&f.noSharedUmem, "no-shared-umem", false, "copy frames into UMEMs of OUT's own instead of sharing IN's")
+	fs.BoolVar(&f.copyOut, "copy-out", false, "copy each frame into a UMEM of OUT's own instead of sending it from IN's UMEM")
+	// The old name, until the next release.
+	fs.BoolVar(&f.copyOut, "no-shared-umem", false, "")
+	_ = fs.MarkDeprecated("no-shared-umem", "use --copy-out")
 	return c
 }
 
@@ -61,12 +65,12 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 		return err
 	}
 	if f.out == "" {
-		return errors.New("no output interface given: use -o DEV (fwd sends out of it what it receives on -i)")
+		return cliFlagError{errors.New("no output interface given: use -o DEV (fwd sends out of it what it receives on -i)")}
 	}
-	if f.noSharedUmem && f.sharedUmem {
-		return fmt.Errorf("--shared-umem (one UMEM for all of IN's queues) and --no-shared-umem (OUT copies into UMEMs of its own) exclude each other here: give one")
+	if f.copyOut && f.sharedUmem {
+		return fmt.Errorf("--shared-umem (one UMEM for all of IN's queues) and --copy-out (OUT copies into UMEMs of its own) exclude each other here: give one")
 	}
-	fc := &engine.ForwardConfig{Interface: f.out, NoSharedUmem: f.noSharedUmem}
+	fc := &engine.ForwardConfig{Interface: f.out, CopyOut: f.copyOut}
 	if f.dstMAC != "" {
 		if fc.DstMAC, err = parseMAC(f.dstMAC); err != nil {
 			return fmt.Errorf("--dst-mac: %w", err)
@@ -76,7 +80,7 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if err := needRoot("fwd", privilege.AFXDP); err != nil {
+	if err := needRoot(typed(cmd), privilege.AFXDP); err != nil {
 		return err
 	}
 	eng, err := engine.New(cfg)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/gen"
 	"github.com/xdpeng/xdpeng/internal/netdev"
@@ -83,7 +84,7 @@ many were lost before the driver (device down, peer without XDP).`,
 	fs.IntVar(&f.size, "size", 64, fmt.Sprintf("frame size in bytes without FCS, %d..%d", pkt.MinFrameSize, pkt.MaxFrameSize))
 	fs.IntVar(&f.ports, "ports", 1, "cycle the UDP destination port over this many values from --dst-port")
 	fs.IntVar(&f.threads, "threads", 1, "sending threads, one per CPU")
-	fs.StringVar(&f.cpus, "cpus", "", "CPU of each thread, e.g. 0 or 0,1 (default: the first --threads online CPUs)")
+	fs.StringVar(&f.cpus, "cpus", "", "CPU of each thread, in thread order, e.g. 0 or 1,0 (default: the first --threads online CPUs)")
 	fs.StringVar(&f.srcIP, "src-ip", "", "source address (default: DEV's address in 198.18.0.0/15, else 198.18.0.1)")
 	fs.StringVar(&f.dstIP, "dst-ip", "", "destination address, in 198.18.0.0/15 or 2001:2::/48 (default: the other host of the source's test-bed link, 198.18.K.1 <-> .2)")
 	fs.Uint16Var(&f.srcPort, "src-port", 1234, "UDP source port")
@@ -99,7 +100,7 @@ many were lost before the driver (device down, peer without XDP).`,
 
 func runGen(cmd *cobra.Command, f *genFlags) error {
 	if f.count == 0 && f.duration <= 0 {
-		return errors.New("gen needs a bound: give --count N or --duration D (it never sends without one)")
+		return cliFlagError{errors.New("gen needs a bound: give --count N or --duration D (it never sends without one)")}
 	}
 	if f.interval <= 0 {
 		return fmt.Errorf("--interval %v: must be positive", f.interval)
@@ -121,7 +122,7 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 		return fmt.Errorf("--threads %d: need at least 1", f.threads)
 	}
 	if f.cpus != "" {
-		cpus, err := cpuset.Parse(f.cpus, "CPU")
+		cpus, err := cpuset.ParseList(f.cpus, "CPU")
 		if err != nil {
 			return fmt.Errorf("--cpus: %w", err)
 		}
@@ -159,7 +160,7 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 		}
 	}
 
-	if err := needRoot("gen", privilege.BPF); err != nil {
+	if err := needRoot(typed(cmd), privilege.BPF); err != nil {
 		return err
 	}
 	info, err := netdev.Lookup(f.iface)
@@ -281,7 +282,7 @@ func (p *genPrinter) interval(s gen.Stats) {
 	if dt <= 0 {
 		return
 	}
-	sent := s.Sent - p.prev.Sent
+	sent := counter.Sub(s.Sent, p.prev.Sent)
 	pps := float64(sent) / dt
 	threads := make([]genThreadJSON, len(s.PerThread))
 	for i, t := range s.PerThread {
@@ -289,11 +290,12 @@ func (p *genPrinter) interval(s gen.Stats) {
 		if i < len(p.prev.PerThread) {
 			before = p.prev.PerThread[i].Sent
 		}
-		threads[i] = genThreadJSON{CPU: t.CPU, TxPackets: t.Sent - before, TxPPS: float64(t.Sent-before) / dt}
+		n := counter.Sub(t.Sent, before)
+		threads[i] = genThreadJSON{CPU: t.CPU, TxPackets: n, TxPPS: float64(n) / dt}
 	}
 	var errs *uint64
 	if s.DeviceCounters {
-		e := s.Errors - p.prev.Errors
+		e := counter.Sub(s.Errors, p.prev.Errors)
 		errs = &e
 	}
 	if p.json {

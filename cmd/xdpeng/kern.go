@@ -13,6 +13,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/xdpeng/xdpeng/bpf"
+	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/hook"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/privilege"
@@ -152,7 +153,7 @@ func (f *kernFlags) validate(path string) (*kernSetup, error) {
 	case "redirect":
 		s.program = bpf.Redirect
 		if len(f.out) == 0 {
-			return nil, errors.New("redirect needs -o OUT (or -o OUT1,OUT2 for a copy to each)")
+			return nil, cliFlagError{errors.New("redirect needs -o OUT (or -o OUT1,OUT2 for a copy to each)")}
 		}
 		if len(f.out) > 1 {
 			s.program = bpf.RedirectMulti
@@ -162,7 +163,7 @@ func (f *kernFlags) validate(path string) (*kernSetup, error) {
 	}
 
 	if f.iface == "" {
-		return nil, errors.New("-i/--interface is required")
+		return nil, cliFlagError{errors.New("no interface given: use -i DEV")}
 	}
 	if s.in, err = kernLink(f.iface); err != nil {
 		return nil, fmt.Errorf("-i: %w", err)
@@ -180,7 +181,7 @@ func (f *kernFlags) validate(path string) (*kernSetup, error) {
 		}
 		s.outs = append(s.outs, l)
 	}
-	if err := needRoot("kern", privilege.BPF); err != nil {
+	if err := needRoot("kern "+path, privilege.BPF); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -389,7 +390,7 @@ func (p *kernPrinter) extraRows(prev, cur kernSnapshot, dt float64) (outs, proto
 		return float64(n) / dt
 	}
 	for i, o := range p.s.outs {
-		n := cur.outTx[i] - prev.outTx[i]
+		n := counter.Sub(cur.outTx[i], prev.outTx[i])
 		outs = append(outs, kernRate{Interface: o.Attrs().Name, PPS: per(n), Packets: n})
 	}
 	before := map[int]uint64{}
@@ -397,7 +398,7 @@ func (p *kernPrinter) extraRows(prev, cur kernSnapshot, dt float64) (outs, proto
 		before[e.Proto] = e.Packets
 	}
 	for _, e := range cur.proto {
-		if n := e.Packets - before[e.Proto]; n > 0 {
+		if n := counter.Sub(e.Packets, before[e.Proto]); n > 0 {
 			protos = append(protos, kernRate{Proto: intp(e.Proto), PPS: per(n), Packets: n})
 		}
 	}

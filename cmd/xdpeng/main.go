@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -60,16 +61,42 @@ func signalContext() (context.Context, context.CancelFunc) {
 // exitCode is returned by errors that want a specific process exit status.
 type exitCode interface{ ExitCode() int }
 
-func main() {
+// cliFlagError is a flag that could not be parsed, or a required one that
+// is missing: main prints the command's usage line under it.
+type cliFlagError struct{ err error }
+
+func (e cliFlagError) Error() string { return e.err.Error() }
+func (e cliFlagError) Unwrap() error { return e.err }
+
+// isFlagError reports whether err is about the command line's flags:
+// one that could not be parsed, or a required one not given (cobra says
+// "required flag(s) ... not set" and has no type for it).
+func isFlagError(err error) bool {
+	var fe cliFlagError
+	return errors.As(err, &fe) || strings.HasPrefix(err.Error(), "required flag(s) ")
+}
+
+func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+
+// run runs the command line args and returns the exit status; errors go
+// to stderr as one line, "xdpeng: ...", with the command's usage line
+// under an error about its flags.
+func run(args []string, stderr io.Writer) int {
+	rootCmd.SetArgs(args)
 	rootCmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return fmt.Errorf("%w (see %s --help)", err, c.CommandPath())
+		return cliFlagError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
-	if err := rootCmd.Execute(); err != nil {
-		fmt.Fprintf(os.Stderr, "xdpeng: %v\n", err)
-		var ec exitCode
-		if errors.As(err, &ec) {
-			os.Exit(ec.ExitCode())
-		}
-		os.Exit(1)
+	c, err := rootCmd.ExecuteC()
+	if err == nil {
+		return 0
 	}
+	fmt.Fprintf(stderr, "xdpeng: %v\n", err)
+	if isFlagError(err) {
+		fmt.Fprintf(stderr, "usage: %s\n", c.UseLine())
+	}
+	var ec exitCode
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	return 1
 }

@@ -60,7 +60,7 @@ measured without counters, drop-counters with them.`,
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
-			if err := needRoot("progbench", privilege.BPF); err != nil {
+			if err := needRoot(typed(cmd), privilege.BPF); err != nil {
 				return err
 			}
 			ctx, cancel := signalContext()

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
+	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/testbed"
 )
 
@@ -68,14 +69,17 @@ use it. Nothing is left behind if a step fails.
 				return err
 			}
 			if genCPUs != "" {
-				if cfg.GenCPUs, err = cpuset.Parse(genCPUs, "CPU"); err != nil {
+				if cfg.GenCPUs, err = cpuset.ParseList(genCPUs, "CPU"); err != nil {
 					return fmt.Errorf("--gen-cpus: %w", err)
 				}
 			}
 			if dutCPUs != "" {
-				if cfg.DUTCPUs, err = cpuset.Parse(dutCPUs, "CPU"); err != nil {
+				if cfg.DUTCPUs, err = cpuset.ParseList(dutCPUs, "CPU"); err != nil {
 					return fmt.Errorf("--dut-cpus: %w", err)
 				}
+			}
+			if err := privilege.Check(typed(cmd), privilege.Namespaces|privilege.Links); err != nil {
+				return err
 			}
 			// Ctrl-C or SIGTERM half-way would leave half a bed: hold them
 			// until Up has finished, then undo what it made.
@@ -101,7 +105,7 @@ use it. Nothing is left behind if a step fails.
 	f.IntVarP(&cfg.Queues, "queues", "q", 1, fmt.Sprintf("receive and transmit queues per veth end (1-%d)", testbed.MaxQueues))
 	f.IntVar(&cfg.Links, "links", 1, fmt.Sprintf("veth pairs genK <-> dutK (1-%d)", testbed.MaxLinks))
 	f.StringVar(&genCPUs, "gen-cpus", "", "CPUs of the generator, e.g. 0 (default: the first CPU)")
-	f.StringVar(&dutCPUs, "dut-cpus", "", "CPUs for the DUT's NAPI kthreads, e.g. 1 (default: the last CPU)")
+	f.StringVar(&dutCPUs, "dut-cpus", "", "CPUs for the DUT's NAPI kthreads, queue 0's on the first, round-robin, e.g. 1 or 1,0 (default: the last CPU)")
 	f.StringVar(&napi, "napi", "softirq", "DUT receive work: softirq (layout A), threaded (layout B) or auto")
 	return cmd
 }
@@ -129,6 +133,9 @@ that is already gone, or half made, is not an error.`,
   xdpeng testbed down --name t1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := privilege.Check(typed(cmd), privilege.Namespaces|privilege.Links); err != nil {
+				return err
+			}
 			if err := testbed.Down(name); err != nil {
 				return err
 			}
@@ -151,6 +158,10 @@ func newTestbedStatusCmd() *cobra.Command {
   xdpeng testbed status --name t1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Describing a bed means entering its namespaces.
+			if err := privilege.Check(typed(cmd), privilege.Namespaces); err != nil {
+				return err
+			}
 			out := cmd.OutOrStdout()
 			if name != "" {
 				bed, err := testbed.Open(name)

@@ -101,7 +101,7 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 		}
 	}
 	if f.count == 0 && f.duration <= 0 {
-		return errors.New("txonly needs a bound: give --count N or --duration D (it never sends without one)")
+		return cliFlagError{errors.New("txonly needs a bound: give --count N or --duration D (it never sends without one)")}
 	}
 	if f.ports < 1 || f.ports > 65536 {
 		return fmt.Errorf("--ports %d: need 1..65536", f.ports)
@@ -137,7 +137,7 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 			return fmt.Errorf("--dst-mac: %w", err)
 		}
 	}
-	if err := needRoot("txonly", privilege.AFXDP); err != nil {
+	if err := needRoot(typed(cmd), privilege.AFXDP); err != nil {
 		return err
 	}
 	info, err := netdev.Lookup(cfg.Interface)

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/hook"
 	"github.com/xdpeng/xdpeng/internal/privilege"
@@ -51,7 +52,7 @@ func (f *xskFlags) register(fs *pflag.FlagSet) {
 	f.fs = fs
 	fs.StringVarP(&f.iface, "interface", "i", "", "device to receive from (required)")
 	fs.StringVarP(&f.queues, "queues", "q", "", "rx queues to bind, e.g. 0, 0-3, 0,2 (default: all of the device's)")
-	fs.StringVar(&f.cpus, "cpus", "", "CPU of each queue's worker, one per queue (default: from the last CPU down)")
+	fs.StringVar(&f.cpus, "cpus", "", "CPU of each queue's worker, in the order of -q: -q 0-1 --cpus 1,0 puts queue 0 on CPU 1 (default: from the last CPU down)")
 	fs.IntVarP(&f.batch, "batch", "b", 64, "descriptors taken from a ring at once")
 	fs.Uint32Var(&f.frameSize, "frame-size", 2048, "UMEM frame size: 2048 (MTU up to 1774) or 4096")
 	fs.Uint32Var(&f.frames, "frames", 0, "UMEM frames per socket (default: fill ring + tx ring sizes)")
@@ -84,18 +85,18 @@ func (f *xskFlags) register(fs *pflag.FlagSet) {
 func (f *xskFlags) config() (engine.Config, error) {
 	cfg := engine.DefaultConfig()
 	if f.iface == "" {
-		return cfg, fmt.Errorf("no interface given: use -i DEV")
+		return cfg, cliFlagError{errors.New("no interface given: use -i DEV")}
 	}
 	cfg.Interface = f.iface
 	if f.queues != "" || (f.fs != nil && f.fs.Changed("queues")) {
-		q, err := cpuset.Parse(f.queues, "queue")
+		q, err := cpuset.ParseList(f.queues, "queue")
 		if err != nil {
 			return cfg, err
 		}
 		cfg.Queues = q
 	}
 	if f.cpus != "" || (f.fs != nil && f.fs.Changed("cpus")) {
-		c, err := cpuset.Parse(f.cpus, "CPU")
+		c, err := cpuset.ParseList(f.cpus, "CPU")
 		if err != nil {
 			return cfg, err
 		}
@@ -180,7 +181,7 @@ type xskHooks struct {
 
 // runXskWith is runXsk with a mode's own output added by hooks.
 func runXskWith(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config, hooks xskHooks) error {
-	if err := needRoot(mode, privilege.AFXDP); err != nil {
+	if err := needRoot(typed(cmd), privilege.AFXDP); err != nil {
 		return err
 	}
 	eng, err := engine.New(cfg)
@@ -289,25 +290,26 @@ type queueRates struct {
 func rates(prev, cur engine.QueueStats, dt float64, f *xskFlags) queueRates {
 	r := queueRates{
 		Queue: cur.Queue, CPU: cur.CPU,
-		RxPPS:     float64(cur.RxPackets-prev.RxPackets) / dt,
-		TxPPS:     float64(cur.TxPackets-prev.TxPackets) / dt,
-		RxBPS:     float64(cur.RxBytes-prev.RxBytes) * 8 / dt,
-		TxBPS:     float64(cur.TxBytes-prev.TxBytes) * 8 / dt,
+		RxPPS:     float64(counter.Sub(cur.RxPackets, prev.RxPackets)) / dt,
+		TxPPS:     float64(counter.Sub(cur.TxPackets, prev.TxPackets)) / dt,
+		RxBPS:     float64(counter.Sub(cur.RxBytes, prev.RxBytes)) * 8 / dt,
+		TxBPS:     float64(counter.Sub(cur.TxBytes, prev.TxBytes)) * 8 / dt,
 		RxPackets: cur.RxPackets, TxPackets: cur.TxPackets,
 	}
 	if f.extraStats {
 		a, b := prev.XDP, cur.XDP
+		per := func(a, b uint64) float64 { return float64(counter.Sub(b, a)) / dt }
 		r.XDP = map[string]float64{
-			"rx_dropped":               float64(b.RxDropped-a.RxDropped) / dt,
-			"rx_invalid_descs":         float64(b.RxInvalidDescs-a.RxInvalidDescs) / dt,
-			"tx_invalid_descs":         float64(b.TxInvalidDescs-a.TxInvalidDescs) / dt,
-			"rx_ring_full":             float64(b.RxRingFull-a.RxRingFull) / dt,
-			"rx_fill_ring_empty_descs": float64(b.RxFillRingEmptyDescs-a.RxFillRingEmptyDescs) / dt,
-			"tx_ring_empty_descs":      float64(b.TxRingEmptyDescs-a.TxRingEmptyDescs) / dt,
+			"rx_dropped":               per(a.RxDropped, b.RxDropped),
+			"rx_invalid_descs":         per(a.RxInvalidDescs, b.RxInvalidDescs),
+			"tx_invalid_descs":         per(a.TxInvalidDescs, b.TxInvalidDescs),
+			"rx_ring_full":             per(a.RxRingFull, b.RxRingFull),
+			"rx_fill_ring_empty_descs": per(a.RxFillRingEmptyDescs, b.RxFillRingEmptyDescs),
+			"tx_ring_empty_descs":      per(a.TxRingEmptyDescs, b.TxRingEmptyDescs),
 		}
 	}
 	if f.appStats {
-		per := func(a, b uint64) *float64 { v := float64(b-a) / dt; return &v }
+		per := func(a, b uint64) *float64 { v := float64(counter.Sub(b, a)) / dt; return &v }
 		r.RxWakeupsS = per(prev.RxWakeups, cur.RxWakeups)
 		r.TxWakeupsS = per(prev.TxWakeups, cur.TxWakeups)
 		r.PollsS = per(prev.Polls, cur.Polls)
@@ -368,22 +370,26 @@ func (p *xskPrinter) interval(prev, cur engine.Snapshot) {
 
 // xskSummary is the last JSON line of an AF_XDP mode.
 type xskSummary struct {
-	Type       string              `json:"type"`
-	Mode       string              `json:"mode"`
-	Interface  string              `json:"interface"`
-	Driver     string              `json:"driver"`
-	Queues     []int               `json:"queues"`
-	XDPMode    string              `json:"xdp_mode"`
-	ZeroCopy   bool                `json:"zero_copy"`
-	Batch      int                 `json:"batch"`
-	FrameSize  uint32              `json:"umem_frame_size"`
-	DurationS  float64             `json:"duration_s"`
-	RxPackets  uint64              `json:"rx_packets"`
-	RxBytes    uint64              `json:"rx_bytes"`
-	TxPackets  uint64              `json:"tx_packets"`
-	TxBytes    uint64              `json:"tx_bytes"`
-	RxPPS      float64             `json:"rx_pps"`
-	TxPPS      float64             `json:"tx_pps"`
+	Type      string  `json:"type"`
+	Mode      string  `json:"mode"`
+	Interface string  `json:"interface"`
+	Driver    string  `json:"driver"`
+	Queues    []int   `json:"queues"`
+	XDPMode   string  `json:"xdp_mode"`
+	ZeroCopy  bool    `json:"zero_copy"`
+	Batch     int     `json:"batch"`
+	FrameSize uint32  `json:"umem_frame_size"`
+	DurationS float64 `json:"duration_s"`
+	RxPackets uint64  `json:"rx_packets"`
+	RxBytes   uint64  `json:"rx_bytes"`
+	TxPackets uint64  `json:"tx_packets"`
+	TxBytes   uint64  `json:"tx_bytes"`
+	RxPPS     float64 `json:"rx_pps"`
+	TxPPS     float64 `json:"tx_pps"`
+	// HandlerDropped are the frames the handler gave the Drop verdict
+	// (every frame in rxdrop), not drops of the kernel's (xdp_stats).
+	HandlerDropped uint64 `json:"handler_dropped"`
+	// Dropped is HandlerDropped under its old name, kept for one release.
 	Dropped    uint64              `json:"dropped"`
 	TxRingFull uint64              `json:"tx_ring_full"`
 	PerQueue   []engine.QueueStats `json:"per_queue"`
@@ -403,7 +409,7 @@ func (p *xskPrinter) summary(s engine.Snapshot) {
 		Type: "summary", Mode: p.mode, Interface: cfg.Interface, Driver: p.eng.Interface().Driver,
 		Queues: cfg.Queues, XDPMode: cfg.XDPMode.String(), ZeroCopy: zc, Batch: cfg.Batch, FrameSize: cfg.FrameSize,
 		DurationS: round3(dur), RxPackets: t.RxPackets, RxBytes: t.RxBytes, TxPackets: t.TxPackets, TxBytes: t.TxBytes,
-		Dropped: t.Dropped, TxRingFull: t.TxRingFull, PerQueue: s.Queues, XDPStats: t.XDP,
+		HandlerDropped: t.Dropped, Dropped: t.Dropped, TxRingFull: t.TxRingFull, PerQueue: s.Queues, XDPStats: t.XDP,
 		App: map[string]uint64{"rx_wakeups": t.RxWakeups, "tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches, "naps": t.Naps},
 	}
 	if dur > 0 {

@@ -7,7 +7,9 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -328,4 +330,44 @@ func perRun(r *Result, sc, a, b string) string {
 		rs = append(rs, fmt.Sprintf("%.3f", pa.Mpps[i]/pb.Mpps[i]))
 	}
 	return "; run by run " + strings.Join(rs, " ")
+}
+
+// SetupLine, RowLine and SummaryLine are the JSON lines of WriteJSON, each
+// with its "type".
+type (
+	SetupLine struct {
+		Type      string     `json:"type"` // "setup"
+		Runs      int        `json:"runs"`
+		DurationS float64    `json:"duration_s"`
+		Scenarios []Scenario `json:"scenarios"`
+	}
+	RowLine struct {
+		Type string `json:"type"` // "row"
+		PathResult
+	}
+	SummaryLine struct {
+		Type      string             `json:"type"` // "summary"
+		ProgBench []progbench.Result `json:"progbench"`
+		OverDrop  []progbench.Delta  `json:"progbench_over_drop"`
+		Costs     []Cost             `json:"cpu0_ns_per_frame"`
+		Targets   []Target           `json:"targets"`
+	}
+)
+
+// WriteJSON writes r as JSON lines, as compare --json does: a "setup" line
+// (runs, duration, scenarios), a "row" line per scenario and path (the
+// medians), then a "summary" line (progbench, CPU 0's costs, the targets).
+func WriteJSON(w io.Writer, r *Result) error {
+	enc := json.NewEncoder(w) // one line per Encode
+	lines := []any{SetupLine{Type: "setup", Runs: r.Runs, DurationS: r.DurationS, Scenarios: r.Scenarios}}
+	for _, p := range r.Paths {
+		lines = append(lines, RowLine{Type: "row", PathResult: p})
+	}
+	lines = append(lines, SummaryLine{Type: "summary", ProgBench: r.ProgBench, OverDrop: r.OverDrop, Costs: r.Costs, Targets: r.Targets})
+	for _, l := range lines {
+		if err := enc.Encode(l); err != nil {
+			return fmt.Errorf("encode JSON: %w", err)
+		}
+	}
+	return nil
 }

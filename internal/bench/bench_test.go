@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -97,5 +99,47 @@ func TestCPU0Costs(t *testing.T) {
 		if d := c.Over - w; d > 1e-9 || d < -1e-9 {
 			t.Errorf("%s %s over %s %s = %v ns, want %v", c.Scenario, c.Path, c.OverScenario, c.OverPath, c.Over, w)
 		}
+	}
+}
+
+// TestWriteJSON: bench --json is JSON lines, each an object with a type:
+// setup, a row per scenario and path, summary.
+func TestWriteJSON(t *testing.T) {
+	r := &Result{Runs: 3, DurationS: 3, Scenarios: Scenarios()[:1],
+		Paths: []PathResult{
+			{Scenario: "A", Path: "xdp-drop", MedianMpps: 7.4, Mpps: []float64{7.4, 7.3, 7.5}},
+			{Scenario: "A", Path: "xsk-drop", MedianMpps: 5.2, Mpps: []float64{5.2, 5.1, 5.3}},
+		},
+		Targets: []Target{{Name: "t", Value: 1, Goal: 1, Met: true}},
+	}
+	var b bytes.Buffer
+	if err := WriteJSON(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(line), &obj); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		typ, _ := obj["type"].(string)
+		types = append(types, typ)
+		switch typ {
+		case "setup":
+			if obj["runs"] != 3.0 || obj["scenarios"] == nil {
+				t.Errorf("setup line %v", obj)
+			}
+		case "row":
+			if obj["scenario"] != "A" || obj["mpps"] == nil || obj["path"] == nil {
+				t.Errorf("row line %v", obj)
+			}
+		case "summary":
+			if obj["targets"] == nil {
+				t.Errorf("summary line %v", obj)
+			}
+		}
+	}
+	if got := strings.Join(types, ","); got != "setup,row,row,summary" {
+		t.Errorf("line types %s, want setup,row,row,summary:\n%s", got, b.String())
 	}
 }

@@ -166,7 +166,9 @@ func (r *asavieRunner) sample() (s sample, err error) {
 	}
 	s.reasons = map[string]uint64{"socket_drops": drops}
 	if v, ok := r.e.vethRx(); ok {
-		s.reasons["veth_rx_drops"] = v.RxDrops - drops
+		// As for xsk-drop: veth's rx drops include the socket's.
+		s.reasons["veth_rx_drops"] = v.RxDrops
+		s.includes = map[string]string{"veth_rx_drops": "socket_drops"}
 	}
 	return s, nil
 }

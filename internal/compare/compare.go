@@ -28,7 +28,10 @@
 // window at 250 Hz resolves about 0.2% of a CPU.
 //
 // Loss is accounted over the whole run: sent = received + every counted drop
-// reason + unexplained, where unexplained should be near zero.
+// reason + unexplained. On a test bed the last sample is taken after the
+// counters have come to rest with the generator stopped, so no frame is in
+// flight and unexplained is 0 when every drop is counted; a path whose
+// counters do not come to rest fails.
 package compare
 
 import (
@@ -42,6 +45,12 @@ import (
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/testbed"
 )
+
+// ErrDefaultRoute is returned for an Interface that carries a default route
+// of its network namespace: every path takes all of that interface's
+// traffic while it runs (the drop paths drop it), which would cut the host
+// off from its network and its users for the whole comparison.
+var ErrDefaultRoute = errors.New("it carries the default route")
 
 // Family groups the paths that do the same job on the same traffic.
 type Family string
@@ -192,6 +201,9 @@ type Config struct {
 	Interface string
 	// Queues of Interface to bind (AF_XDP paths); nil means all.
 	InterfaceQueues []int
+	// Force measures Interface even if it carries the default route
+	// (see ErrDefaultRoute).
+	Force bool
 
 	// Progress, if set, is told what is happening (one line per call).
 	Progress func(msg string)

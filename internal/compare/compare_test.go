@@ -6,9 +6,12 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xdpeng/xdpeng/internal/gen"
 )
 
 func TestParsePaths(t *testing.T) {
@@ -146,19 +149,39 @@ func TestWriters(t *testing.T) {
 	if err := WriteJSON(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	var decoded struct {
-		Rows []map[string]any `json:"rows"`
-	}
-	if err := json.Unmarshal(b.Bytes(), &decoded); err != nil {
-		t.Fatal(err)
-	}
-	if len(decoded.Rows) != 2 {
-		t.Fatalf("%d JSON rows, want 2", len(decoded.Rows))
-	}
-	for _, f := range []string{"path", "mpps", "ns_per_packet", "sent", "received", "dropped", "drop_reasons", "cpu_percent"} {
-		if _, ok := decoded.Rows[1][f]; !ok {
-			t.Errorf("JSON row has no %q: %v", f, decoded.Rows[1])
+	// JSON lines: setup, a row per path, summary; each line one object
+	// with a type.
+	var types []string
+	var rows []map[string]any
+	var summary map[string]any
+	for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(line), &obj); err != nil {
+			t.Fatalf("line %q: %v", line, err)
 		}
+		typ, _ := obj["type"].(string)
+		types = append(types, typ)
+		switch typ {
+		case "row":
+			rows = append(rows, obj)
+		case "summary":
+			summary = obj
+		case "setup":
+			if obj["layout"] != "A" || obj["testbed"] != "b" {
+				t.Errorf("setup line %v", obj)
+			}
+		}
+	}
+	if got := strings.Join(types, ","); got != "setup,row,row,summary" {
+		t.Fatalf("line types %s, want setup,row,row,summary:\n%s", got, b.String())
+	}
+	for _, f := range []string{"path", "mpps", "ns_per_packet", "sent", "received", "dropped", "drop_reasons", "unexplained", "cpu_percent"} {
+		if _, ok := rows[1][f]; !ok {
+			t.Errorf("JSON row has no %q: %v", f, rows[1])
+		}
+	}
+	if fmt.Sprint(summary["paths"]) != "[xdp-drop xsk-drop]" || fmt.Sprint(summary["failed"]) != "[]" {
+		t.Errorf("summary line %v", summary)
 	}
 
 	b.Reset()
@@ -177,9 +200,94 @@ func TestWriters(t *testing.T) {
 	WriteTable(&b, r)
 	WriteChart(&b, r)
 	out := b.String()
-	for _, want := range []string{"layout A", "generator on CPU 0", "receiver on CPU 1", "64-byte frames", "socket_drops 10", "ns/pkt", "█"} {
+	for _, want := range []string{"layout A", "generator on CPU 0", "receiver on CPU 1", "64-byte frames", "ns/pkt", "█",
+		"xdp-drop             lost 0: unexplained 0", "xsk-drop             lost 10: socket_drops 10, unexplained 0"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// TestSettleRace feeds the race of issue 16: the socket's drop count read
+// a moment after veth's rx drops, which include it, so the part is larger
+// than the whole. No figure may wrap, in the row or in its JSON.
+func TestSettleRace(t *testing.T) {
+	includes := map[string]string{"veth_rx_drops": "socket_drops"}
+	base := sample{received: 100, reasons: map[string]uint64{"socket_drops": 10, "veth_rx_drops": 10}, includes: includes}
+	for _, tc := range []struct {
+		name      string
+		final     sample
+		g         *gen.Stats
+		wantVeth  uint64
+		wantDrops uint64
+	}{
+		{"veth behind the socket, interface", sample{received: 5100, reasons: map[string]uint64{"socket_drops": 2127, "veth_rx_drops": 1010}, includes: includes},
+			nil, 0, 2117},
+		{"veth behind, and behind its own base", sample{received: 5100, reasons: map[string]uint64{"socket_drops": 2127, "veth_rx_drops": 5}, includes: includes},
+			nil, 0, 2117},
+		{"veth counts 3 drops besides the socket's", sample{received: 5100, reasons: map[string]uint64{"socket_drops": 2127, "veth_rx_drops": 2130}, includes: includes},
+			&gen.Stats{Sent: 7120}, 3, 2120},
+		{"received read behind its base", sample{received: 90, reasons: map[string]uint64{"socket_drops": 10, "veth_rx_drops": 10}, includes: includes},
+			&gen.Stats{Sent: 0}, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			row := Row{Copies: 1}
+			row.settle(base, tc.final, tc.g)
+			if got := row.Reasons["veth_rx_drops"]; got != tc.wantVeth {
+				t.Errorf("veth_rx_drops %d, want %d (reasons %v)", got, tc.wantVeth, row.Reasons)
+			}
+			if row.Dropped != tc.wantDrops {
+				t.Errorf("dropped %d, want %d", row.Dropped, tc.wantDrops)
+			}
+			b, err := json.Marshal(row)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkNoWrapped(t, b)
+		})
+	}
+	// Exact accounting when the counters agree: 5000 received + 2117 at
+	// the socket + 3 more at veth = 7120 sent.
+	row := Row{Copies: 1}
+	row.settle(base, sample{received: 5100, reasons: map[string]uint64{"socket_drops": 2127, "veth_rx_drops": 2130}, includes: includes}, &gen.Stats{Sent: 7120})
+	if row.Unexplained != 0 || row.Received != 5000 {
+		t.Errorf("received %d, unexplained %d (reasons %v), want 5000 and 0", row.Received, row.Unexplained, row.Reasons)
+	}
+	// More counted than sent is reported as a negative figure, not a
+	// wrapped one.
+	row = Row{Copies: 1}
+	row.settle(base, sample{received: 5102, reasons: base.reasons, includes: includes}, &gen.Stats{Sent: 5000})
+	if row.Unexplained != -2 || row.Dropped != 0 {
+		t.Errorf("unexplained %d, dropped %d; want -2 and 0", row.Unexplained, row.Dropped)
+	}
+}
+
+// checkNoWrapped fails if any number in the JSON document b is at or
+// above 2^63: a counter difference that wrapped.
+func checkNoWrapped(t *testing.T, b []byte) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				walk(path+"."+k, e)
+			}
+		case []any:
+			for i, e := range x {
+				walk(fmt.Sprintf("%s[%d]", path, i), e)
+			}
+		case json.Number:
+			if f, err := x.Float64(); err == nil && f >= 1<<63 {
+				t.Errorf("%s = %s: a wrapped counter", path, x)
+			}
+		}
+	}
+	walk("", v)
 }

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/xdpeng/xdpeng/internal/counter"
 )
 
 // userHZ is the unit of /proc/stat: USER_HZ, 100 on every Linux
@@ -27,10 +29,14 @@ func (c cpuTimes) busy() uint64 { return c.user + c.nice + c.system + c.irq + c.
 
 func (c cpuTimes) total() uint64 { return c.busy() + c.idle + c.iowait + c.steal }
 
+// sub is c minus an earlier reading o. The kernel's idle and iowait ticks
+// can go backwards between two reads (they are estimated for a CPU that
+// sleeps), so each field is clamped at 0.
 func (c cpuTimes) sub(o cpuTimes) cpuTimes {
 	return cpuTimes{
-		user: c.user - o.user, nice: c.nice - o.nice, system: c.system - o.system, idle: c.idle - o.idle,
-		iowait: c.iowait - o.iowait, irq: c.irq - o.irq, softirq: c.softirq - o.softirq, steal: c.steal - o.steal,
+		user: counter.Sub(c.user, o.user), nice: counter.Sub(c.nice, o.nice), system: counter.Sub(c.system, o.system),
+		idle: counter.Sub(c.idle, o.idle), iowait: counter.Sub(c.iowait, o.iowait), irq: counter.Sub(c.irq, o.irq),
+		softirq: counter.Sub(c.softirq, o.softirq), steal: counter.Sub(c.steal, o.steal),
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/gen"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/pkt"
@@ -45,6 +46,15 @@ func nicEnv(cfg *Config) (*env, error) {
 	info, err := netdev.Lookup(cfg.Interface)
 	if err != nil {
 		return nil, fmt.Errorf("compare: %w", err)
+	}
+	if !cfg.Force {
+		carries, err := netdev.CarriesDefaultRoute(info.Index)
+		if err != nil {
+			return nil, fmt.Errorf("compare: %w", err)
+		}
+		if carries {
+			return nil, fmt.Errorf("compare: every path would take all of %s's traffic, and %w", info.Name, ErrDefaultRoute)
+		}
 	}
 	e := &env{dut: info.Name, dutIndex: info.Index, queues: cfg.InterfaceQueues, dutCPUs: cfg.DUTCPUs}
 	if e.queues == nil {
@@ -91,6 +101,10 @@ func (e *env) vethRx() (q netdev.VethQueue, ok bool) {
 	return q, err == nil
 }
 
+// genDstPort is the UDP destination port of the generated frames (9,
+// discard), which the sinks count by.
+const genDstPort = 9
+
 // genConfig is the offered load: one frame template for the family, out of
 // gen0, from the generator CPUs, for the duration.
 func (e *env) genConfig(f Family, cfg *Config) gen.Config {
@@ -108,7 +122,7 @@ func (e *env) genConfig(f Family, cfg *Config) gen.Config {
 			SrcMAC: l.GenMAC, DstMAC: dstMAC,
 			SrcIP:   netip.MustParseAddr(l.GenIP.String()),
 			DstIP:   netip.MustParseAddr(dstIP.String()),
-			SrcPort: 1234, DstPort: 9, Size: cfg.FrameSize,
+			SrcPort: 1234, DstPort: genDstPort, Size: cfg.FrameSize,
 		},
 		Duration: cfg.Duration,
 		Rate:     cfg.Rate,
@@ -117,13 +131,40 @@ func (e *env) genConfig(f Family, cfg *Config) gen.Config {
 	}
 }
 
-// sample is a path's cumulative counters at one moment.
+// sample is a path's cumulative counters at one moment, as read: the
+// counters of one sample come from different places (a BPF map, the
+// engine, veth's statistics) and are read one after another, so they are
+// only compared after a drain, or through package counter.
 type sample struct {
 	received uint64
-	// reasons are cumulative drop counters by reason; differences of two
-	// samples are what happened in between (uint64 arithmetic wraps, so a
-	// reason may be a difference of two counters).
+	// reasons are cumulative drop counters by reason.
 	reasons map[string]uint64
+	// includes maps a reason to another one whose frames it counts too
+	// (veth's rx drops include the frames a full socket refused); the row
+	// reports only what the first counts besides the second.
+	includes map[string]string
+}
+
+// account returns what happened between two samples of one path: the
+// frames received, and the drops by reason, each reason that includes
+// another reduced to the rest. Every difference goes through counter.Sub,
+// so a counter read before its source caught up gives 0, never a wrapped
+// 2^64 - n.
+func account(base, final sample) (received uint64, reasons map[string]uint64) {
+	d := make(map[string]uint64, len(final.reasons))
+	for k, v := range final.reasons {
+		d[k] = counter.Sub(v, base.reasons[k])
+	}
+	reasons = make(map[string]uint64, len(d))
+	for k, v := range d {
+		if inner, ok := final.includes[k]; ok {
+			v = counter.Sub(v, d[inner])
+		}
+		if v != 0 {
+			reasons[k] = v
+		}
+	}
+	return counter.Sub(final.received, base.received), reasons
 }
 
 // runner is one path set up on the DUT.
@@ -227,14 +268,19 @@ func measure(ctx context.Context, e *env, cfg *Config, info PathInfo) (row Row, 
 	if err := ctx.Err(); err != nil {
 		return row, err
 	}
-	final, err := drain(ctx, r)
+	final, settled, err := drain(ctx, r)
 	if err != nil {
 		return row, fmt.Errorf("%s: %w", info.Name, err)
+	}
+	if e.bed != nil && !settled {
+		// With the generator stopped nothing should move: the figures
+		// would not be final.
+		return row, fmt.Errorf("%s: counters still moving %v after the generator stopped", info.Name, drainMax)
 	}
 
 	secs := tb.Sub(ta).Seconds()
 	row.WindowS = round3(secs)
-	row.WindowPackets = b.received - a.received
+	row.WindowPackets = counter.Sub(b.received, a.received)
 	row.Mpps = round3(float64(row.WindowPackets) / secs / 1e6)
 	ns, use := receiverCPU(cpuA, cpuB, e.dutCPUs, e.genCPUs)
 	if row.WindowPackets > 0 {
@@ -245,38 +291,42 @@ func measure(ctx context.Context, e *env, cfg *Config, info PathInfo) (row Row, 
 		row.CPUPercent[strconv.Itoa(u.CPU)] = u.Busy
 	}
 
-	row.Received = final.received - base.received
-	for k, v := range final.reasons {
-		if d := v - base.reasons[k]; d != 0 {
-			row.Reasons[k] = d
-		}
-	}
 	if e.bed != nil {
-		row.Sent = genStats.Sent
-		if s := genStats.Duration.Seconds(); s > 0 {
-			row.OfferedMpps = round3(float64(genStats.Sent) / s / 1e6)
-		}
-		if genStats.Errors > 0 {
-			row.Reasons["xmit_errors"] = genStats.Errors
-		}
-		if u := genStats.Unaccounted(); u > 0 {
-			row.Reasons["lost_before_driver"] = u
-		}
-		want := row.Sent * uint64(row.Copies)
-		if want > row.Received {
-			row.Dropped = want - row.Received
-		}
-		var counted uint64
-		for _, v := range row.Reasons {
-			counted += v
-		}
-		row.Unexplained = int64(want) - int64(row.Received) - int64(counted)
+		row.settle(base, final, &genStats)
 	} else {
+		row.settle(base, final, nil)
+	}
+	return row, nil
+}
+
+// settle fills in the row's accounting from the samples before the load
+// and after the drain, and what the generator says it sent (nil without a
+// test bed: then Dropped is the sum of the reasons).
+func (row *Row) settle(base, final sample, g *gen.Stats) {
+	row.Received, row.Reasons = account(base, final)
+	if g == nil {
 		for _, v := range row.Reasons {
 			row.Dropped += v
 		}
+		return
 	}
-	return row, nil
+	row.Sent = g.Sent
+	if s := g.Duration.Seconds(); s > 0 {
+		row.OfferedMpps = round3(float64(g.Sent) / s / 1e6)
+	}
+	if g.Errors > 0 {
+		row.Reasons["xmit_errors"] = g.Errors
+	}
+	if u := g.Unaccounted(); u > 0 {
+		row.Reasons["lost_before_driver"] = u
+	}
+	want := row.Sent * uint64(row.Copies)
+	row.Dropped = counter.Sub(want, row.Received)
+	var counted uint64
+	for _, v := range row.Reasons {
+		counted += v
+	}
+	row.Unexplained = counter.Diff(want, row.Received+counted)
 }
 
 func snapshot(r runner) (sample, cpuStat, time.Time, error) {
@@ -288,32 +338,40 @@ func snapshot(r runner) (sample, cpuStat, time.Time, error) {
 	return s, c, time.Now(), err
 }
 
-// drain waits until the counters have not moved for drainQuiet (frames in
-// flight in rings and queues, a receiver thread that was preempted), at
-// most two seconds.
-func drain(ctx context.Context, r runner) (sample, error) {
+// drainMax bounds drain.
+const drainMax = 2 * time.Second
+
+// drain waits until no counter of the path has moved for drainQuiet, at
+// most drainMax, and returns the last sample; settled says whether the
+// counters came to rest. With the generator stopped, that is when every
+// frame it sent has been received or counted as dropped: the frames still
+// in flight when it stopped (in veth's rings, the socket's rx ring, a
+// receiver thread that was preempted) are done with, so the accounting of
+// a row is exact, with no allowance for frames in flight. On a real
+// interface the traffic goes on and the counters never rest.
+func drain(ctx context.Context, r runner) (s sample, settled bool, err error) {
 	const step, drainQuiet = 20 * time.Millisecond, 100 * time.Millisecond
 	prev, err := r.sample()
 	if err != nil {
-		return prev, err
+		return prev, false, err
 	}
 	quiet := time.Duration(0)
-	for range 100 {
+	for range drainMax / step {
 		if err := sleepCtx(ctx, step); err != nil {
-			return prev, err
+			return prev, false, err
 		}
 		cur, err := r.sample()
 		if err != nil {
-			return cur, err
+			return cur, false, err
 		}
 		if cur.received != prev.received || !sameReasons(cur.reasons, prev.reasons) {
 			quiet = 0
 		} else if quiet += step; quiet >= drainQuiet {
-			return cur, nil
+			return cur, true, nil
 		}
 		prev = cur
 	}
-	return prev, nil
+	return prev, false, nil
 }
 
 func sameReasons(a, b map[string]uint64) bool {

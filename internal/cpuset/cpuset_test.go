@@ -75,6 +75,8 @@ func TestFormat(t *testing.T) {
 		{[]int{0, 1, 2, 3, 5}, "0-3,5"},
 		{[]int{0, 2, 4}, "0,2,4"},
 		{[]int{1, 2, 4, 5, 6, 9}, "1-2,4-6,9"},
+		{[]int{1, 0}, "1,0"},
+		{[]int{3, 4, 0}, "3-4,0"},
 	} {
 		if got := Format(tc.in); got != tc.want {
 			t.Errorf("Format(%v) = %q, want %q", tc.in, got, tc.want)
@@ -147,4 +149,44 @@ func FuzzParseList(f *testing.F) {
 			t.Fatalf("Format is not stable: %q then %q", f, Format(again))
 		}
 	})
+}
+
+// TestParseList checks that a paired list keeps the order written and
+// refuses an id given twice, naming it.
+func TestParseList(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []int
+	}{
+		{"0", []int{0}},
+		{"1,0", []int{1, 0}},
+		{"3-4,0,2", []int{3, 4, 0, 2}},
+		{" 2 , 0 - 1 ", []int{2, 0, 1}},
+	} {
+		got, err := ParseList(tc.in, "CPU")
+		if err != nil {
+			t.Errorf("ParseList(%q): %v", tc.in, err)
+			continue
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("ParseList(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+		// The same ids as a set.
+		set, err := Parse(tc.in, "CPU")
+		if err != nil || !slices.Equal(set, slices.Sorted(slices.Values(tc.want))) {
+			t.Errorf("Parse(%q) = %v, %v; want %v sorted", tc.in, set, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"1,1", `CPU list "1,1": CPU 1 is given twice`},
+		{"0-2,1", "CPU 1 is given twice"},
+		{"3,0-4", "CPU 3 is given twice"},
+		{"1-", `"" is not a non-negative number`},
+		{"", "empty CPU list"},
+	} {
+		_, err := ParseList(tc.in, "CPU")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseList(%q) = %v, want an error containing %q", tc.in, err, tc.want)
+		}
+	}
 }

@@ -85,6 +85,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/bpf"
+	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/pkt"
@@ -199,6 +200,10 @@ func (c *Config) Validate() error {
 		}
 		c.CPUs = online[:c.Threads]
 	}
+	// Each CPU first: "--cpus 4000" is about CPU 4000, not the count.
+	if err := cpuset.CheckOnline(c.CPUs); err != nil {
+		return &FieldError{"CPUs", err.Error()}
+	}
 	if len(c.CPUs) != c.Threads {
 		return &FieldError{"CPUs", fmt.Sprintf("%d CPUs for %d threads: give one CPU per thread", len(c.CPUs), c.Threads)}
 	}
@@ -210,9 +215,6 @@ func (c *Config) Validate() error {
 			return &FieldError{"CPUs", fmt.Sprintf("CPU %d given twice: one thread per CPU", cpu)}
 		}
 		seen[cpu] = true
-	}
-	if err := cpuset.CheckOnline(c.CPUs); err != nil {
-		return &FieldError{"CPUs", err.Error()}
 	}
 	if c.Rate != 0 && c.Rate < uint64(c.Threads) {
 		return &FieldError{"Rate", fmt.Sprintf("%d pps is less than 1 pps per thread (%d threads)", c.Rate, c.Threads)}
@@ -385,8 +387,8 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 		if haveCounters {
 			if now, ok := xmitCounters(attrs.Name); ok {
 				s.DeviceCounters = true
-				s.Xmit = now.TxXDPXmit - before.TxXDPXmit
-				s.Errors = now.TxXDPXmitErrors - before.TxXDPXmitErrors
+				s.Xmit = counter.Sub(now.TxXDPXmit, before.TxXDPXmit)
+				s.Errors = counter.Sub(now.TxXDPXmitErrors, before.TxXDPXmitErrors)
 			}
 		}
 		return s

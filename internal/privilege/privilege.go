@@ -26,8 +26,10 @@ const (
 	BPF Need = 1 << iota
 	// AFXDP: open AF_XDP sockets (CAP_NET_RAW), on top of BPF.
 	AFXDP
-	// Namespaces: create network namespaces (CAP_SYS_ADMIN).
+	// Namespaces: create and enter network namespaces (CAP_SYS_ADMIN).
 	Namespaces
+	// Links: create and configure interfaces (CAP_NET_ADMIN).
+	Links
 )
 
 // Check returns an error naming the command and the missing capabilities
@@ -41,13 +43,11 @@ func Check(command string, need Need) error {
 	}
 	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
 	var missing []string
-	if need&(BPF|AFXDP) != 0 {
-		if !has(capNetAdmin) {
-			missing = append(missing, "CAP_NET_ADMIN")
-		}
-		if !has(capBPF) && !has(capSysAdmin) {
-			missing = append(missing, "CAP_BPF")
-		}
+	if need&(BPF|AFXDP|Links) != 0 && !has(capNetAdmin) {
+		missing = append(missing, "CAP_NET_ADMIN")
+	}
+	if need&(BPF|AFXDP) != 0 && !has(capBPF) && !has(capSysAdmin) {
+		missing = append(missing, "CAP_BPF")
 	}
 	if need&AFXDP != 0 && !has(capNetRaw) {
 		missing = append(missing, "CAP_NET_RAW")
