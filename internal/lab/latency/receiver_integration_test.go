@@ -103,7 +103,14 @@ func measure(t *testing.T, bed *testbed.Bed, h Hook, n, rate uint64, cpus []int)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Sent != n || st.Errors != 0 || st.Unaccounted() != 0 {
+	// gen0's per-queue xmit counters are exact only with one sending CPU:
+	// with two threads sending into one queue they lost updates (18 of
+	// 4001 in one run), so there the receiver's own counts are the check.
+	unaccounted := st.Unaccounted()
+	if len(cfg.CPUs) > 1 {
+		unaccounted = 0
+	}
+	if st.Sent != n || st.Errors != 0 || unaccounted != 0 {
 		t.Fatalf("generator: sent %d of %d, %d refused by gen0, %d unaccounted", st.Sent, n, st.Errors, st.Unaccounted())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
