@@ -10,13 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
@@ -29,59 +26,6 @@ import (
 	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
-
-// hookState is every program attached to an interface: XDP (netlink sees
-// bpf_link attachments too), TCX ingress and egress, and classic tc
-// ingress filters.
-type hookState struct {
-	XDPProg    uint32
-	TCXIngress []ebpf.ProgramID
-	TCXEgress  []ebpf.ProgramID
-	TCFilters  int
-}
-
-func (h hookState) equal(o hookState) bool {
-	return h.XDPProg == o.XDPProg && slices.Equal(h.TCXIngress, o.TCXIngress) &&
-		slices.Equal(h.TCXEgress, o.TCXEgress) && h.TCFilters == o.TCFilters
-}
-
-// readHooks reads the hooks of dev in the bed's DUT namespace.
-func readHooks(t *testing.T, bed *testbed.Bed, dev string) hookState {
-	t.Helper()
-	var h hookState
-	err := bed.InDUT(func() error {
-		l, err := netlink.LinkByName(dev)
-		if err != nil {
-			return err
-		}
-		st, err := netdev.XDPAttached(l.Attrs().Index)
-		if err != nil {
-			return err
-		}
-		h.XDPProg = st.ProgID
-		for _, a := range []struct {
-			typ ebpf.AttachType
-			ids *[]ebpf.ProgramID
-		}{{ebpf.AttachTCXIngress, &h.TCXIngress}, {ebpf.AttachTCXEgress, &h.TCXEgress}} {
-			r, err := link.QueryPrograms(link.QueryOptions{Target: l.Attrs().Index, Attach: a.typ})
-			if err != nil {
-				continue // no TCX on this kernel: nothing can be attached there
-			}
-			for _, p := range r.Programs {
-				*a.ids = append(*a.ids, p.ID)
-			}
-		}
-		fs, err := netlink.FilterList(l, netlink.HANDLE_MIN_INGRESS)
-		if err == nil {
-			h.TCFilters = len(fs)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("read the hooks of %s: %v", dev, err)
-	}
-	return h
-}
 
 // queuesFree binds a fresh AF_XDP socket to each queue of dev in the DUT
 // namespace and closes it again: EBUSY means a socket was left bound.
@@ -149,7 +93,7 @@ func checkFDs(t *testing.T, before int) {
 func TestHandlerPanicLeavesNothing(t *testing.T) {
 	bed := testbedtest.New(t, 2, 1)
 	dut := bed.Links[0].DUT
-	before := readHooks(t, bed, dut)
+	before := testbedtest.ReadHooksIn(t, bed.DUTNS, dut)
 	fds := openFDs(t)
 
 	cfg := rxdropConfig(bed)
@@ -170,7 +114,7 @@ func TestHandlerPanicLeavesNothing(t *testing.T) {
 			eng.Close()
 		}
 	})
-	if h := readHooks(t, bed, dut); h.XDPProg == 0 {
+	if h := testbedtest.ReadHooksIn(t, bed.DUTNS, dut); h.XDPProg == 0 {
 		t.Fatal("no XDP program attached while the engine exists")
 	}
 	done := make(chan error, 1)
@@ -203,7 +147,7 @@ func TestHandlerPanicLeavesNothing(t *testing.T) {
 	if err := eng.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if h := readHooks(t, bed, dut); !h.equal(before) {
+	if h := testbedtest.ReadHooksIn(t, bed.DUTNS, dut); !h.Equal(before) {
 		t.Errorf("hooks after Close %+v, before %+v", h, before)
 	}
 	if err := queuesFree(bed, dut, 0, 1); err != nil {
@@ -218,7 +162,7 @@ func TestHandlerPanicLeavesNothing(t *testing.T) {
 func TestSetupFailsOnSecondQueue(t *testing.T) {
 	bed := testbedtest.New(t, 2, 1)
 	dut := bed.Links[0].DUT
-	before := readHooks(t, bed, dut)
+	before := testbedtest.ReadHooksIn(t, bed.DUTNS, dut)
 
 	var other *xsk.Socket
 	var otherUmem *xsk.Umem
@@ -255,7 +199,7 @@ func TestSetupFailsOnSecondQueue(t *testing.T) {
 			t.Errorf("error %q does not contain %q", err, want)
 		}
 	}
-	if h := readHooks(t, bed, dut); !h.equal(before) {
+	if h := testbedtest.ReadHooksIn(t, bed.DUTNS, dut); !h.Equal(before) {
 		t.Errorf("hooks after a failed New %+v, before %+v", h, before)
 	}
 	if err := queuesFree(bed, dut, 0); err != nil {
@@ -286,7 +230,7 @@ func TestSetupFailsAtAttach(t *testing.T) {
 		t.Fatalf("attach the other program: %v", err)
 	}
 	t.Cleanup(func() { held.Close(); prog.Close() })
-	before := readHooks(t, bed, dut)
+	before := testbedtest.ReadHooksIn(t, bed.DUTNS, dut)
 	fds := openFDs(t)
 
 	for _, force := range []bool{false, true} {
@@ -317,7 +261,7 @@ func TestSetupFailsAtAttach(t *testing.T) {
 			// "pass --force", which cannot help against a bpf_link.
 			t.Logf("KNOWN ISSUE: without --force the error does not say that a bpf_link (a running process) holds the program, and suggests --force, which cannot replace it: %v", err)
 		}
-		if h := readHooks(t, bed, dut); !h.equal(before) {
+		if h := testbedtest.ReadHooksIn(t, bed.DUTNS, dut); !h.Equal(before) {
 			t.Errorf("force=%v: hooks after a failed New %+v, before %+v", force, h, before)
 		}
 		if err := queuesFree(bed, dut, 0, 1); err != nil {

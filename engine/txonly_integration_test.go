@@ -82,9 +82,9 @@ func (c *wireCapture) collect(t *testing.T, want int) {
 			c.frames = append(c.frames, append([]byte(nil), buf[:n]...))
 		}
 	}
-	var st unix.TpacketStats
-	if s, err := unix.GetsockoptTpacketStats(c.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
-		st = *s
+	st, err := unix.GetsockoptTpacketStats(c.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
+	if err != nil {
+		t.Fatalf("read the capture socket's statistics: %v", err)
 	}
 	if st.Drops != 0 {
 		t.Fatalf("the capture socket dropped %d frames", st.Drops)

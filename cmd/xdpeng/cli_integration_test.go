@@ -25,6 +25,7 @@ import (
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/testbed"
 	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
 // hasCommand reports whether the binary has the subcommand path (others
@@ -175,7 +176,7 @@ func TestCLIBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var before []hookState
+			var before []testbedtest.Hooks
 			for _, i := range ifaces {
 				before = append(before, readHooks(t, i.ns, i.dev))
 			}
@@ -210,7 +211,7 @@ func TestCLIBadInput(t *testing.T) {
 				t.Errorf("crashed:\n%s", msg)
 			}
 			for i, in := range ifaces {
-				if h := readHooks(t, in.ns, in.dev); !h.equal(before[i]) {
+				if h := readHooks(t, in.ns, in.dev); !h.Equal(before[i]) {
 					t.Errorf("%s: hooks %+v after a refused command, %+v before", in.dev, h, before[i])
 				}
 			}
@@ -253,13 +254,16 @@ func attachForeign(t *testing.T, ns, dev string) uint32 {
 		t.Fatal("no program after the netlink attach")
 	}
 	t.Cleanup(func() {
-		testbed.Do(ns, func() error {
+		err := testbed.Do(ns, func() error {
 			l, err := netlink.LinkByName(dev)
 			if err != nil {
 				return err
 			}
 			return netlink.LinkSetXdpFdWithFlags(l, -1, unix.XDP_FLAGS_DRV_MODE)
 		})
+		if err != nil {
+			t.Errorf("detach the foreign program from %s: %v", dev, err)
+		}
 	})
 	return h.XDPProg
 }
@@ -294,7 +298,7 @@ func TestCLIForeignXDPProgram(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("--force did not replace the program:\n%s", r)
 			}
-			if h, ok := waitHooks(t, ns, "dut0", hookState.empty); !ok {
+			if h, ok := waitHooks(t, ns, "dut0", testbedtest.Hooks.Empty); !ok {
 				t.Errorf("after a --force run the interface has %+v, want nothing (the replaced program %d is not restored)", h, id)
 			}
 		})
@@ -309,7 +313,7 @@ func TestCLIQueueBusy(t *testing.T) {
 	ns := bed.DUTNS
 	before := readHooks(t, ns, "dut0")
 	first := startIn(t, ns, bin, "rxdrop", "-i", "dut0", "-q", "0")
-	held, ok := waitHooks(t, ns, "dut0", func(h hookState) bool { return h.XDPProg != 0 })
+	held, ok := waitHooks(t, ns, "dut0", func(h testbedtest.Hooks) bool { return h.XDPProg != 0 })
 	if !ok {
 		first.signal(t, syscall.SIGINT)
 		t.Fatalf("the first rxdrop attached nothing:\n%s", first.wait(t))
@@ -347,7 +351,7 @@ func TestCLIQueueBusy(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "rxdrop on dut0") {
 		t.Errorf("the first rxdrop did not end cleanly:\n%s", r)
 	}
-	if h, ok := waitHooks(t, ns, "dut0", before.equal); !ok {
+	if h, ok := waitHooks(t, ns, "dut0", before.Equal); !ok {
 		t.Errorf("hooks %+v after both ended, %+v before", h, before)
 	}
 	if err := queuesFree(ns, "dut0", 0, 1); err != nil {
@@ -381,7 +385,7 @@ func TestCLILeaveNoTrace(t *testing.T) {
 					args = append(args, "-d", "1500ms")
 				}
 				p := startIn(t, ns, args...)
-				if _, ok := waitHooks(t, ns, "dut0", func(h hookState) bool { return !h.equal(before) }); !ok {
+				if _, ok := waitHooks(t, ns, "dut0", func(h testbedtest.Hooks) bool { return !h.Equal(before) }); !ok {
 					p.signal(t, syscall.SIGKILL)
 					t.Fatalf("nothing attached:\n%s", p.wait(t))
 				}
@@ -401,7 +405,7 @@ func TestCLILeaveNoTrace(t *testing.T) {
 				case !strings.Contains(r.stdout, cmd.summary):
 					t.Errorf("no final totals (%q):\n%s", cmd.summary, r)
 				}
-				if h, ok := waitHooks(t, ns, "dut0", before.equal); !ok {
+				if h, ok := waitHooks(t, ns, "dut0", before.Equal); !ok {
 					t.Errorf("hooks %+v after the process ended, %+v before", h, before)
 				}
 				if err := queuesFree(ns, "dut0", 0, 1); err != nil {
@@ -419,7 +423,7 @@ func TestCLILeaveNoTrace(t *testing.T) {
 // signals), so a half-made bed may remain: `testbed status` must list it
 // and `testbed down --name` must remove it completely.
 func TestCLITestbedInterrupted(t *testing.T) {
-	testbedtest.RequireRoot(t)
+	privtest.Root(t)
 	bin := buildCLI(t)
 	leftovers := 0
 	for i, delay := range []time.Duration{2 * time.Millisecond, 10 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond} {
@@ -493,7 +497,7 @@ func TestCLIOverloadAccounting(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := startIn(t, bed.DUTNS, append([]string{bin}, tc.args...)...)
-			if _, ok := waitHooks(t, bed.DUTNS, "dut0", func(h hookState) bool { return h.XDPProg != 0 }); !ok {
+			if _, ok := waitHooks(t, bed.DUTNS, "dut0", func(h testbedtest.Hooks) bool { return h.XDPProg != 0 }); !ok {
 				p.signal(t, syscall.SIGKILL)
 				t.Fatalf("nothing attached:\n%s", p.wait(t))
 			}
@@ -558,7 +562,7 @@ func demoBeds(t *testing.T, pid int) []string {
 // SIGTERM it removes its test bed itself; kill -9 leaves the bed, which
 // `testbed status` lists and `testbed down --name` removes.
 func TestCLIDemoInterrupted(t *testing.T) {
-	testbedtest.RequireRoot(t)
+	privtest.Root(t)
 	bin := buildCLI(t)
 	if !hasCommand(bin, "demo") {
 		t.Skip("no demo command yet")

@@ -11,19 +11,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
-	"github.com/vishvananda/netlink"
-
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/testbed"
+	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
+
+func TestMain(m *testing.M) { os.Exit(privtest.Main(m)) }
 
 // buildCLI builds xdpeng into a temporary directory that other users may
 // enter (the not-root cases run it as nobody) and returns its path.
@@ -137,65 +136,18 @@ func (p *proc) signal(t *testing.T, sig syscall.Signal) {
 	}
 }
 
-// hookState is every program attached to an interface: XDP (netlink sees
-// bpf_link attachments too), TCX ingress and egress, classic tc ingress
-// filters.
-type hookState struct {
-	XDPProg    uint32
-	TCXIngress []ebpf.ProgramID
-	TCXEgress  []ebpf.ProgramID
-	TCFilters  int
-}
-
-func (h hookState) equal(o hookState) bool {
-	return h.XDPProg == o.XDPProg && slices.Equal(h.TCXIngress, o.TCXIngress) &&
-		slices.Equal(h.TCXEgress, o.TCXEgress) && h.TCFilters == o.TCFilters
-}
-
-func (h hookState) empty() bool { return h.equal(hookState{}) }
-
-// readHooks reads the hooks of dev in namespace ns.
-func readHooks(t *testing.T, ns, dev string) hookState {
+// readHooks reads the hooks of dev in namespace ns; a failed probe fails
+// the test.
+func readHooks(t *testing.T, ns, dev string) testbedtest.Hooks {
 	t.Helper()
-	var h hookState
-	err := testbed.Do(ns, func() error {
-		l, err := netlink.LinkByName(dev)
-		if err != nil {
-			return err
-		}
-		st, err := netdev.XDPAttached(l.Attrs().Index)
-		if err != nil {
-			return err
-		}
-		h.XDPProg = st.ProgID
-		for _, a := range []struct {
-			typ ebpf.AttachType
-			ids *[]ebpf.ProgramID
-		}{{ebpf.AttachTCXIngress, &h.TCXIngress}, {ebpf.AttachTCXEgress, &h.TCXEgress}} {
-			r, err := link.QueryPrograms(link.QueryOptions{Target: l.Attrs().Index, Attach: a.typ})
-			if err != nil {
-				continue // no TCX on this kernel: nothing can be attached there
-			}
-			for _, p := range r.Programs {
-				*a.ids = append(*a.ids, p.ID)
-			}
-		}
-		if fs, err := netlink.FilterList(l, netlink.HANDLE_MIN_INGRESS); err == nil {
-			h.TCFilters = len(fs)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("read the hooks of %s in %s: %v", dev, ns, err)
-	}
-	return h
+	return testbedtest.ReadHooksIn(t, ns, dev)
 }
 
 // waitHooks waits up to 5 s for dev's hooks to satisfy ok and returns the
 // last state read.
-func waitHooks(t *testing.T, ns, dev string, ok func(hookState) bool) (hookState, bool) {
+func waitHooks(t *testing.T, ns, dev string, ok func(testbedtest.Hooks) bool) (testbedtest.Hooks, bool) {
 	t.Helper()
-	var h hookState
+	var h testbedtest.Hooks
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if h = readHooks(t, ns, dev); ok(h) {
 			return h, true

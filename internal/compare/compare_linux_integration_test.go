@@ -11,15 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 
 	"github.com/xdpeng/xdpeng/engine"
-	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/testbed"
 	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
+
+func TestMain(m *testing.M) { os.Exit(privtest.Main(m)) }
 
 // run compares paths on bed for d each.
 func run(t *testing.T, bed *testbed.Bed, d time.Duration, paths ...string) Result {
@@ -70,16 +70,12 @@ func checkClean(t *testing.T, bed *testbed.Bed) {
 		err := testbed.Do(ns, func() error {
 			for _, l := range bed.Links {
 				name, idx := names(l)
-				if st, err := netdev.XDPAttached(idx); err != nil || st.ProgID != 0 {
-					t.Errorf("%s: XDP program %d left attached (%v)", name, st.ProgID, err)
+				h, err := testbedtest.ReadHooks(idx)
+				if err != nil {
+					return err
 				}
-				for _, at := range []ebpf.AttachType{ebpf.AttachTCXIngress, ebpf.AttachTCXEgress} {
-					q, err := link.QueryPrograms(link.QueryOptions{Target: idx, Attach: at})
-					if err != nil {
-						t.Errorf("%s: query tc programs: %v", name, err)
-					} else if len(q.Programs) != 0 {
-						t.Errorf("%s: %d tc programs left attached", name, len(q.Programs))
-					}
+				if !h.Empty() {
+					t.Errorf("%s: programs left attached: %+v", name, h)
 				}
 			}
 			if _, err := netlink.LinkByName(bridgeName); err == nil {

@@ -14,7 +14,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/rlimit"
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/vishvananda/netlink"
@@ -24,6 +23,7 @@ import (
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/pkt"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
 // These tests build their own pair of throwaway network namespaces joined
@@ -36,15 +36,7 @@ type vethPair struct {
 	gen, dut     *netdev.Info
 }
 
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates network namespaces and loads BPF programs (CAP_SYS_ADMIN, CAP_BPF, CAP_NET_ADMIN)")
-	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		t.Fatal(err)
-	}
-}
+func TestMain(m *testing.M) { os.Exit(privtest.Main(m)) }
 
 // inNS runs fn on a thread in ns (netns.None(): the current one) and moves
 // the thread back after. If that fails, the thread is left locked so that
@@ -77,7 +69,7 @@ func inNS(t *testing.T, ns netns.NsHandle, fn func() error) error {
 
 func newVethPair(t *testing.T, queues int) *vethPair {
 	t.Helper()
-	needRoot(t)
+	privtest.Root(t)
 	p := &vethPair{}
 	err := inNS(t, netns.None(), func() error {
 		// netns.New moves the thread into the new namespace; inNS moves
@@ -230,13 +222,13 @@ func TestRunDeliversExactCount(t *testing.T) {
 }
 
 func TestRunTwoThreadsTwoQueues(t *testing.T) {
-	needRoot(t)
+	privtest.Root(t)
 	online, err := cpuset.Online()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(online) < 2 {
-		t.Skip("needs 2 CPUs")
+		privtest.Unsupported(t, "needs 2 CPUs online, has %d", len(online))
 	}
 	p := newVethPair(t, 2)
 	p.attachDUT(t, 1)
@@ -372,8 +364,11 @@ func TestRunPortsAndValidFrames(t *testing.T) {
 			}
 			want := map[uint16]int{5000: n / ports, 5001: n / ports, 5002: n / ports}
 			if fmt.Sprint(byPort) != fmt.Sprint(want) {
-				st, _ := unix.GetsockoptTpacketStats(fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
-				t.Logf("dut counters %+v, packet socket %+v", netdev.SumVethQueues(p.dutQueues(t)), st)
+				st, err := unix.GetsockoptTpacketStats(fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
+				if err != nil {
+					t.Fatalf("read the packet socket's statistics: %v", err)
+				}
+				t.Logf("dut counters %+v, packet socket %+v", netdev.SumVethQueues(p.dutQueues(t)), *st)
 				t.Errorf("frames per port %v, want %v", byPort, want)
 			}
 		})

@@ -8,16 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cilium/ebpf/rlimit"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
+func TestMain(m *testing.M) { os.Exit(privtest.Main(m)) }
+
 func TestRun(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (CAP_BPF, CAP_NET_ADMIN) to load and test-run programs")
-	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		t.Skipf("raise memlock rlimit: %v", err)
-	}
+	privtest.Root(t)
 	// The figures are whole nanoseconds and the machine may be busy with
 	// other tests: compare each program's best round, allow a nanosecond,
 	// and measure again before calling an inversion real.
