@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -153,33 +152,6 @@ func TestEveryPath(t *testing.T) {
 	if n, mapped := socketState(t); n != sockets || len(mapped) > 0 {
 		t.Errorf("sockets open before %d, after %d; socket mappings left: %q", sockets, n, mapped)
 	}
-}
-
-// TestOrderings checks the orderings on medians of three short
-// runs: each run measures the paths side by side, so the ratios hold even
-// when the machine as a whole is slower or faster at the time.
-func TestOrderings(t *testing.T) {
-	bed := testbedtest.New(t, 1, 1)
-	names := []string{"xdp-drop", "tc-drop", "xsk-drop", "af-packet"}
-	mpps := map[string][]float64{}
-	for range 3 {
-		res := run(t, bed, time.Second, names...)
-		for _, row := range res.Rows {
-			mpps[row.Path] = append(mpps[row.Path], row.Mpps)
-		}
-	}
-	median := func(p string) float64 {
-		v := slices.Clone(mpps[p])
-		slices.Sort(v)
-		return v[len(v)/2]
-	}
-	t.Logf("Mpps of 3 runs: %v", mpps)
-	for _, pair := range [][2]string{{"xdp-drop", "tc-drop"}, {"xsk-drop", "af-packet"}} {
-		if a, b := median(pair[0]), median(pair[1]); a <= b {
-			t.Errorf("median %s %.3f Mpps is not above %s %.3f Mpps", pair[0], a, pair[1], b)
-		}
-	}
-	checkClean(t, bed)
 }
 
 // TestInterrupted cancels a comparison in the middle of a path: the path
