@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -70,14 +71,32 @@ func runIn(t *testing.T, timeout time.Duration, ns string, argv ...string) resul
 // proc is a command started in the background.
 type proc struct {
 	cmd            *exec.Cmd
-	stdout, stderr *bytes.Buffer
+	stdout, stderr *syncBuffer
 	done           chan struct{}
 	res            result
 }
 
+// syncBuffer is a buffer that a test may read while the command writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 func startCmd(t *testing.T, cmd *exec.Cmd) *proc {
 	t.Helper()
-	p := &proc{cmd: cmd, stdout: new(bytes.Buffer), stderr: new(bytes.Buffer), done: make(chan struct{})}
+	p := &proc{cmd: cmd, stdout: new(syncBuffer), stderr: new(syncBuffer), done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %v: %v", cmd.Args, err)
@@ -115,6 +134,35 @@ func startCmd(t *testing.T, cmd *exec.Cmd) *proc {
 func startIn(t *testing.T, ns string, argv ...string) *proc {
 	t.Helper()
 	return startCmd(t, nsCommand(context.Background(), ns, argv...))
+}
+
+// exited reports whether the command has ended.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitOutput waits until the command's stdout (or stderr) satisfies ok, or
+// the command ends, at most timeout (a guard against a hang, not a
+// measure); it reports whether ok was met.
+func (p *proc) waitOutput(timeout time.Duration, stderr bool, ok func(string) bool) bool {
+	out := p.stdout
+	if stderr {
+		out = p.stderr
+	}
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if ok(out.String()) {
+			return true
+		}
+		if p.exited() {
+			return ok(out.String())
+		}
+	}
+	return false
 }
 
 func (p *proc) wait(t *testing.T) result {
