@@ -17,10 +17,24 @@ all: build
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/xdpeng
 
-# Unit and integration tests (integration tests need root and skip without
-# it), all under the race detector, then the fuzz targets briefly.
+# Unit and integration tests, all under the race detector, then the fuzz
+# targets briefly. The integration tests need root; here (and so in CI) one
+# that cannot run fails rather than skips (XDPENG_REQUIRE_PRIV=1), and the
+# counts of every package are added up at the end: none may be skipped, and
+# only a kernel without a feature may leave some "not supported here".
+# Without root, `go test ./...` runs the unit tests and skips the others.
 test: build lint
-	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+	@if [ "$$(id -u)" != 0 ]; then \
+		echo "make test: the integration tests need root (network namespaces, BPF programs, AF_XDP sockets): run sudo make test (go test ./... runs the unit tests alone and skips the rest)" >&2; \
+		exit 1; \
+	fi
+	@report=$$(mktemp) && trap 'rm -f "$$report"' EXIT && \
+	XDPENG_REQUIRE_PRIV=1 XDPENG_PRIV_REPORT="$$report" $(GO) test -race -count=1 -timeout 30m $(PKGS); status=$$?; \
+	grep -h '^privtest .*:   ' "$$report"; \
+	awk '/privileged tests ran/ { ran += $$3; skipped += $$7; unsup += $$9 } \
+		END { printf "privileged tests: %d ran, %d skipped, %d not supported here\n", ran, skipped, unsup; \
+		      if (ran == 0) { print "make test: no privileged test ran" > "/dev/stderr"; exit 1 } \
+		      if (skipped != 0) exit 1 }' "$$report" && exit $$status
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 
 fuzz:

@@ -7,20 +7,11 @@ import (
 	"os"
 	"testing"
 
-	"github.com/cilium/ebpf/rlimit"
-
 	"github.com/xdpeng/xdpeng/internal/pkt"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (CAP_BPF) to load programs")
-	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		t.Skipf("raise memlock rlimit: %v", err)
-	}
-}
+func TestMain(m *testing.M) { os.Exit(privtest.Main(m)) }
 
 // ethFrame is a minimal IPv4/UDP frame to destination port dport.
 func ethFrame(dport uint16) []byte {
@@ -34,7 +25,7 @@ func ethFrame(dport uint16) []byte {
 }
 
 func TestLoadKernEvery(t *testing.T) {
-	requireRoot(t)
+	privtest.Root(t)
 	want := map[KernProgram]uint32{Drop: 1, Pass: 2, TX: 3, DropCountProto: 1, TCDrop: 2 /* TC_ACT_SHOT */}
 	for _, p := range KernPrograms {
 		for _, counters := range []bool{false, true} {
@@ -79,7 +70,7 @@ func TestLoadKernEvery(t *testing.T) {
 }
 
 func TestXskRedirectOptions(t *testing.T) {
-	requireRoot(t)
+	privtest.Root(t)
 	const xdpPass = 2
 	x, err := NewXskRedirect(XskOptions{Counters: true, UDPPort: 9999})
 	if err != nil {
@@ -126,7 +117,7 @@ func TestQueueCPUStats(t *testing.T) {
 // frames to that port, IPv4 or IPv6, tagged or not, in the XDP and the tc
 // programs, and the program still drops every frame.
 func TestCountUDPDstPort(t *testing.T) {
-	requireRoot(t)
+	privtest.Root(t)
 	mac := func(b byte) net.HardwareAddr { return net.HardwareAddr{2, 0, 0, 0, 0, b} }
 	build := func(c pkt.UDPConfig, tcp bool) []byte {
 		c.SrcMAC, c.DstMAC, c.SrcPort, c.Size = mac(1), mac(2), 1234, 80

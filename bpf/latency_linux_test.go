@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/xdpeng/xdpeng/internal/pkt"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
 // stampedFrame is a 64-byte IPv4/UDP frame stamped with run, seq and a send
@@ -25,7 +26,7 @@ func stampedFrame(t *testing.T, run, seq uint32, sentNS uint64) []byte {
 }
 
 func TestLatencyReceiverLoadsAndCounts(t *testing.T) {
-	requireRoot(t)
+	privtest.Root(t)
 	l, err := NewLatencyReceiver(LatencyOptions{RunID: 7, Streams: 1, Capacity: 100})
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +81,7 @@ func TestLatencyReceiverRefusesBadOptions(t *testing.T) {
 }
 
 func TestLatencyBucketsProbe(t *testing.T) {
-	requireRoot(t)
+	privtest.Root(t)
 	got, err := LatencyBuckets([]uint64{0, 31, 32, 33, 1<<27 - 1, 1 << 27, 1<<64 - 1})
 	if err != nil {
 		t.Fatal(err)

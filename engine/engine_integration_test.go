@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,10 @@ import (
 	"github.com/xdpeng/xdpeng/internal/pkt"
 	"github.com/xdpeng/xdpeng/internal/testbed"
 	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
+
+func TestMain(m *testing.M) { os.Exit(privtest.Main(m)) }
 
 // running is an engine started on a test bed's DUT.
 type running struct {
@@ -165,7 +169,9 @@ func TestRxDropAccountingUnbounded(t *testing.T) {
 	cfg.NumFrames = 128
 	r := start(t, bed, cfg)
 	var before []netdev.VethQueue
-	bed.InDUT(func() (err error) { before, err = netdev.VethQueueCounters(bed.Links[0].DUT); return err })
+	if err := bed.InDUT(func() (err error) { before, err = netdev.VethQueueCounters(bed.Links[0].DUT); return err }); err != nil {
+		t.Fatal(err)
+	}
 	st := send(t, bed, 0, gen.Config{Duration: time.Second, Threads: 1})
 	s := r.finish(st.Sent)
 	var after []netdev.VethQueue
@@ -207,13 +213,22 @@ func TestDetachOnClose(t *testing.T) {
 			eng.Close()
 			return err
 		}
-		if st, _ := netdev.XDPAttached(info.Index); st.ProgID == 0 {
+		st, err := netdev.XDPAttached(info.Index)
+		if err != nil {
+			eng.Close()
+			return err
+		}
+		if st.ProgID == 0 {
+			eng.Close()
 			return errors.New("no XDP program attached while the engine exists")
 		}
 		if err := eng.Close(); err != nil {
 			return err
 		}
-		if st, _ := netdev.XDPAttached(info.Index); st.ProgID != 0 {
+		if st, err = netdev.XDPAttached(info.Index); err != nil {
+			return err
+		}
+		if st.ProgID != 0 {
 			return errors.New("XDP program still attached after Close")
 		}
 		// A second engine on the same queues works: nothing was left bound.
@@ -255,16 +270,9 @@ func TestBadInput(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
-			bed.InDUT(func() error {
-				info, err := netdev.Lookup(bed.Links[0].DUT)
-				if err != nil {
-					return err
-				}
-				if st, _ := netdev.XDPAttached(info.Index); st.ProgID != 0 {
-					t.Errorf("XDP program left attached after a refused configuration")
-				}
-				return nil
-			})
+			if h := testbedtest.ReadHooksIn(t, bed.DUTNS, bed.Links[0].DUT); !h.Empty() {
+				t.Errorf("hooks %+v left after a refused configuration", h)
+			}
 		})
 	}
 }

@@ -166,13 +166,28 @@ type txGen struct {
 	limited bool     // send left frames, then stop
 	left    uint64
 	pace    pacer
+	clock   clock
 }
+
+// clock is how a generator worker reads the time and waits: the pacer's
+// time source, replaced in tests so that pacing is checked without the
+// wall clock.
+type clock interface {
+	Now() time.Time
+	Sleep(time.Duration)
+}
+
+// wallClock is the clock of a running engine.
+type wallClock struct{}
+
+func (wallClock) Now() time.Time        { return time.Now() }
+func (wallClock) Sleep(d time.Duration) { time.Sleep(d) }
 
 // newTxGen gives worker i of cfg's its share of the count and rate.
 func newTxGen(cfg *Config, i int, frames uint32) *txGen {
 	t := cfg.TxOnly
 	nq := uint64(len(cfg.Queues))
-	g := &txGen{frames: frames, limited: t.Count > 0}
+	g := &txGen{frames: frames, limited: t.Count > 0, clock: wallClock{}}
 	for _, f := range t.Frames {
 		g.lens = append(g.lens, uint32(len(f)))
 	}
@@ -244,7 +259,7 @@ func (w *Worker) runTxOnly(stop *atomic.Bool) error {
 		}
 		var now time.Time
 		if g.pace.perNs != 0 {
-			now = time.Now()
+			now = g.clock.Now()
 		}
 		sent := w.txBatch(now)
 		done := w.txComplete()
@@ -266,13 +281,13 @@ func (w *Worker) runTxOnly(stop *atomic.Bool) error {
 	if stop.Load() {
 		grace = 100 * time.Millisecond // stopped from outside: be quick
 	}
-	for deadline := time.Now().Add(grace); w.txOutstanding > 0 && time.Now().Before(deadline); {
+	for deadline := g.clock.Now().Add(grace); w.txOutstanding > 0 && g.clock.Now().Before(deadline); {
 		w.kickTx(w.sock)
 		if w.txComplete() > 0 {
-			deadline = time.Now().Add(grace)
+			deadline = g.clock.Now().Add(grace)
 			continue
 		}
-		time.Sleep(100 * time.Microsecond)
+		g.clock.Sleep(100 * time.Microsecond)
 	}
 	w.publish()
 	return nil
@@ -354,7 +369,7 @@ func (w *Worker) txIdle(spins *int) error {
 	if g.pace.perNs != 0 && (!g.limited || g.left > 0) && w.txOutstanding < g.frames {
 		if d := g.pace.wait(); d > 20*time.Microsecond {
 			w.publish()
-			time.Sleep(min(d, w.pollTimeout()))
+			g.clock.Sleep(min(d, w.pollTimeout()))
 		}
 		return nil
 	}
@@ -371,7 +386,7 @@ func (w *Worker) txIdle(spins *int) error {
 	w.publish()
 	// Completions of copy mode come when the receiver frees the frames,
 	// with no event to wait for; a short sleep stops the spinning.
-	time.Sleep(50 * time.Microsecond)
+	g.clock.Sleep(50 * time.Microsecond)
 	return nil
 }
 

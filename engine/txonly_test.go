@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"sync/atomic"
@@ -111,27 +112,62 @@ func TestTxOnlyCycle(t *testing.T) {
 	}
 }
 
+// fakeClock is a generator's clock in a test: each reading moves it on by
+// tick (the time a turn of the loop takes), each sleep by what was asked
+// plus slack (a timer that fires late).
+type fakeClock struct {
+	now         time.Time
+	tick, slack time.Duration
+	sleeps      int
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.now = c.now.Add(c.tick)
+	return c.now
+}
+
+func (c *fakeClock) Sleep(d time.Duration) {
+	c.sleeps++
+	c.now = c.now.Add(d + c.slack)
+}
+
+// TestTxOnlyRate runs a paced generator on a clock of the test's own: 2000
+// frames at 20000/s must take 100 ms of that clock, no less (the rate is an
+// upper bound), and at most 5% more, also when every sleep ends a
+// millisecond late: what fell due meanwhile goes at once. (The pacer drops
+// the fraction of a frame that falls due while its loop turns, about 1 us
+// in each 50 here; one that lost the lateness of every sleep would take
+// 2.1 s with late sleeps.)
 func TestTxOnlyRate(t *testing.T) {
 	frames, err := UDPFrames(testUDP(64), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 2000 frames at 20000/s take 100 ms; no faster than the rate allows.
-	w, k := memTxWorker(t, TxOnlyConfig{Frames: frames, Count: 2000, Rate: 20000}, 1)
-	var stop atomic.Bool
-	start := time.Now()
-	if err := w.run(&stop); err != nil {
-		t.Fatal(err)
-	}
-	el := time.Since(start)
-	if k.Transmitted != 2000 {
-		t.Fatalf("transmitted %d, want 2000", k.Transmitted)
-	}
-	if el < 95*time.Millisecond {
-		t.Fatalf("2000 frames at 20000/s took %v, want at least ~100ms", el)
-	}
-	if el > 400*time.Millisecond {
-		t.Errorf("2000 frames at 20000/s took %v: pacing loses rate", el)
+	for _, slack := range []time.Duration{0, time.Millisecond} {
+		t.Run(fmt.Sprintf("sleeps %v late", slack), func(t *testing.T) {
+			w, k := memTxWorker(t, TxOnlyConfig{Frames: frames, Count: 2000, Rate: 20000}, 1)
+			clk := &fakeClock{now: time.Unix(1e9, 0), tick: time.Microsecond, slack: slack}
+			w.tx.clock = clk
+			start := clk.now
+			var stop atomic.Bool
+			if err := w.run(&stop); err != nil {
+				t.Fatal(err)
+			}
+			el := clk.now.Sub(start)
+			if k.Transmitted != 2000 || w.c.txPackets != 2000 {
+				t.Fatalf("transmitted %d, counted %d; want 2000", k.Transmitted, w.c.txPackets)
+			}
+			// The first frame goes at once, each further one 50 us later.
+			if min := 1999 * 50 * time.Microsecond; el < min {
+				t.Errorf("2000 frames at 20000/s took %v of the clock: faster than the rate allows (%v)", el, min)
+			}
+			if max := 105 * time.Millisecond; el > max {
+				t.Errorf("2000 frames at 20000/s took %v of the clock, more than %v: pacing loses rate", el, max)
+			}
+			if clk.sleeps == 0 {
+				t.Error("the pacer never slept")
+			}
+		})
 	}
 }
 

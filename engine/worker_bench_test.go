@@ -7,8 +7,18 @@ import (
 )
 
 // memWorker is a worker on an in-memory socket whose kernel side the test
-// drives by hand.
+// drives by hand. Every UMEM frame holds frame64 from the start.
 func memWorker(t testing.TB, h Handler, txSize uint32) (*Worker, *xsk.MemKernel) {
+	t.Helper()
+	return memWorkerFrames(t, h, txSize, frame64)
+}
+
+// memWorkerFrames is memWorker with UMEM frame i holding frames[i %
+// len(frames)] from the start, so that the simulated kernel need not copy a
+// frame in per packet: a benchmark that receives with a nil payload then
+// times our side of the rings and the handler, plus the simulated kernel's
+// descriptor moves, not a memcpy the real kernel does on another CPU.
+func memWorkerFrames(t testing.TB, h Handler, txSize uint32, frames ...[]byte) (*Worker, *xsk.MemKernel) {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Interface = "mem0"
@@ -16,19 +26,20 @@ func memWorker(t testing.TB, h Handler, txSize uint32) (*Worker, *xsk.MemKernel)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every frame holds a 64-byte Ethernet frame from the start, so the
-	// simulated kernel need not copy one in per packet: the benchmarks
-	// then time our side of the rings and the handler, plus the simulated
-	// kernel's descriptor moves, not a memcpy the real kernel does on
-	// another CPU.
-	for i := uint32(0); i < u.NumFrames(); i++ {
-		copy(u.Frame(uint64(i)*uint64(u.FrameSize()), 64), frame64)
-	}
+	fillFrames(u, frames...)
 	s, err := xsk.NewMemSocket(u, xsk.SocketConfig{FillSize: cfg.FillSize, CompletionSize: cfg.CompletionSize, RxSize: cfg.RxSize, TxSize: txSize})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return newWorker(0, 0, s, h, &cfg), s.Kernel()
+}
+
+// fillFrames writes frames[i % len(frames)] into frame i of u.
+func fillFrames(u *xsk.Umem, frames ...[]byte) {
+	for i := uint32(0); i < u.NumFrames(); i++ {
+		f := frames[int(i)%len(frames)]
+		copy(u.Frame(uint64(i)*uint64(u.FrameSize()), uint32(len(f))), f)
+	}
 }
 
 var frame64 = func() []byte {

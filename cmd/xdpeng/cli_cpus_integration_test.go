@@ -14,6 +14,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
 // workerAffinity reads the CPUs each worker thread of pid may run on, by
@@ -55,7 +56,7 @@ func TestCLICPUOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(online) < 2 {
-		t.Skipf("needs 2 CPUs, this process may use %s", cpuset.Format(online))
+		privtest.Unsupported(t, "needs 2 CPUs, this process may use %s", cpuset.Format(online))
 	}
 	a, b := online[0], online[1]
 	bed := testbedtest.New(t, 2, 1)

@@ -5,14 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
 // TestCLINotRoot runs every command that needs privilege as nobody: each
 // says, in one line, that the command the user typed needs root and to use
 // sudo, before it touches anything.
 func TestCLINotRoot(t *testing.T) {
-	testbedtest.RequireRoot(t) // to become nobody
+	privtest.Root(t) // to become nobody
 	bin := buildCLI(t)
 	for _, args := range [][]string{
 		{"testbed", "status"},

@@ -11,19 +11,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
-	"github.com/vishvananda/netlink"
-
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/testbed"
+	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
+
+func TestMain(m *testing.M) { os.Exit(privtest.Main(m)) }
 
 // buildCLI builds xdpeng into a temporary directory that other users may
 // enter (the not-root cases run it as nobody) and returns its path.
@@ -71,14 +71,32 @@ func runIn(t *testing.T, timeout time.Duration, ns string, argv ...string) resul
 // proc is a command started in the background.
 type proc struct {
 	cmd            *exec.Cmd
-	stdout, stderr *bytes.Buffer
+	stdout, stderr *syncBuffer
 	done           chan struct{}
 	res            result
 }
 
+// syncBuffer is a buffer that a test may read while the command writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 func startCmd(t *testing.T, cmd *exec.Cmd) *proc {
 	t.Helper()
-	p := &proc{cmd: cmd, stdout: new(bytes.Buffer), stderr: new(bytes.Buffer), done: make(chan struct{})}
+	p := &proc{cmd: cmd, stdout: new(syncBuffer), stderr: new(syncBuffer), done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %v: %v", cmd.Args, err)
@@ -118,6 +136,35 @@ func startIn(t *testing.T, ns string, argv ...string) *proc {
 	return startCmd(t, nsCommand(context.Background(), ns, argv...))
 }
 
+// exited reports whether the command has ended.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitOutput waits until the command's stdout (or stderr) satisfies ok, or
+// the command ends, at most timeout (a guard against a hang, not a
+// measure); it reports whether ok was met.
+func (p *proc) waitOutput(timeout time.Duration, stderr bool, ok func(string) bool) bool {
+	out := p.stdout
+	if stderr {
+		out = p.stderr
+	}
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if ok(out.String()) {
+			return true
+		}
+		if p.exited() {
+			return ok(out.String())
+		}
+	}
+	return false
+}
+
 func (p *proc) wait(t *testing.T) result {
 	t.Helper()
 	select {
@@ -137,65 +184,18 @@ func (p *proc) signal(t *testing.T, sig syscall.Signal) {
 	}
 }
 
-// hookState is every program attached to an interface: XDP (netlink sees
-// bpf_link attachments too), TCX ingress and egress, classic tc ingress
-// filters.
-type hookState struct {
-	XDPProg    uint32
-	TCXIngress []ebpf.ProgramID
-	TCXEgress  []ebpf.ProgramID
-	TCFilters  int
-}
-
-func (h hookState) equal(o hookState) bool {
-	return h.XDPProg == o.XDPProg && slices.Equal(h.TCXIngress, o.TCXIngress) &&
-		slices.Equal(h.TCXEgress, o.TCXEgress) && h.TCFilters == o.TCFilters
-}
-
-func (h hookState) empty() bool { return h.equal(hookState{}) }
-
-// readHooks reads the hooks of dev in namespace ns.
-func readHooks(t *testing.T, ns, dev string) hookState {
+// readHooks reads the hooks of dev in namespace ns; a failed probe fails
+// the test.
+func readHooks(t *testing.T, ns, dev string) testbedtest.Hooks {
 	t.Helper()
-	var h hookState
-	err := testbed.Do(ns, func() error {
-		l, err := netlink.LinkByName(dev)
-		if err != nil {
-			return err
-		}
-		st, err := netdev.XDPAttached(l.Attrs().Index)
-		if err != nil {
-			return err
-		}
-		h.XDPProg = st.ProgID
-		for _, a := range []struct {
-			typ ebpf.AttachType
-			ids *[]ebpf.ProgramID
-		}{{ebpf.AttachTCXIngress, &h.TCXIngress}, {ebpf.AttachTCXEgress, &h.TCXEgress}} {
-			r, err := link.QueryPrograms(link.QueryOptions{Target: l.Attrs().Index, Attach: a.typ})
-			if err != nil {
-				continue // no TCX on this kernel: nothing can be attached there
-			}
-			for _, p := range r.Programs {
-				*a.ids = append(*a.ids, p.ID)
-			}
-		}
-		if fs, err := netlink.FilterList(l, netlink.HANDLE_MIN_INGRESS); err == nil {
-			h.TCFilters = len(fs)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("read the hooks of %s in %s: %v", dev, ns, err)
-	}
-	return h
+	return testbedtest.ReadHooksIn(t, ns, dev)
 }
 
 // waitHooks waits up to 5 s for dev's hooks to satisfy ok and returns the
 // last state read.
-func waitHooks(t *testing.T, ns, dev string, ok func(hookState) bool) (hookState, bool) {
+func waitHooks(t *testing.T, ns, dev string, ok func(testbedtest.Hooks) bool) (testbedtest.Hooks, bool) {
 	t.Helper()
-	var h hookState
+	var h testbedtest.Hooks
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if h = readHooks(t, ns, dev); ok(h) {
 			return h, true

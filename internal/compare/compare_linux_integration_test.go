@@ -6,20 +6,19 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 
 	"github.com/xdpeng/xdpeng/engine"
-	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/testbed"
 	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
+
+func TestMain(m *testing.M) { os.Exit(privtest.Main(m)) }
 
 // run compares paths on bed for d each.
 func run(t *testing.T, bed *testbed.Bed, d time.Duration, paths ...string) Result {
@@ -70,16 +69,12 @@ func checkClean(t *testing.T, bed *testbed.Bed) {
 		err := testbed.Do(ns, func() error {
 			for _, l := range bed.Links {
 				name, idx := names(l)
-				if st, err := netdev.XDPAttached(idx); err != nil || st.ProgID != 0 {
-					t.Errorf("%s: XDP program %d left attached (%v)", name, st.ProgID, err)
+				h, err := testbedtest.ReadHooks(idx)
+				if err != nil {
+					return err
 				}
-				for _, at := range []ebpf.AttachType{ebpf.AttachTCXIngress, ebpf.AttachTCXEgress} {
-					q, err := link.QueryPrograms(link.QueryOptions{Target: idx, Attach: at})
-					if err != nil {
-						t.Errorf("%s: query tc programs: %v", name, err)
-					} else if len(q.Programs) != 0 {
-						t.Errorf("%s: %d tc programs left attached", name, len(q.Programs))
-					}
+				if !h.Empty() {
+					t.Errorf("%s: programs left attached: %+v", name, h)
 				}
 			}
 			if _, err := netlink.LinkByName(bridgeName); err == nil {
@@ -157,33 +152,6 @@ func TestEveryPath(t *testing.T) {
 	if n, mapped := socketState(t); n != sockets || len(mapped) > 0 {
 		t.Errorf("sockets open before %d, after %d; socket mappings left: %q", sockets, n, mapped)
 	}
-}
-
-// TestOrderings checks the orderings on medians of three short
-// runs: each run measures the paths side by side, so the ratios hold even
-// when the machine as a whole is slower or faster at the time.
-func TestOrderings(t *testing.T) {
-	bed := testbedtest.New(t, 1, 1)
-	names := []string{"xdp-drop", "tc-drop", "xsk-drop", "af-packet"}
-	mpps := map[string][]float64{}
-	for range 3 {
-		res := run(t, bed, time.Second, names...)
-		for _, row := range res.Rows {
-			mpps[row.Path] = append(mpps[row.Path], row.Mpps)
-		}
-	}
-	median := func(p string) float64 {
-		v := slices.Clone(mpps[p])
-		slices.Sort(v)
-		return v[len(v)/2]
-	}
-	t.Logf("Mpps of 3 runs: %v", mpps)
-	for _, pair := range [][2]string{{"xdp-drop", "tc-drop"}, {"xsk-drop", "af-packet"}} {
-		if a, b := median(pair[0]), median(pair[1]); a <= b {
-			t.Errorf("median %s %.3f Mpps is not above %s %.3f Mpps", pair[0], a, pair[1], b)
-		}
-	}
-	checkClean(t, bed)
 }
 
 // TestInterrupted cancels a comparison in the middle of a path: the path

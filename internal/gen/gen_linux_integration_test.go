@@ -14,7 +14,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/rlimit"
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/vishvananda/netlink"
@@ -24,6 +23,7 @@ import (
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/pkt"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
 // These tests build their own pair of throwaway network namespaces joined
@@ -36,15 +36,7 @@ type vethPair struct {
 	gen, dut     *netdev.Info
 }
 
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates network namespaces and loads BPF programs (CAP_SYS_ADMIN, CAP_BPF, CAP_NET_ADMIN)")
-	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		t.Fatal(err)
-	}
-}
+func TestMain(m *testing.M) { os.Exit(privtest.Main(m)) }
 
 // inNS runs fn on a thread in ns (netns.None(): the current one) and moves
 // the thread back after. If that fails, the thread is left locked so that
@@ -77,7 +69,7 @@ func inNS(t *testing.T, ns netns.NsHandle, fn func() error) error {
 
 func newVethPair(t *testing.T, queues int) *vethPair {
 	t.Helper()
-	needRoot(t)
+	privtest.Root(t)
 	p := &vethPair{}
 	err := inNS(t, netns.None(), func() error {
 		// netns.New moves the thread into the new namespace; inNS moves
@@ -209,7 +201,6 @@ func TestRunDeliversExactCount(t *testing.T) {
 	const n = 1_000_003 // not a multiple of the chunk or batch size
 	s := p.run(t, context.Background(), p.config(n))
 	after := netdev.SumVethQueues(p.dutQueues(t))
-	t.Logf("%d frames in %v: %.2f Mpps", s.Sent, s.Duration, float64(s.Sent)/s.Duration.Seconds()/1e6)
 	if s.Sent != n || s.Bytes != n*64 {
 		t.Errorf("Sent %d Bytes %d, want %d %d", s.Sent, s.Bytes, n, n*64)
 	}
@@ -230,13 +221,13 @@ func TestRunDeliversExactCount(t *testing.T) {
 }
 
 func TestRunTwoThreadsTwoQueues(t *testing.T) {
-	needRoot(t)
+	privtest.Root(t)
 	online, err := cpuset.Online()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(online) < 2 {
-		t.Skip("needs 2 CPUs")
+		privtest.Unsupported(t, "needs 2 CPUs online, has %d", len(online))
 	}
 	p := newVethPair(t, 2)
 	p.attachDUT(t, 1)
@@ -372,8 +363,11 @@ func TestRunPortsAndValidFrames(t *testing.T) {
 			}
 			want := map[uint16]int{5000: n / ports, 5001: n / ports, 5002: n / ports}
 			if fmt.Sprint(byPort) != fmt.Sprint(want) {
-				st, _ := unix.GetsockoptTpacketStats(fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
-				t.Logf("dut counters %+v, packet socket %+v", netdev.SumVethQueues(p.dutQueues(t)), st)
+				st, err := unix.GetsockoptTpacketStats(fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
+				if err != nil {
+					t.Fatalf("read the packet socket's statistics: %v", err)
+				}
+				t.Logf("dut counters %+v, packet socket %+v", netdev.SumVethQueues(p.dutQueues(t)), *st)
 				t.Errorf("frames per port %v, want %v", byPort, want)
 			}
 		})
@@ -422,42 +416,55 @@ func TestRunRateAndDuration(t *testing.T) {
 	cfg.Duration = 500 * time.Millisecond
 	cfg.Rate = 20000
 	s := p.run(t, context.Background(), cfg)
-	// At most rate x time (plus one frame): the program paces each frame.
-	// The lower bound is loose: a thread that loses its CPU does not catch
-	// up in a burst (the rate is an upper bound), and under the race
-	// detector on a loaded 2-CPU machine it does lose it.
+	// The rate is an upper bound, kept by the program frame by frame: at
+	// most rate x the time it ran, plus the first frame, however fast or
+	// slow the machine. How close it comes to the rate is a measurement
+	// (xdpeng bench), not a test.
 	limit := uint64(s.Duration.Seconds()*float64(cfg.Rate)) + 1
-	if s.Sent > limit || s.Sent < 2000 {
-		t.Errorf("sent %d frames in %v at 20000 pps, want at most %d and not far below", s.Sent, s.Duration, limit)
+	if s.Sent == 0 || s.Sent > limit {
+		t.Errorf("sent %d frames in %v at 20000 pps, want some and at most %d", s.Sent, s.Duration, limit)
 	}
-	if s.Duration < cfg.Duration || s.Duration > cfg.Duration+time.Second {
-		t.Errorf("ran %v, want %v", s.Duration, cfg.Duration)
+	// A duration is a bound the run keeps: it does not end early.
+	if s.Duration < cfg.Duration {
+		t.Errorf("ran %v, want at least %v", s.Duration, cfg.Duration)
+	}
+	if s.Xmit+s.Errors != s.Sent || s.Unaccounted() != 0 {
+		t.Errorf("device accepted %d and refused %d of %d frames", s.Xmit, s.Errors, s.Sent)
 	}
 }
 
+// TestRunStopsWithContext runs the generator without a bound but its
+// context, which the second progress report cancels: Run must report
+// progress, stop (else the test times out), and return totals at least as
+// large as the last report.
 func TestRunStopsWithContext(t *testing.T) {
 	p := newVethPair(t, 1)
 	p.attachDUT(t, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// The deadline is only the bound Run insists on; the cancel below ends
+	// the run long before it.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	start := time.Now()
-	var progress int
+	var reports []Stats
 	var s Stats
 	err := inNS(t, p.genNS, func() error {
 		cfg := p.config(0)
 		cfg.Interval = 100 * time.Millisecond
 		var err error
-		s, err = Run(ctx, cfg, func(Stats) { progress++ })
+		s, err = Run(ctx, cfg, func(st Stats) {
+			if reports = append(reports, st); len(reports) == 2 {
+				cancel()
+			}
+		})
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d > time.Second || s.Sent == 0 {
-		t.Errorf("ran %v and sent %d, want about 300ms and some frames", d, s.Sent)
+	if len(reports) < 2 {
+		t.Fatalf("progress reported %d times: the run ended before the second report cancelled it", len(reports))
 	}
-	if progress < 2 {
-		t.Errorf("progress called %d times in 300ms at 100ms intervals", progress)
+	if last := reports[len(reports)-1]; s.Sent == 0 || s.Sent < last.Sent {
+		t.Errorf("sent %d in all, %d at the last report: want some, and no fewer", s.Sent, last.Sent)
 	}
 	// At full speed the peer's ring may overflow: what it refused is
 	// counted, and nothing goes uncounted.
@@ -472,8 +479,12 @@ func TestRunPeerWithoutXDP(t *testing.T) {
 	p := newVethPair(t, 1)
 	s := p.run(t, context.Background(), p.config(10000))
 	t.Logf("peer without XDP: sent %d, xmit %d, errors %d, unaccounted %d", s.Sent, s.Xmit, s.Errors, s.Unaccounted())
-	if s.Sent != 10000 || s.Xmit != 0 || s.Xmit+s.Errors+s.Unaccounted() != s.Sent {
-		t.Errorf("accounting does not close: %+v, unaccounted %d", s, s.Unaccounted())
+	// The device has its counters, and counted none of the frames: neither
+	// queued nor refused. Every one is unaccounted for, which is what tells
+	// a user that the peer cannot receive.
+	if !s.DeviceCounters || s.Sent != 10000 || s.Xmit != 0 || s.Errors != 0 || s.Unaccounted() != 10000 {
+		t.Errorf("device counters %v: sent %d, xmit %d, errors %d, unaccounted %d; want 10000 sent, all unaccounted",
+			s.DeviceCounters, s.Sent, s.Xmit, s.Errors, s.Unaccounted())
 	}
 }
 

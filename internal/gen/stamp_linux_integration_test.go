@@ -11,6 +11,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/pkt"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
 func monotonicNS(t *testing.T) uint64 {
@@ -29,7 +30,7 @@ func monotonicNS(t *testing.T) uint64 {
 // program rewrites a frame it stamped before (as live frames' recycled
 // pages are) and rewrites ports too.
 func TestProgramStamps(t *testing.T) {
-	needRoot(t)
+	privtest.Root(t)
 	online, err := cpuset.Online()
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +115,7 @@ func TestProgramStamps(t *testing.T) {
 // sequence number 0..n-1 arrives once, each thread's send times rise with
 // its sequence numbers, and every checksum verifies.
 func TestRunStampsLiveFrames(t *testing.T) {
-	needRoot(t)
+	privtest.Root(t)
 	online, err := cpuset.Online()
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +178,7 @@ func TestRunStampsLiveFrames(t *testing.T) {
 // TestProgramUnstampedLeavesFrame: without Stamp (and one port) the program
 // sends the template byte for byte, as before stamping existed.
 func TestProgramUnstampedLeavesFrame(t *testing.T) {
-	needRoot(t)
+	privtest.Root(t)
 	cfg := validConfig()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package hook
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,6 +19,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/bpf"
+	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
 // helperEnv makes the test binary, re-executed, attach a program and sleep
@@ -34,7 +35,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(privtest.Main(m))
 }
 
 // helperAttach enters namespace ns, attaches drop (XDP, native) or tc-drop
@@ -97,12 +98,15 @@ func progID(t *testing.T, p *ebpf.Program) uint32 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, _ := info.ID()
+	id, ok := info.ID()
+	if !ok {
+		t.Fatal("the kernel gave no program ID")
+	}
 	return uint32(id)
 }
 
 func TestAttachXDPCloseLeavesNothing(t *testing.T) {
-	requireRoot(t)
+	privtest.Root(t)
 	ns := newNS(t)
 	a, _ := ns.veth(t, 1)
 	k := loadDrop(t)
@@ -129,7 +133,7 @@ func TestAttachXDPCloseLeavesNothing(t *testing.T) {
 }
 
 func TestAttachXDPRefusesAndForcesNetlinkProgram(t *testing.T) {
-	requireRoot(t)
+	privtest.Root(t)
 	ns := newNS(t)
 	a, _ := ns.veth(t, 1)
 	theirs, ours := loadDrop(t), loadDrop(t)
@@ -143,13 +147,16 @@ func TestAttachXDPRefusesAndForcesNetlinkProgram(t *testing.T) {
 		return netlink.LinkSetXdpFdWithFlags(l, theirs.Program.FD(), unix.XDP_FLAGS_DRV_MODE)
 	})
 	t.Cleanup(func() {
-		ns.do(func() error {
+		err := ns.do(func() error {
 			l, err := netlink.LinkByIndex(a.Index)
-			if err == nil {
-				netlink.LinkSetXdpFdWithFlags(l, -1, unix.XDP_FLAGS_DRV_MODE)
+			if err != nil {
+				return err
 			}
-			return nil
+			return netlink.LinkSetXdpFdWithFlags(l, -1, unix.XDP_FLAGS_DRV_MODE)
 		})
+		if err != nil {
+			t.Errorf("detach their program: %v", err)
+		}
 	})
 
 	for _, mode := range []XDPMode{Native, Generic} {
@@ -182,7 +189,7 @@ func TestAttachXDPRefusesAndForcesNetlinkProgram(t *testing.T) {
 }
 
 func TestAttachXDPRefusesForeignLinkEvenWithForce(t *testing.T) {
-	requireRoot(t)
+	privtest.Root(t)
 	ns := newNS(t)
 	a, _ := ns.veth(t, 1)
 	theirs, ours := loadDrop(t), loadDrop(t)
@@ -209,7 +216,7 @@ func TestAttachXDPRefusesForeignLinkEvenWithForce(t *testing.T) {
 }
 
 func TestAttachXDPNetlinkFallbackCloses(t *testing.T) {
-	requireRoot(t)
+	privtest.Root(t)
 	ns := newNS(t)
 	a, _ := ns.veth(t, 1)
 	k := loadDrop(t)
@@ -237,7 +244,7 @@ func TestAttachXDPNetlinkFallbackCloses(t *testing.T) {
 }
 
 func TestAttachXDPBadInterface(t *testing.T) {
-	requireRoot(t)
+	privtest.Root(t)
 	ns := newNS(t)
 	k := loadDrop(t)
 	err := ns.do(func() error { _, err := AttachXDP(k.Program, 4242, Native, false); return err })
@@ -249,7 +256,7 @@ func TestAttachXDPBadInterface(t *testing.T) {
 // TestKill9LeavesNothing attaches from a child process, kills it with
 // SIGKILL (no chance to clean up) and checks the kernel released the hook.
 func TestKill9LeavesNothing(t *testing.T) {
-	requireRoot(t)
+	privtest.Root(t)
 	for _, hook := range []string{"xdp", "tc"} {
 		t.Run(hook, func(t *testing.T) {
 			ns := newNS(t)
@@ -289,38 +296,26 @@ func TestKill9LeavesNothing(t *testing.T) {
 	}
 }
 
-// hookCount is how many programs are on ifindex's XDP or tc ingress hook.
+// hookCount is how many programs are on ifindex's XDP or tc hooks (TCX
+// and classic filters); a probe that fails fails the test.
 func (n *testNS) hookCount(t *testing.T, ifindex int, hook string) int {
 	t.Helper()
+	var h testbedtest.Hooks
+	n.mustDo(t, func() (err error) {
+		h, err = testbedtest.ReadHooks(ifindex)
+		return err
+	})
 	if hook == "xdp" {
-		if id, _ := n.xdpState(t, ifindex); id != 0 {
+		if h.XDPProg != 0 {
 			return 1
 		}
 		return 0
 	}
-	count := 0
-	n.mustDo(t, func() error {
-		res, err := link.QueryPrograms(link.QueryOptions{Target: ifindex, Attach: ebpf.AttachTCXIngress})
-		if err != nil {
-			return err
-		}
-		count = len(res.Programs)
-		l, err := netlink.LinkByIndex(ifindex)
-		if err != nil {
-			return err
-		}
-		filters, err := netlink.FilterList(l, netlink.HANDLE_MIN_INGRESS)
-		if err != nil && !errors.Is(err, unix.EINVAL) {
-			return err
-		}
-		count += len(filters)
-		return nil
-	})
-	return count
+	return len(h.TCXIngress) + len(h.TCXEgress) + h.TCFilters
 }
 
 func TestAttachTCIngress(t *testing.T) {
-	requireRoot(t)
+	privtest.Root(t)
 	ns := newNS(t)
 	a, _ := ns.veth(t, 1)
 	k, err := bpf.LoadKern(bpf.TCDrop, bpf.KernOptions{})
@@ -340,12 +335,12 @@ func TestAttachTCIngress(t *testing.T) {
 			if c1, err = AttachTCIngress(k.Program, a.Index); err != nil {
 				return err
 			}
-			t.Cleanup(func() { ns.do(c1.Close) })
+			t.Cleanup(func() { closeIn(t, ns, c1) })
 			// TCX keeps several programs: a second attach adds, not
 			// replaces (the same program twice is EEXIST).
 			c2, err = AttachTCIngress(k2.Program, a.Index)
 			if err == nil {
-				t.Cleanup(func() { ns.do(c2.Close) })
+				t.Cleanup(func() { closeIn(t, ns, c2) })
 			}
 			return err
 		})
@@ -401,6 +396,15 @@ func TestAttachTCIngress(t *testing.T) {
 		}
 		ns.mustDo(t, func() error { return netlink.QdiscDel(clsact(a.Index)) })
 	})
+}
+
+// closeIn closes c inside ns at the end of a test (again, if the test
+// closed it already: a second Close returns the first one's result).
+func closeIn(t *testing.T, ns *testNS, c interface{ Close() error }) {
+	t.Helper()
+	if err := ns.do(c.Close); err != nil {
+		t.Errorf("detach at cleanup: %v", err)
+	}
 }
 
 func (n *testNS) hasClsact(t *testing.T, ifindex int) bool {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/internal/pkt"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
 // send makes the generator send frame n times out of ifindex, from CPU cpu.
@@ -79,7 +80,7 @@ func (n *testNS) attachKern(t *testing.T, p bpf.KernProgram, ifindex int) *bpf.K
 			c, err = AttachTCIngress(k.Program, ifindex)
 		}
 		if err == nil {
-			t.Cleanup(func() { n.do(c.Close) })
+			t.Cleanup(func() { closeIn(t, n, c) })
 		}
 		return err
 	})
@@ -108,7 +109,7 @@ func waitPackets(t *testing.T, k *bpf.KernObjects, want uint64) bpf.QueueCPUStat
 }
 
 func TestKernDropCountsPerQueue(t *testing.T) {
-	requireRoot(t)
+	privtest.Root(t)
 	ns := newNS(t)
 	gen, dut := ns.veth(t, 2)
 	k := ns.attachKern(t, bpf.Drop, dut.Index)
@@ -132,7 +133,7 @@ func TestKernDropCountsPerQueue(t *testing.T) {
 }
 
 func TestKernCountProto(t *testing.T) {
-	requireRoot(t)
+	privtest.Root(t)
 	ns := newNS(t)
 	gen, dut := ns.veth(t, 1)
 	k := ns.attachKern(t, bpf.DropCountProto, dut.Index)
@@ -153,7 +154,7 @@ func TestKernCountProto(t *testing.T) {
 }
 
 func TestKernTXSwapsMACs(t *testing.T) {
-	requireRoot(t)
+	privtest.Root(t)
 	ns := newNS(t)
 	gen, dut := ns.veth(t, 1)
 	tx := ns.attachKern(t, bpf.TX, dut.Index)
@@ -219,7 +220,7 @@ func packetSocket(ifindex int) (int, error) {
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 func TestKernRedirect(t *testing.T) {
-	requireRoot(t)
+	privtest.Root(t)
 	ns := newNS(t)
 	gen, in := ns.veth(t, 1)
 	out, sink := ns.veth(t, 1)
@@ -236,7 +237,7 @@ func TestKernRedirect(t *testing.T) {
 }
 
 func TestKernRedirectMulti(t *testing.T) {
-	requireRoot(t)
+	privtest.Root(t)
 	ns := newNS(t)
 	gen, in := ns.veth(t, 1)
 	out1, sink1 := ns.veth(t, 1)
@@ -254,7 +255,7 @@ func TestKernRedirectMulti(t *testing.T) {
 }
 
 func TestKernTCDrop(t *testing.T) {
-	requireRoot(t)
+	privtest.Root(t)
 	ns := newNS(t)
 	gen, dut := ns.veth(t, 1)
 	// XDP_PASS turns the generator's frames into skbs for tc to see.

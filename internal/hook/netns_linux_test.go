@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/cilium/ebpf/rlimit"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
@@ -21,16 +20,6 @@ import (
 
 // The tests make their own throwaway namespace with veth pairs (unique names,
 // removed in t.Cleanup), so they run beside anything else on the machine.
-
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN for namespaces)")
-	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		t.Skipf("raise memlock rlimit: %v", err)
-	}
-}
 
 // testNS is a named network namespace for one test.
 type testNS struct {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
 // probe runs netdev.Probe(dev) through in (bed.InDUT or bed.InGen), and skips
@@ -34,7 +35,7 @@ func probe(t *testing.T, in func(func() error) error, dev string) *netdev.Facts 
 		t.Fatalf("Probe(%s): %v", dev, err)
 	}
 	if f.Features == nil {
-		t.Skipf("%s: %v", dev, netdev.ErrNoXDPFeatures)
+		privtest.Unsupported(t, "%s: %v", dev, netdev.ErrNoXDPFeatures)
 	}
 	return f
 }
@@ -157,7 +158,7 @@ func TestProbeVethPeer(t *testing.T) {
 		License:      "GPL",
 	})
 	if err != nil {
-		t.Fatalf("load XDP program: %v (memlock: %v)", err, testbedtest.MemlockErr())
+		t.Fatalf("load XDP program: %v", err)
 	}
 	defer prog.Close()
 	info, err := prog.Info()

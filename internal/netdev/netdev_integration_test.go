@@ -2,6 +2,7 @@ package netdev_test
 
 import (
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -10,7 +11,10 @@ import (
 
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
+
+func TestMain(m *testing.M) { os.Exit(privtest.Main(m)) }
 
 func TestLookupVeth(t *testing.T) {
 	bed := testbedtest.New(t, 2, 1)
@@ -60,7 +64,7 @@ func TestXDPAttachedAndCounters(t *testing.T) {
 		License:      "GPL",
 	})
 	if err != nil {
-		t.Fatalf("load XDP program: %v (memlock: %v)", err, testbedtest.MemlockErr())
+		t.Fatalf("load XDP program: %v", err)
 	}
 	defer prog.Close()
 	info, err := prog.Info()

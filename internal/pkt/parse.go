@@ -23,7 +23,8 @@ type Summary struct {
 }
 
 // maxExtHeaders bounds the IPv6 extension headers Parse skips, so that a
-// crafted chain costs a fixed, small amount of work.
+// crafted chain costs a fixed, small amount of work. Each one skipped must
+// be complete (an AH at least its 12-byte fixed part).
 const maxExtHeaders = 4
 
 // Parse decodes the headers of an Ethernet frame into s (which it resets
@@ -101,38 +102,42 @@ func parseIPv6(frame []byte, off int, s *Summary) bool {
 	s.L3, s.L3Off = 6, uint16(off)
 	next := frame[off+6]
 	off += IPv6HdrLen
-	for range maxExtHeaders {
+	for skipped := 0; ; skipped++ {
 		switch next {
-		case 0, 43, 60: // hop-by-hop, routing, destination options
-			if len(frame) < off+8 {
-				s.Proto = next
-				return false
-			}
-			next, off = frame[off], off+(int(frame[off+1])+1)*8
-		case 44: // fragment
-			if len(frame) < off+8 {
-				s.Proto = next
-				return false
-			}
-			if binary.BigEndian.Uint16(frame[off+2:])&0xfff8 != 0 {
-				s.Proto, s.Fragment = frame[off], true
-				return true
-			}
-			next, off = frame[off], off+8
-		case 51: // authentication header: length in 4-byte units, minus 2
-			if len(frame) < off+8 {
-				s.Proto = next
-				return false
-			}
-			next, off = frame[off], off+(int(frame[off+1])+2)*4
+		case 0, 43, 44, 51, 60: // hop-by-hop, routing, fragment, AH, destination options
 		default:
 			s.Proto = next
 			return parseL4(frame, off, s)
 		}
+		if skipped == maxExtHeaders {
+			// A longer chain than Parse reads: report where it stopped.
+			s.Proto = next
+			return true
+		}
+		if len(frame) < off+8 {
+			s.Proto = next
+			return false
+		}
+		var n int // the extension header's length; all of it must be there
+		switch next {
+		case 44: // fragment
+			if binary.BigEndian.Uint16(frame[off+2:])&0xfff8 != 0 {
+				s.Proto, s.Fragment = frame[off], true
+				return true
+			}
+			n = 8
+		case 51: // AH: length in 4-byte units, minus 2
+			n = (int(frame[off+1]) + 2) * 4
+		default: // length in 8-byte units, not counting the first 8
+			n = (int(frame[off+1]) + 1) * 8
+		}
+		// An AH shorter than its fixed part (12 bytes) cannot be complete.
+		if len(frame) < off+n || (next == 51 && n < 12) {
+			s.Proto = next
+			return false
+		}
+		next, off = frame[off], off+n
 	}
-	// Still in the chain after maxExtHeaders: report where we stopped.
-	s.Proto = next
-	return true
 }
 
 func parseL4(frame []byte, off int, s *Summary) bool {

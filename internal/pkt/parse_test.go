@@ -131,6 +131,18 @@ func TestParse(t *testing.T) {
 			want:  Summary{EtherType: EtherTypeIPv6, L3: 6, Proto: ProtoUDP, L3Off: 14, L4Off: 78, SrcPort: 7, DstPort: 8},
 		},
 		{
+			name:  "IPv6 four extension headers, UDP",
+			frame: cat(eth(EtherTypeIPv6), ipv6(0), ext(60, 0), ext(43, 0), ext(60, 0), ext(ProtoUDP, 0), ports(3, 4, 8)),
+			end:   14 + 40 + 4*8 + 8,
+			want:  Summary{EtherType: EtherTypeIPv6, L3: 6, Proto: ProtoUDP, L3Off: 14, L4Off: 86, SrcPort: 3, DstPort: 4},
+		},
+		{
+			name:  "IPv6 five extension headers: not read further",
+			frame: cat(eth(EtherTypeIPv6), ipv6(0), ext(60, 0), ext(43, 0), ext(60, 0), ext(60, 0), ext(ProtoUDP, 0), ports(3, 4, 8)),
+			end:   14 + 40 + 4*8,
+			want:  Summary{EtherType: EtherTypeIPv6, L3: 6, Proto: 60, L3Off: 14},
+		},
+		{
 			name:  "IPv6 AH TCP",
 			frame: cat(eth(EtherTypeIPv6), ipv6(51), ext(ProtoTCP, 1)[:12], tcp),
 			end:   14 + 40 + 12 + 20,
@@ -213,6 +225,25 @@ func TestParseBadVersions(t *testing.T) {
 	}
 }
 
+// TestParseIncompleteExtensionHeader: an IPv6 extension header whose
+// length runs past the frame, or an AH shorter than its 12-byte fixed part,
+// is not complete, whatever follows it.
+func TestParseIncompleteExtensionHeader(t *testing.T) {
+	var s Summary
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+	}{
+		{"destination options of 1608 bytes, no next header", cat(eth(EtherTypeIPv6), ipv6(60), []byte{59, 200}, make([]byte, 30))},
+		{"routing header of 16 bytes in 8", cat(eth(EtherTypeIPv6), ipv6(43), []byte{59, 1}, make([]byte, 6))},
+		{"AH of 8 bytes", cat(eth(EtherTypeIPv6), ipv6(51), []byte{59, 0}, make([]byte, 20))},
+	} {
+		if Parse(tc.frame, &s) {
+			t.Errorf("%s: Parse = true (%+v), want false", tc.name, s)
+		}
+	}
+}
+
 func TestParseBuiltFrames(t *testing.T) {
 	buf := make([]byte, 2048)
 	for _, v6 := range []bool{false, true} {
@@ -244,20 +275,48 @@ func TestZeroAllocs(t *testing.T) {
 	}
 }
 
-// FuzzParse feeds Parse any bytes (it must not panic or report a header past
-// the end), and frames built by BuildUDP from the fuzzed fields (Parse must
-// return the ports and VLAN they were built with).
+// FuzzParse feeds Parse any bytes and compares what it reports with an
+// independent decoder (refParse, on gopacket's layer decoders), and frames
+// built by BuildUDP from the fuzzed fields (Parse must return the ports and
+// VLAN they were built with).
 func FuzzParse(f *testing.F) {
 	buf := make([]byte, 2048)
 	for _, v6 := range []bool{false, true} {
 		n, _ := BuildUDP(buf, udpConfig(v6, 0, 64+24))
 		f.Add(append([]byte(nil), buf[:n]...), uint16(1234), uint16(9), uint16(0), uint16(64), v6)
 	}
-	f.Add(cat(eth(EtherTypeIPv6, EtherTypeQinQ, 10, EtherTypeVLAN, 20), ipv6(0), ext(44, 0), frag6(ProtoTCP, 0), make([]byte, 20)),
-		uint16(0), uint16(65535), uint16(4094), uint16(1518), true)
+	tcp := ports(80, 443, 20)
+	tcp[12], tcp[13] = 0x50, TCPSyn|TCPAck
+	for _, frame := range [][]byte{
+		cat(eth(EtherTypeIPv6, EtherTypeQinQ, 10, EtherTypeVLAN, 20), ipv6(0), ext(44, 0), frag6(ProtoTCP, 0), make([]byte, 20)),
+		cat(eth(EtherTypeIPv4), ipv4(ProtoTCP, 7, 0), tcp),
+		cat(eth(EtherTypeIPv4, EtherTypeVLAN, 5), ipv4(ProtoICMP, 5, 0), []byte{3, 1, 0, 0}),
+		cat(eth(EtherTypeIPv4), ipv4(ProtoUDP, 5, 0x0020), ports(1, 2, 8)),
+		cat(eth(EtherTypeIPv6), ipv6(51), ext(ProtoTCP, 1)[:12], tcp),
+		cat(eth(EtherTypeIPv6), ipv6(43), ext(60, 2), ext(ProtoICMPv6, 0), []byte{128, 0, 0, 0}),
+		// Exactly maxExtHeaders extension headers, then UDP; and one more.
+		cat(eth(EtherTypeIPv6), ipv6(0), ext(60, 0), ext(43, 0), ext(60, 0), ext(ProtoUDP, 0), ports(3, 4, 8)),
+		cat(eth(EtherTypeIPv6), ipv6(0), ext(60, 0), ext(43, 0), ext(60, 0), ext(60, 0), ext(ProtoUDP, 0), ports(3, 4, 8)),
+		// An extension header longer than the frame, then no next header.
+		cat(eth(EtherTypeIPv6), ipv6(60), []byte{59, 200}, make([]byte, 30)),
+		cat(eth(EtherTypeIPv4, EtherTypeQinQ, 1, EtherTypeVLAN, 2, EtherTypeVLAN, 3), ipv4(ProtoUDP, 5, 0)),
+		cat(eth(0x05dc), make([]byte, 46)), // an 802.3 length, not an EtherType
+	} {
+		f.Add(frame, uint16(0), uint16(0), uint16(0), uint16(0), false)
+	}
 	f.Fuzz(func(t *testing.T, frame []byte, sport, dport, vlan, size uint16, v6 bool) {
 		var s Summary
 		ok := Parse(frame, &s)
+		want, wantOK := refParse(frame)
+		switch {
+		case ok != wantOK:
+			t.Fatalf("Parse = %v (%+v), the reference decoder says %v (%+v), frame % x", ok, s, wantOK, want, frame)
+		case ok && s != want:
+			t.Fatalf("Parse = %+v, the reference decoder %+v, frame % x", s, want, frame)
+		case !ok && (s.EtherType != want.EtherType || s.VLAN != want.VLAN || s.InnerVLAN != want.InnerVLAN || s.Tags != want.Tags):
+			// A truncated frame: what was decoded before the cut.
+			t.Fatalf("truncated: Parse = %+v, the reference decoder %+v, frame % x", s, want, frame)
+		}
 		if ok && (int(s.L3Off) > len(frame) || int(s.L4Off) > len(frame)) {
 			t.Fatalf("offsets past the frame: %+v, len %d", s, len(frame))
 		}

@@ -24,18 +24,28 @@ import (
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/testbed"
 	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
+
+func TestMain(m *testing.M) { os.Exit(privtest.Main(m)) }
 
 func TestUpDownLeavesNothing(t *testing.T) {
 	for _, q := range []int{1, 2} {
 		t.Run(map[int]string{1: "1queue", 2: "2queues"}[q], func(t *testing.T) {
-			testbedtest.RequireRoot(t)
+			privtest.Root(t)
 			name := testbed.UniqueName("t")
 			bed, err := testbed.Up(testbed.Config{Name: name, Queues: q, Links: 2})
+			if errors.Is(err, unix.EPERM) {
+				privtest.Unavailable(t, "cannot create network namespaces here: %v", err)
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { testbed.Down(name) })
+			t.Cleanup(func() {
+				if err := testbed.Down(name); err != nil {
+					t.Errorf("remove test bed %s: %v", name, err)
+				}
+			})
 
 			checkBed(t, bed, q)
 			if got, err := testbed.Open(name); err != nil {
@@ -169,13 +179,13 @@ func TestUpTwiceFails(t *testing.T) {
 }
 
 func TestThreadedNAPI(t *testing.T) {
-	testbedtest.RequireRoot(t)
+	privtest.Root(t)
 	online, err := cpuset.Online()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(online) < 2 {
-		t.Skip("needs 2 CPUs: with one, the DUT's NAPI stays in softirq")
+		privtest.Unsupported(t, "needs 2 CPUs online, has %d: with one, the DUT's NAPI stays in softirq", len(online))
 	}
 	dut := online[len(online)-1]
 	bed := testbedtest.NewConfig(t, testbed.Config{Queues: 2, NAPI: testbed.NAPIThreaded, GenCPUs: online[:1], DUTCPUs: []int{dut}})
@@ -356,7 +366,7 @@ func TestRedirectDelivered(t *testing.T) {
 			}
 			var objs bpf.GenObjects
 			if err := spec.LoadAndAssign(&objs, nil); err != nil {
-				t.Fatalf("load generator program: %v (memlock: %v)", err, testbedtest.MemlockErr())
+				t.Fatalf("load generator program: %v", err)
 			}
 			defer objs.Close()
 
@@ -373,7 +383,7 @@ func TestRedirectDelivered(t *testing.T) {
 				return err
 			})
 			if errors.Is(err, ebpf.ErrNotSupported) {
-				t.Skipf("live frames not supported: %v", err)
+				privtest.Unsupported(t, "live frames (BPF_F_TEST_XDP_LIVE_FRAMES, Linux 5.18): %v", err)
 			}
 			if err != nil {
 				t.Fatalf("run generator: %v", err)

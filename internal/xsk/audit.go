@@ -60,3 +60,58 @@ func (s *Socket) CountFrames() FrameCount {
 	}
 	return c
 }
+
+// Audit reads every frame address in the socket's four rings (the entries
+// between each ring's shared consumer and producer indices) and on its free
+// stack, and returns where the frames are. The error names the first frame
+// found in two places, or an address outside the socket's own frames (a
+// descriptor's offset into its frame is allowed). A frame of another
+// socket that shares the UMEM counts as outside. Like CountFrames it is
+// only meaningful when nobody uses the socket and the kernel is quiet, and
+// it is meant for tests and diagnostics. Frames found nowhere are not an
+// error here: FrameCount.Check decides how many the kernel may hold.
+func (s *Socket) Audit() (FrameCount, error) {
+	c := s.CountFrames()
+	fs := uint64(s.umem.frameSize)
+	first := uint64(s.cfg.FirstFrame) * fs
+	end := first + uint64(s.cfg.NumFrames)*fs
+	where := make(map[uint64]string, s.cfg.NumFrames)
+	put := func(addr uint64, place string) error {
+		base := addr &^ (fs - 1)
+		if base < first || base >= end {
+			return fmt.Errorf("address %#x in the %s is outside the socket's frames %#x..%#x", addr, place, first, end)
+		}
+		if prev, ok := where[base]; ok {
+			return fmt.Errorf("frame %#x is both in the %s and in the %s", base, prev, place)
+		}
+		where[base] = place
+		return nil
+	}
+	for _, r := range []struct {
+		name string
+		r    *ring
+		addr func(i uint32) uint64
+	}{
+		{"fill ring", &s.Fill.ring, func(i uint32) uint64 { return s.Fill.addrs[i&s.Fill.mask] }},
+		{"rx ring", &s.Rx.ring, func(i uint32) uint64 { return s.Rx.descs[i&s.Rx.mask].Addr }},
+		{"tx ring", &s.Tx.ring, func(i uint32) uint64 { return s.Tx.descs[i&s.Tx.mask].Addr }},
+		{"completion ring", &s.Completion.ring, func(i uint32) uint64 { return s.Completion.addrs[i&s.Completion.mask] }},
+	} {
+		if r.r.producer == nil {
+			continue // the socket has no such ring
+		}
+		for i, p := r.r.consumer.Load(), r.r.producer.Load(); i != p; i++ {
+			if err := put(r.addr(i), r.name); err != nil {
+				return c, err
+			}
+		}
+	}
+	if s.Frames != nil {
+		for _, a := range s.Frames.addrs[:s.Frames.n] {
+			if err := put(a, "free stack"); err != nil {
+				return c, err
+			}
+		}
+	}
+	return c, nil
+}

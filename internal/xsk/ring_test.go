@@ -1,7 +1,9 @@
 package xsk
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -87,14 +89,22 @@ func TestWrapAround(t *testing.T) {
 	for _, start := range []uint32{0, math.MaxUint32 - 40, math.MaxUint32 - 3, math.MaxUint32} {
 		s := newTestSocket(t, 32, 8)
 		s.startAt(start)
-		seen := map[uint64]int{}
+		seen := map[uint64]int{} // times each frame was received
 		for round := 0; round < 50; round++ {
 			s.kernel.Receive(3+round%6, 64, nil)
 			idx, got := s.Rx.Peek(8)
+			batch := map[uint64]bool{}
+			for i := uint32(0); i < got; i++ {
+				d := s.Rx.Desc(idx + i)
+				if batch[d.Addr] {
+					t.Fatalf("start %#x round %d: frame %#x twice in one rx batch", start, round, d.Addr)
+				}
+				batch[d.Addr] = true
+				seen[d.Addr]++
+			}
 			tidx, room := s.Tx.Reserve(got)
 			for i := uint32(0); i < room; i++ {
 				d := s.Rx.Desc(idx + i)
-				seen[d.Addr]++
 				s.Tx.Set(tidx+i, d.Addr, d.Len)
 			}
 			for i := room; i < got; i++ {
@@ -109,17 +119,28 @@ func TestWrapAround(t *testing.T) {
 			}
 			s.Completion.Release(done)
 			s.Refill()
-			if total := int(s.Fill.Pending()+s.Rx.Pending()+s.Tx.Pending()+s.Completion.Pending()) + s.Frames.Len(); total != 32 {
-				t.Fatalf("start %#x round %d: %d frames accounted for, want 32", start, round, total)
+			// Every frame in exactly one place, none counted twice.
+			c, err := s.Audit()
+			if err != nil {
+				t.Fatalf("start %#x round %d: %v", start, round, err)
+			}
+			if c.Missing() != 0 {
+				t.Fatalf("start %#x round %d: %d frames accounted for, want 32: %+v", start, round, c.Accounted(), c)
 			}
 		}
 		if s.kernel.Transmitted == 0 {
 			t.Fatalf("start %#x: nothing went round", start)
 		}
-		for addr := range seen {
+		received := 0
+		for addr, n := range seen {
 			if addr%2048 != 0 || addr >= 32*2048 {
 				t.Fatalf("start %#x: bad frame address %#x", start, addr)
 			}
+			received += n
+		}
+		// Each reception is one frame's trip: the kernel's count and ours agree.
+		if uint64(received) != s.kernel.Received {
+			t.Fatalf("start %#x: took %d frames from rx, the kernel delivered %d", start, received, s.kernel.Received)
 		}
 	}
 }
@@ -170,5 +191,60 @@ func TestNeedWakeupFlag(t *testing.T) {
 	s.kernel.SetNeedWakeup(true, false)
 	if !s.Fill.NeedWakeup() || s.Tx.NeedWakeup() {
 		t.Fatal("fill flag not seen")
+	}
+}
+
+func TestFrameCountCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    FrameCount
+		ok   bool
+	}{
+		{"all in place", FrameCount{Fill: 10, Rx: 3, Tx: 2, Completion: 1, Free: 48, Total: 64}, true},
+		{"copy mode, one parked", FrameCount{Fill: 16, Free: 47, Total: 64}, true},
+		{"copy mode, two missing", FrameCount{Fill: 16, Free: 46, Total: 64}, false},
+		{"counted twice", FrameCount{Fill: 16, Rx: 1, Free: 48, Total: 64}, false},
+		{"zero-copy, driver holds many", FrameCount{Fill: 8, Free: 40, Total: 64, ZeroCopy: true}, true},
+		{"zero-copy, counted twice", FrameCount{Fill: 16, Free: 49, Total: 64, ZeroCopy: true}, false},
+	} {
+		err := tc.c.Check()
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: Check(%+v) = %v, want ok %v", tc.name, tc.c, err, tc.ok)
+		}
+		if err != nil {
+			want := fmt.Sprintf("%d of %d UMEM frames accounted for", tc.c.Accounted(), tc.c.Total)
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: error %q does not say %q", tc.name, err, want)
+			}
+		}
+	}
+	if m := (FrameCount{Fill: 1, Rx: 2, Tx: 3, Completion: 4, Free: 5, Total: 16}).Missing(); m != 1 {
+		t.Errorf("Missing = %d, want 1", m)
+	}
+}
+
+func TestAuditFindsMisplacedFrames(t *testing.T) {
+	s := newTestSocket(t, 32, 8)
+	if c, err := s.Audit(); err != nil || c.Missing() != 0 || c.Fill != 8 || c.Free != 24 {
+		t.Fatalf("fresh socket: %+v, %v; want 8 in the fill ring and 24 free", c, err)
+	}
+	// A frame pushed back onto the stack while it is in the fill ring.
+	s.Frames.Push(s.Fill.addrs[0])
+	if _, err := s.Audit(); err == nil || !strings.Contains(err.Error(), "both in the fill ring and in the free stack") {
+		t.Errorf("duplicate: Audit = %v, want it named", err)
+	}
+	s.Frames.Pop()
+	// A descriptor with an offset into its frame is that frame; one past
+	// the socket's frames is not.
+	s.kernel.Receive(1, 60, nil)
+	idx, _ := s.Rx.Peek(1)
+	d := s.Rx.Desc(idx)
+	d.Addr += 256
+	if _, err := s.Audit(); err != nil {
+		t.Errorf("offset into a frame: %v", err)
+	}
+	d.Addr = 32 * 2048
+	if _, err := s.Audit(); err == nil || !strings.Contains(err.Error(), "outside the socket's frames") {
+		t.Errorf("address past the frames: Audit = %v, want it named", err)
 	}
 }

@@ -5,28 +5,17 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
-	"os"
 	"testing"
 
-	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/internal/pkt"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
 // These tests run the receiver program with BPF_PROG_TEST_RUN on frames
 // made here: no interface, no traffic.
-
-func requireBPF(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (CAP_BPF) to load programs")
-	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		t.Skipf("raise memlock rlimit: %v", err)
-	}
-}
 
 func monotonicNS(t *testing.T) uint64 {
 	t.Helper()
@@ -61,7 +50,7 @@ func stamped(t *testing.T, c pkt.UDPConfig, s pkt.Stamp) []byte {
 // TestBucketOfMatchesKernel runs latency.c's bucket function on every
 // bucket boundary and on random delays and compares with BucketOf.
 func TestBucketOfMatchesKernel(t *testing.T) {
-	requireBPF(t)
+	privtest.Root(t)
 	var vs []uint64
 	for i := range Buckets {
 		lo, hi := BucketBounds(i)
@@ -97,7 +86,7 @@ const (
 // beyond the capacity, one stamped in the future, one of another run, one
 // not stamped at all.
 func TestReceiverAccounting(t *testing.T) {
-	requireBPF(t)
+	privtest.Root(t)
 	const run = 9
 	l, err := bpf.NewLatencyReceiver(bpf.LatencyOptions{RunID: run, Streams: 2, Capacity: 64})
 	if err != nil {
@@ -159,7 +148,7 @@ func TestReceiverAccounting(t *testing.T) {
 
 // TestReceiverTCEntry: the tc entry measures the same way, from an skb.
 func TestReceiverTCEntry(t *testing.T) {
-	requireBPF(t)
+	privtest.Root(t)
 	l, err := bpf.NewLatencyReceiver(bpf.LatencyOptions{RunID: 3, Streams: 1, Capacity: 10})
 	if err != nil {
 		t.Fatal(err)

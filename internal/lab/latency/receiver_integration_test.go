@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/xdpeng/xdpeng/internal/pkt"
 	"github.com/xdpeng/xdpeng/internal/testbed"
 	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
 // These tests close the whole loop on a test bed: the generator sends
@@ -254,7 +256,7 @@ func TestLoopTwoStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(online) < 2 {
-		t.Skip("needs 2 CPUs")
+		privtest.Unsupported(t, "needs 2 CPUs")
 	}
 	bed := testbedtest.New(t, 1, 1)
 	reflectTX(t, bed)
@@ -265,3 +267,5 @@ func TestLoopTwoStreams(t *testing.T) {
 	}
 	checkSane(t, r)
 }
+
+func TestMain(m *testing.M) { os.Exit(privtest.Main(m)) }

@@ -1,0 +1,156 @@
+package main
+
+// Bad input that the flags alone show wrong: refused before the command
+// looks at a device or for root, so these run without either, in the
+// namespace of the test, on interface names that need not exist.
+
+import (
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// commands is every subcommand of xdpeng. TestCLICommands fails when the
+// binary has another one, so that a new command comes with its cases here
+// rather than being skipped by them.
+var commands = []string{"bench", "compare", "count", "demo", "fwd", "gen", "kern", "l2fwd", "progbench", "rxdrop", "testbed", "txonly"}
+
+func TestCLICommands(t *testing.T) {
+	var got []string
+	for _, c := range rootCmd.Commands() {
+		if c.IsAvailableCommand() && c.Name() != "help" && c.Name() != "completion" {
+			got = append(got, c.Name())
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, commands) {
+		t.Errorf("xdpeng has the commands %v, the tests know %v: add the new one's cases", got, commands)
+	}
+}
+
+type badInput struct {
+	name string
+	gen  bool     // run in the generator namespace
+	user bool     // run as nobody, without capabilities
+	args []string // after the binary
+	want []string // every one must be in stderr
+}
+
+// TestCLIFlagErrors runs bad input that the flags alone show wrong and
+// checks the exit status and the message. The "not root" cases run as
+// nobody (with setpriv when the test runs as root).
+func TestCLIFlagErrors(t *testing.T) {
+	bin := buildCLI(t)
+	cases := []badInput{
+		{name: "no interface", args: []string{"rxdrop", "-d", "1s"}, want: []string{"no interface given: use -i DEV"}},
+		{name: "empty queue list", args: []string{"rxdrop", "-i", "dut0", "-q", "", "-d", "1s"},
+			want: []string{"empty queue list"}},
+		{name: "open queue range", args: []string{"rxdrop", "-i", "dut0", "-q", "1-", "-d", "1s"},
+			want: []string{`queue list "1-"`, "use ids like 0, 0-3 or 0,2"}},
+		{name: "queue not a number", args: []string{"rxdrop", "-i", "dut0", "-q", "a", "-d", "1s"},
+			want: []string{`"a" is not a non-negative number`}},
+		{name: "malformed CPU list", args: []string{"rxdrop", "-i", "dut0", "-q", "0", "--cpus", "1-", "-d", "1s"},
+			want: []string{`CPU list "1-"`, "use ids like"}},
+		{name: "CPUs and queues differ", args: []string{"rxdrop", "-i", "dut0", "-q", "0-1", "--cpus", "1", "-d", "1s"},
+			want: []string{"1 CPU(s) for 2 queue(s): give one CPU per queue"}},
+		{name: "frame size", args: []string{"rxdrop", "-i", "dut0", "--frame-size", "3000", "-d", "1s"},
+			want: []string{"frame size 3000: must be 2048 or 4096"}},
+		{name: "ring not a power of two", args: []string{"rxdrop", "-i", "dut0", "--ring-size", "1000", "-d", "1s"},
+			want: []string{"ring size 1000: must be a power of two between 1 and 65536"}},
+		{name: "ring too large", args: []string{"rxdrop", "-i", "dut0", "--ring-size", "131072", "-d", "1s"},
+			want: []string{"ring size 131072: must be a power of two between 1 and 65536"}},
+		{name: "one ring wrong", args: []string{"rxdrop", "-i", "dut0", "--fill-size", "3", "-d", "1s"},
+			want: []string{"fill ring size 3"}},
+		{name: "batch larger than the ring", args: []string{"rxdrop", "-i", "dut0", "-b", "128", "--ring-size", "64", "-d", "1s"},
+			want: []string{"batch size 128 is larger than the rx ring (64)", "a batch must fit in the rings"}},
+		{name: "batch zero", args: []string{"rxdrop", "-i", "dut0", "-b", "0", "-d", "1s"},
+			want: []string{"batch size 0: must be between 1 and"}},
+		{name: "copy and zero-copy", args: []string{"rxdrop", "-i", "dut0", "-c", "-z", "-d", "1s"},
+			want: []string{"-c (copy) and -z (zero-copy) exclude each other"}},
+		{name: "interval", args: []string{"rxdrop", "-i", "dut0", "-I", "0s", "-d", "1s"}, want: []string{"must be positive"}},
+		{name: "rxdrop not root", user: true, args: []string{"rxdrop", "-i", "dut0", "-d", "1s"},
+			want: []string{"xdpeng: rxdrop needs root", "CAP_NET_ADMIN", "run it with sudo"}},
+		{name: "unknown flag", args: []string{"rxdrop", "-i", "dut0", "--bogus"}, want: []string{"unknown flag: --bogus", "--help"}},
+		{name: "unknown command", args: []string{"bogus"}, want: []string{`unknown command "bogus" for "xdpeng"`}},
+		{name: "unknown kern path", args: []string{"kern", "bogus"}, want: []string{`unknown subcommand "bogus"`, "drop, pass"}},
+		{name: "kern mode", args: []string{"kern", "drop", "-i", "dut0", "-m", "bogus", "-d", "1s"},
+			want: []string{`unknown XDP mode "bogus" (want native or generic)`}},
+		{name: "kern hook", args: []string{"kern", "drop", "-i", "dut0", "--hook", "bogus", "-d", "1s"},
+			want: []string{`--hook "bogus": want xdp or tc`}},
+		{name: "kern redirect without -o", args: []string{"kern", "redirect", "-i", "dut0", "-d", "1s"},
+			want: []string{"redirect needs -o OUT"}},
+		{name: "gen bad MAC", args: []string{"gen", "-i", "gen0", "--count", "10", "--dst-mac", "zz"},
+			want: []string{`--dst-mac: "zz" is not an Ethernet address like 02:00:00:00:00:01`}},
+		{name: "gen IP outside the benchmark range", args: []string{"gen", "-i", "gen0", "--count", "10", "--dst-ip", "10.1.1.1"},
+			want: []string{"--dst-ip 10.1.1.1 is outside 198.18.0.0/15"}},
+		{name: "gen bad source IP", args: []string{"gen", "-i", "gen0", "--count", "10", "--src-ip", "nope"},
+			want: []string{`--src-ip "nope" is not an IP address`}},
+		{name: "gen bad port", args: []string{"gen", "-i", "gen0", "--count", "10", "--dst-port", "70000"},
+			want: []string{`invalid argument "70000" for "--dst-port"`}},
+		{name: "gen size", args: []string{"gen", "-i", "gen0", "--count", "10", "--size", "10"},
+			want: []string{"--size", "60..1514"}},
+		{name: "gen ports", args: []string{"gen", "-i", "gen0", "--count", "10", "--ports", "0"},
+			want: []string{"--ports 0: need at least 1"}},
+		{name: "gen unbounded", args: []string{"gen", "-i", "gen0"},
+			want: []string{"gen needs a bound: give --count N or --duration D"}},
+		{name: "gen not root", user: true, args: []string{"gen", "-i", "gen0", "--count", "10"},
+			want: []string{"needs root", "sudo"}},
+		{name: "count top", args: []string{"count", "-i", "dut0", "--top", "-1", "-d", "1s"},
+			want: []string{"--top -1"}},
+		{name: "l2fwd frame size", args: []string{"l2fwd", "-i", "dut0", "--frame-size", "1000", "-d", "1s"},
+			want: []string{"frame size 1000"}},
+		{name: "txonly unbounded", args: []string{"txonly", "-i", "gen0"},
+			want: []string{"txonly needs a bound"}},
+		{name: "txonly IP outside the benchmark range", args: []string{"txonly", "-i", "gen0", "--count", "10", "--dst-ip", "10.1.1.1"},
+			want: []string{"--dst-ip 10.1.1.1 is outside 198.18.0.0/15"}},
+		{name: "txonly with a receive-only flag", args: []string{"txonly", "-i", "gen0", "--count", "10", "--udp-port", "9"},
+			want: []string{"--udp-port does not apply to txonly: it receives nothing"}},
+		{name: "txonly with an XDP mode", args: []string{"txonly", "-i", "gen0", "--count", "10", "-S"},
+			want: []string{"--generic does not apply to txonly: it attaches no XDP program"}},
+		{name: "fwd to itself", args: []string{"fwd", "-i", "dut0", "-o", "dut0", "-d", "1s"},
+			want: []string{"both dut0", "l2fwd"}},
+		{name: "fwd without -o", args: []string{"fwd", "-i", "dut0", "-d", "1s"},
+			want: []string{"no output interface given: use -o DEV"}},
+		{name: "compare bogus path", args: []string{"compare", "-i", "dut0", "--paths", "bogus", "--duration", "1s"},
+			want: []string{"bogus"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			argv := append([]string{bin}, tc.args...)
+			if tc.user && os.Geteuid() == 0 {
+				argv = append([]string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"}, argv...)
+			}
+			p := startCmd(t, exec.Command(argv[0], argv[1:]...))
+			checkRefused(t, p.wait(t), tc)
+		})
+	}
+}
+
+// checkRefused checks that a run ended with exit status 1 and one message
+// on stderr that starts with "xdpeng: " and has every word tc wants.
+func checkRefused(t *testing.T, r result, tc badInput) {
+	t.Helper()
+	msg := r.stderr
+	switch {
+	case r.signal != 0:
+		t.Fatalf("killed:\n%s", r)
+	case r.code != 1:
+		t.Fatalf("exit status %d, want 1:\n%s", r.code, r)
+	}
+	if !strings.HasPrefix(msg, "xdpeng: ") {
+		t.Errorf("stderr does not start with \"xdpeng: \":\n%s", r)
+	}
+	for _, w := range tc.want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("message does not contain %q:\n%s", w, msg)
+		}
+	}
+	if strings.Contains(msg, "xdpeng: xdpeng") {
+		t.Errorf("the program name is repeated: %s", strings.TrimSpace(msg))
+	}
+	if strings.Contains(msg, "panic") || strings.Contains(msg, "goroutine ") {
+		t.Errorf("crashed:\n%s", msg)
+	}
+}
