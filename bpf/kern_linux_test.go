@@ -7,7 +7,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/xdpeng/xdpeng/internal/pkt"
+	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
@@ -119,15 +119,15 @@ func TestQueueCPUStats(t *testing.T) {
 func TestCountUDPDstPort(t *testing.T) {
 	privtest.Root(t)
 	mac := func(b byte) net.HardwareAddr { return net.HardwareAddr{2, 0, 0, 0, 0, b} }
-	build := func(c pkt.UDPConfig, tcp bool) []byte {
+	build := func(c packet.UDPConfig, tcp bool) []byte {
 		c.SrcMAC, c.DstMAC, c.SrcPort, c.Size = mac(1), mac(2), 1234, 80
 		if !c.SrcIP.IsValid() {
 			c.SrcIP, c.DstIP = netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("198.18.0.2")
 		}
 		buf := make([]byte, 256)
-		build := func(b []byte, c pkt.UDPConfig) (int, error) { return pkt.BuildUDP(b, c) }
+		build := func(b []byte, c packet.UDPConfig) (int, error) { return packet.BuildUDP(b, c) }
 		if tcp {
-			build = func(b []byte, c pkt.UDPConfig) (int, error) { return pkt.BuildTCP(b, c, 0x02) }
+			build = func(b []byte, c packet.UDPConfig) (int, error) { return packet.BuildTCP(b, c, 0x02) }
 		}
 		n, err := build(buf, c)
 		if err != nil {
@@ -135,7 +135,7 @@ func TestCountUDPDstPort(t *testing.T) {
 		}
 		return buf[:n]
 	}
-	v6 := pkt.UDPConfig{SrcIP: netip.MustParseAddr("2001:2::1"), DstIP: netip.MustParseAddr("2001:2::2")}
+	v6 := packet.UDPConfig{SrcIP: netip.MustParseAddr("2001:2::1"), DstIP: netip.MustParseAddr("2001:2::2")}
 	igmp := ethFrame(9)
 	igmp[23] = 2 // IPPROTO_IGMP, the bridge's report
 	frames := []struct {
@@ -143,12 +143,12 @@ func TestCountUDPDstPort(t *testing.T) {
 		frame []byte
 		count bool
 	}{
-		{"udp/9", build(pkt.UDPConfig{DstPort: 9}, false), true},
-		{"udp/9 vlan", build(pkt.UDPConfig{DstPort: 9, VLAN: 7}, false), true},
-		{"udp6/9", build(pkt.UDPConfig{SrcIP: v6.SrcIP, DstIP: v6.DstIP, DstPort: 9}, false), true},
-		{"udp/10", build(pkt.UDPConfig{DstPort: 10}, false), false},
-		{"udp6/2304", build(pkt.UDPConfig{SrcIP: v6.SrcIP, DstIP: v6.DstIP, DstPort: 9 << 8}, false), false},
-		{"tcp/9", build(pkt.UDPConfig{DstPort: 9}, true), false},
+		{"udp/9", build(packet.UDPConfig{DstPort: 9}, false), true},
+		{"udp/9 vlan", build(packet.UDPConfig{DstPort: 9, VLAN: 7}, false), true},
+		{"udp6/9", build(packet.UDPConfig{SrcIP: v6.SrcIP, DstIP: v6.DstIP, DstPort: 9}, false), true},
+		{"udp/10", build(packet.UDPConfig{DstPort: 10}, false), false},
+		{"udp6/2304", build(packet.UDPConfig{SrcIP: v6.SrcIP, DstIP: v6.DstIP, DstPort: 9 << 8}, false), false},
+		{"tcp/9", build(packet.UDPConfig{DstPort: 9}, true), false},
 		{"igmp", igmp, false},
 		{"udp header cut short", ethFrame(9)[:40], false},
 	}

@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/xdpeng/xdpeng/internal/pkt"
+	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
@@ -14,12 +14,12 @@ import (
 func stampedFrame(t *testing.T, run, seq uint32, sentNS uint64) []byte {
 	t.Helper()
 	f := make([]byte, 64)
-	c := pkt.UDPConfig{
+	c := packet.UDPConfig{
 		SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2},
 		SrcIP: netip.MustParseAddr("198.18.0.1"), DstIP: netip.MustParseAddr("198.18.0.2"),
 		SrcPort: 1234, DstPort: 9, Size: 64,
 	}
-	if _, err := pkt.BuildStampedUDP(f, c, pkt.Stamp{RunID: run, Seq: seq, TimeNS: sentNS}); err != nil {
+	if _, err := packet.BuildStampedUDP(f, c, packet.Stamp{RunID: run, Seq: seq, TimeNS: sentNS}); err != nil {
 		t.Fatal(err)
 	}
 	return f

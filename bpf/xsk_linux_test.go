@@ -8,8 +8,8 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
-	"github.com/xdpeng/xdpeng/internal/pkt"
-	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/engine/packet"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
 
@@ -32,7 +32,7 @@ func TestXskRedirectSteersUDPPort(t *testing.T) {
 	bed := testbedtest.New(t, 1, 1)
 	l := bed.Links[0]
 	const port, swapped = 0x1234, 0x3412
-	v4 := pkt.UDPConfig{
+	v4 := packet.UDPConfig{
 		SrcMAC: l.GenMAC, DstMAC: l.DUTMAC,
 		SrcIP: netip.MustParseAddr(l.GenIP.String()), DstIP: netip.MustParseAddr(l.DUTIP.String()),
 		SrcPort: 1234, Size: 64,
@@ -41,7 +41,7 @@ func TestXskRedirectSteersUDPPort(t *testing.T) {
 	v6.SrcIP, v6.DstIP, v6.Size = netip.MustParseAddr("2001:2::1"), netip.MustParseAddr("2001:2::2"), 80
 	type kind struct {
 		name  string
-		cfg   pkt.UDPConfig
+		cfg   packet.UDPConfig
 		port  uint16
 		tcp   bool
 		count uint32
@@ -94,9 +94,9 @@ func TestXskRedirectSteersUDPPort(t *testing.T) {
 					c := k.cfg
 					c.DstPort = k.port
 					f := make([]byte, c.Size)
-					build := pkt.BuildUDP
+					build := packet.BuildUDP
 					if k.tcp {
-						build = func(b []byte, c pkt.UDPConfig) (int, error) { return pkt.BuildTCP(b, c, pkt.TCPSyn) }
+						build = func(b []byte, c packet.UDPConfig) (int, error) { return packet.BuildTCP(b, c, packet.TCPSyn) }
 					}
 					if _, err := build(f, c); err != nil {
 						return err
@@ -115,15 +115,15 @@ func TestXskRedirectSteersUDPPort(t *testing.T) {
 				// Live frames are flushed to the socket at the end of each
 				// batch, inside the run: what arrived is in the rx ring.
 				idx, n := s.Rx.Peek(s.Rx.Size())
-				var sum pkt.Summary
+				var sum packet.Summary
 				for i := uint32(0); i < n; i++ {
 					d := s.Rx.Desc(idx + i)
-					if !pkt.Parse(u.Frame(d.Addr, d.Len), &sum) {
+					if !packet.Parse(u.Frame(d.Addr, d.Len), &sum) {
 						return fmt.Errorf("the socket got a frame Parse does not take: % x", u.Frame(d.Addr, d.Len))
 					}
 					name := "unknown"
 					for _, k := range kinds {
-						if sum.DstPort == k.port && (sum.L3 == 6) == k.cfg.IPv6() && (sum.Proto == pkt.ProtoTCP) == k.tcp {
+						if sum.DstPort == k.port && (sum.L3 == 6) == k.cfg.IPv6() && (sum.Proto == packet.ProtoTCP) == k.tcp {
 							name = k.name
 						}
 					}

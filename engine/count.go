@@ -8,8 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/counter"
-	"github.com/xdpeng/xdpeng/internal/pkt"
 )
 
 // Counter indexes. One flat array holds every counter a CountHandler keeps,
@@ -65,14 +65,14 @@ func (h *CountHandler) receivesOnly() {}
 
 // Handle counts every frame of b and leaves it dropped.
 func (h *CountHandler) Handle(b *Batch) {
-	var s pkt.Summary
+	var s packet.Summary
 	n := 0
 	// A batch of one flow changes the same counters over and over;
 	// skipping repeats of the last protocol and port keeps the list short.
 	lastProto, lastPort := uint32(1<<31), uint32(1<<31)
 	nonIP := false
 	for i := 0; i < b.Len(); i++ {
-		ok := pkt.Parse(b.Frame(i), &s)
+		ok := packet.Parse(b.Frame(i), &s)
 		if !ok {
 			h.counts[idxMalformed]++
 			h.touched[n] = idxMalformed
@@ -96,9 +96,9 @@ func (h *CountHandler) Handle(b *Batch) {
 		}
 		var k uint32
 		switch s.Proto {
-		case pkt.ProtoUDP:
+		case packet.ProtoUDP:
 			k = idxUDPPorts + uint32(s.DstPort)
-		case pkt.ProtoTCP:
+		case packet.ProtoTCP:
 			k = idxTCPPorts + uint32(s.DstPort)
 		default:
 			continue
@@ -174,7 +174,7 @@ type CountStats struct {
 	// ByEtherType counts non-IP frames by EtherType ("0x0806"); beyond 16
 	// distinct types per queue, the rest are counted as "other".
 	ByEtherType map[string]uint64 `json:"by_ethertype,omitempty"`
-	// Malformed frames ended inside a header they announced (pkt.Parse
+	// Malformed frames ended inside a header they announced (packet.Parse
 	// reported them incomplete); they are counted in ByProtocol too, as
 	// far as they could be read.
 	Malformed uint64 `json:"malformed"`

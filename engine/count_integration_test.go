@@ -8,9 +8,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/xdpeng/xdpeng/engine"
-	"github.com/xdpeng/xdpeng/internal/gen"
-	"github.com/xdpeng/xdpeng/internal/pkt"
-	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/engine/packet"
+	"github.com/xdpeng/xdpeng/internal/lab/gen"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 )
 
 // TestCountExact sends a known mix into the DUT, UDP to three ports from
@@ -20,12 +20,12 @@ func TestCountExact(t *testing.T) {
 	bed := testbedtest.New(t, 1, 1)
 	l := bed.Links[0]
 	const perPort = 10_000
-	base := pkt.UDPConfig{
+	base := packet.UDPConfig{
 		SrcMAC: l.GenMAC, DstMAC: l.DUTMAC,
 		SrcIP: netip.MustParseAddr(l.GenIP.String()), DstIP: netip.MustParseAddr(l.DUTIP.String()),
 		SrcPort: 1234, DstPort: 9, Size: 64,
 	}
-	build := func(n int, mod func(*pkt.UDPConfig), b func([]byte, pkt.UDPConfig) (int, error)) [][]byte {
+	build := func(n int, mod func(*packet.UDPConfig), b func([]byte, packet.UDPConfig) (int, error)) [][]byte {
 		c := base
 		mod(&c)
 		f := make([]byte, c.Size)
@@ -38,17 +38,17 @@ func TestCountExact(t *testing.T) {
 		}
 		return out
 	}
-	syn := func(f []byte, c pkt.UDPConfig) (int, error) { return pkt.BuildTCP(f, c, pkt.TCPSyn) }
-	echo := func(f []byte, c pkt.UDPConfig) (int, error) { return pkt.BuildICMPEcho(f, c, 1, 1) }
-	v6 := func(c *pkt.UDPConfig) {
+	syn := func(f []byte, c packet.UDPConfig) (int, error) { return packet.BuildTCP(f, c, packet.TCPSyn) }
+	echo := func(f []byte, c packet.UDPConfig) (int, error) { return packet.BuildICMPEcho(f, c, 1, 1) }
+	v6 := func(c *packet.UDPConfig) {
 		c.SrcIP, c.DstIP, c.Size = netip.MustParseAddr("2001:2::1"), netip.MustParseAddr("2001:2::2"), 80
 	}
 	var injected [][]byte
-	injected = append(injected, build(300, func(c *pkt.UDPConfig) { c.DstPort = 80 }, syn)...)
-	injected = append(injected, build(200, func(c *pkt.UDPConfig) { v6(c); c.DstPort = 443 }, syn)...)
-	injected = append(injected, build(100, func(*pkt.UDPConfig) {}, echo)...)
+	injected = append(injected, build(300, func(c *packet.UDPConfig) { c.DstPort = 80 }, syn)...)
+	injected = append(injected, build(200, func(c *packet.UDPConfig) { v6(c); c.DstPort = 443 }, syn)...)
+	injected = append(injected, build(100, func(*packet.UDPConfig) {}, echo)...)
 	injected = append(injected, build(40, v6, echo)...)
-	injected = append(injected, build(70, func(c *pkt.UDPConfig) { c.VLAN = 7; c.DstPort = 53; c.Size = 68 }, pkt.BuildUDP)...)
+	injected = append(injected, build(70, func(c *packet.UDPConfig) { c.VLAN = 7; c.DstPort = 53; c.Size = 68 }, packet.BuildUDP)...)
 	// A local experimental EtherType: not IP, and nothing on the bed
 	// answers it.
 	raw := make([]byte, 60)

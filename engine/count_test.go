@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/xdpeng/xdpeng/internal/pkt"
+	"github.com/xdpeng/xdpeng/engine/packet"
 )
 
 var (
@@ -19,9 +19,9 @@ var (
 )
 
 // cntFrame builds a 64-byte (68 with a VLAN tag) frame with build.
-func cntFrame(t testing.TB, v6 bool, vlan uint16, dport uint16, build func([]byte, pkt.UDPConfig) (int, error)) []byte {
+func cntFrame(t testing.TB, v6 bool, vlan uint16, dport uint16, build func([]byte, packet.UDPConfig) (int, error)) []byte {
 	t.Helper()
-	c := pkt.UDPConfig{
+	c := packet.UDPConfig{
 		SrcMAC: cntSrcMAC, DstMAC: cntDstMAC,
 		SrcIP: netip.MustParseAddr("198.18.0.1"), DstIP: netip.MustParseAddr("198.18.0.2"),
 		SrcPort: 1234, DstPort: dport, VLAN: vlan, Size: 64,
@@ -30,7 +30,7 @@ func cntFrame(t testing.TB, v6 bool, vlan uint16, dport uint16, build func([]byt
 		c.SrcIP, c.DstIP, c.Size = netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::2"), 90
 	}
 	if vlan != 0 {
-		c.Size += pkt.VLANTagLen
+		c.Size += packet.VLANTagLen
 	}
 	f := make([]byte, c.Size)
 	if _, err := build(f, c); err != nil {
@@ -40,15 +40,15 @@ func cntFrame(t testing.TB, v6 bool, vlan uint16, dport uint16, build func([]byt
 }
 
 func cntUDP(t testing.TB, v6 bool, vlan, dport uint16) []byte {
-	return cntFrame(t, v6, vlan, dport, pkt.BuildUDP)
+	return cntFrame(t, v6, vlan, dport, packet.BuildUDP)
 }
 
 func cntTCP(t testing.TB, v6 bool, dport uint16) []byte {
-	return cntFrame(t, v6, 0, dport, func(b []byte, c pkt.UDPConfig) (int, error) { return pkt.BuildTCP(b, c, pkt.TCPSyn) })
+	return cntFrame(t, v6, 0, dport, func(b []byte, c packet.UDPConfig) (int, error) { return packet.BuildTCP(b, c, packet.TCPSyn) })
 }
 
 func cntICMP(t testing.TB, v6 bool) []byte {
-	return cntFrame(t, v6, 0, 0, func(b []byte, c pkt.UDPConfig) (int, error) { return pkt.BuildICMPEcho(b, c, 1, 1) })
+	return cntFrame(t, v6, 0, 0, func(b []byte, c packet.UDPConfig) (int, error) { return packet.BuildICMPEcho(b, c, 1, 1) })
 }
 
 // cntRawEth is a 60-byte frame of the given EtherType with a zero payload.

@@ -35,10 +35,10 @@ import (
 	"time"
 
 	"github.com/xdpeng/xdpeng/bpf"
+	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/hook"
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/pkt"
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
 
@@ -129,10 +129,10 @@ func checkMTU(info *netdev.Info, frameSize uint32) error {
 	if info.MTU <= 0 {
 		return nil
 	}
-	need := info.MTU + pkt.EthHdrLen + pkt.VLANTagLen
+	need := info.MTU + packet.EthHdrLen + packet.VLANTagLen
 	if room := int(frameSize) - xdpHeadroom; need > room {
 		hint := "use --frame-size 4096"
-		if max := 4096 - xdpHeadroom - pkt.EthHdrLen - pkt.VLANTagLen; need > 4096-xdpHeadroom {
+		if max := 4096 - xdpHeadroom - packet.EthHdrLen - packet.VLANTagLen; need > 4096-xdpHeadroom {
 			hint = fmt.Sprintf("lower it to at most %d (ip link set %s mtu %d)", max, info.Name, max)
 			if frameSize < 4096 {
 				hint += " and use --frame-size 4096"

@@ -13,11 +13,11 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/xdpeng/xdpeng/engine"
-	"github.com/xdpeng/xdpeng/internal/gen"
+	"github.com/xdpeng/xdpeng/engine/packet"
+	"github.com/xdpeng/xdpeng/internal/lab/gen"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/pkt"
-	"github.com/xdpeng/xdpeng/internal/testbed"
-	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
@@ -97,7 +97,7 @@ func send(t *testing.T, bed *testbed.Bed, link int, cfg gen.Config) gen.Stats {
 	l := bed.Links[link]
 	cfg.Ifindex = l.GenIndex
 	if cfg.Frame.Size == 0 {
-		cfg.Frame = pkt.UDPConfig{
+		cfg.Frame = packet.UDPConfig{
 			SrcMAC: l.GenMAC, DstMAC: l.DUTMAC,
 			SrcIP:   netip.MustParseAddr(l.GenIP.String()),
 			DstIP:   netip.MustParseAddr(l.DUTIP.String()),

@@ -7,20 +7,20 @@ import (
 	"net/netip"
 
 	"github.com/xdpeng/xdpeng/engine"
-	"github.com/xdpeng/xdpeng/internal/pkt"
+	"github.com/xdpeng/xdpeng/engine/packet"
 )
 
 // udpFrame builds a 64-byte Ethernet/IPv4/UDP frame to dstPort with a TTL.
 func udpFrame(dstPort uint16, ttl uint8) []byte {
 	f := make([]byte, 64)
-	pkt.BuildUDP(f, pkt.UDPConfig{
+	packet.BuildUDP(f, packet.UDPConfig{
 		SrcMAC: net.HardwareAddr{0x02, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{0x02, 0, 0, 0, 0, 2},
 		SrcIP: netip.MustParseAddr("198.18.0.1"), DstIP: netip.MustParseAddr("198.18.0.2"),
 		SrcPort: 1234, DstPort: dstPort, Size: len(f),
 	})
 	f[14+8] = ttl
 	binary.BigEndian.PutUint16(f[14+10:], 0)
-	binary.BigEndian.PutUint16(f[14+10:], pkt.Checksum(f[14:34]))
+	binary.BigEndian.PutUint16(f[14+10:], packet.Checksum(f[14:34]))
 	return f
 }
 
@@ -110,7 +110,7 @@ func Example_forwarder() {
 			continue
 		}
 		ip := f.Data[14:34]
-		fmt.Printf("frame %d: sent to %x, TTL %d, header checksum ok: %v\n", i, f.Data[0:6], ip[8], pkt.Checksum(ip) == 0)
+		fmt.Printf("frame %d: sent to %x, TTL %d, header checksum ok: %v\n", i, f.Data[0:6], ip[8], packet.Checksum(ip) == 0)
 	}
 	fmt.Printf("tx %d, dropped %d\n", res.Stats.TxPackets, res.Stats.Dropped)
 	// Output:

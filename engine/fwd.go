@@ -10,7 +10,7 @@ import (
 	"net"
 	"net/netip"
 
-	"github.com/xdpeng/xdpeng/internal/gen"
+	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/xdpeng/xdpeng/engine"
-	"github.com/xdpeng/xdpeng/internal/gen"
-	"github.com/xdpeng/xdpeng/internal/pkt"
-	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/engine/packet"
+	"github.com/xdpeng/xdpeng/internal/lab/gen"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 )
 
 // TestFwdBetweenLinks sends frames into gen0->dut0 and checks that they come
@@ -40,7 +40,7 @@ func TestFwdBetweenLinks(t *testing.T) {
 			c := listenWire(t, bed.GenNS, out.Gen, out.GenIndex, in.GenMAC)
 
 			const count = 20_000
-			frame := pkt.UDPConfig{
+			frame := packet.UDPConfig{
 				SrcMAC: in.GenMAC, DstMAC: in.DUTMAC,
 				SrcIP: netip.MustParseAddr(in.GenIP.String()), DstIP: netip.MustParseAddr(in.DUTIP.String()),
 				SrcPort: 1234, DstPort: 9, Size: 100, Fill: 0x5a,
@@ -77,7 +77,7 @@ func TestFwdBetweenLinks(t *testing.T) {
 				v.DstMAC = out.GenMAC
 				v.DstPort = frame.DstPort + uint16(p)
 				b := make([]byte, v.Size)
-				if _, err := pkt.BuildUDP(b, v); err != nil {
+				if _, err := packet.BuildUDP(b, v); err != nil {
 					t.Fatal(err)
 				}
 				wants[string(b)] = true

@@ -1,6 +1,6 @@
 package engine
 
-import "github.com/xdpeng/xdpeng/internal/pkt"
+import "github.com/xdpeng/xdpeng/engine/packet"
 
 // DropHandler drops every frame without reading it: xdpsock's rxdrop.
 type DropHandler struct{}
@@ -22,7 +22,7 @@ func (L2FwdHandler) Handle(b *Batch) {
 		if len(f) < 14 {
 			continue // too short to be Ethernet: leave it dropped
 		}
-		pkt.SwapMACs(f)
+		packet.SwapMACs(f)
 		b.Transmit(i)
 	}
 }

@@ -11,10 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/engine"
-	"github.com/xdpeng/xdpeng/internal/gen"
-	"github.com/xdpeng/xdpeng/internal/pkt"
-	"github.com/xdpeng/xdpeng/internal/testbed"
-	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/engine/packet"
+	"github.com/xdpeng/xdpeng/internal/lab/gen"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 )
 
 // packetSocket is an AF_PACKET socket on the generator end of a bed's link:
@@ -179,16 +179,16 @@ func TestL2FwdReflects(t *testing.T) {
 	bed := testbedtest.New(t, 1, 1)
 	l := bed.Links[0]
 	const count = 50_000
-	frame := pkt.UDPConfig{
+	frame := packet.UDPConfig{
 		SrcMAC: l.GenMAC, DstMAC: l.DUTMAC,
 		SrcIP: netip.MustParseAddr(l.GenIP.String()), DstIP: netip.MustParseAddr(l.DUTIP.String()),
 		SrcPort: 1234, DstPort: 9, Size: 64, Fill: 0xa5,
 	}
 	want := make([]byte, frame.Size)
-	if _, err := pkt.BuildUDP(want, frame); err != nil {
+	if _, err := packet.BuildUDP(want, frame); err != nil {
 		t.Fatal(err)
 	}
-	pkt.SwapMACs(want)
+	packet.SwapMACs(want)
 
 	ps := openPacketSocket(t, bed, 0)
 	capt := ps.capture()

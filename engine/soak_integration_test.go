@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/xdpeng/xdpeng/engine"
-	"github.com/xdpeng/xdpeng/internal/gen"
-	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/lab/gen"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 )
 
 // soakDefault is how long TestSoak runs without XDPENG_SOAK: long enough

@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/pkt"
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
 
@@ -40,8 +40,8 @@ func (t *TxOnlyConfig) validate(c *Config) error {
 		return errors.New("txonly: no frames to send")
 	}
 	for i, f := range t.Frames {
-		if len(f) < pkt.EthHdrLen || len(f) > int(c.FrameSize) {
-			return fmt.Errorf("txonly: frame %d is %d bytes: must be %d..%d (the UMEM frame size)", i, len(f), pkt.EthHdrLen, c.FrameSize)
+		if len(f) < packet.EthHdrLen || len(f) > int(c.FrameSize) {
+			return fmt.Errorf("txonly: frame %d is %d bytes: must be %d..%d (the UMEM frame size)", i, len(f), packet.EthHdrLen, c.FrameSize)
 		}
 	}
 	if c.NumFrames != 0 && c.NumFrames < uint32(len(t.Frames)) {
@@ -53,7 +53,7 @@ func (t *TxOnlyConfig) validate(c *Config) error {
 // UDPFrames builds ports UDP frames from c, the i-th with destination port
 // c.DstPort+i: the variants a generator cycles through to spread traffic
 // over RSS queues or flows.
-func UDPFrames(c pkt.UDPConfig, ports int) ([][]byte, error) {
+func UDPFrames(c packet.UDPConfig, ports int) ([][]byte, error) {
 	if ports < 1 || ports > 65536 {
 		return nil, fmt.Errorf("%d ports: need 1..65536", ports)
 	}
@@ -62,7 +62,7 @@ func UDPFrames(c pkt.UDPConfig, ports int) ([][]byte, error) {
 		v := c
 		v.DstPort = c.DstPort + uint16(i)
 		frames[i] = make([]byte, c.Size)
-		if _, err := pkt.BuildUDP(frames[i], v); err != nil {
+		if _, err := packet.BuildUDP(frames[i], v); err != nil {
 			return nil, err
 		}
 	}

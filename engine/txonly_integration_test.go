@@ -13,10 +13,10 @@ import (
 
 	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/hook"
-	"github.com/xdpeng/xdpeng/internal/pkt"
-	"github.com/xdpeng/xdpeng/internal/testbed"
-	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 )
 
 // wireCapture is an AF_PACKET socket on one interface of a namespace that keeps
@@ -118,8 +118,8 @@ func runTxOnly(t *testing.T, bed *testbed.Bed, tc engine.TxOnlyConfig) engine.Sn
 	return s
 }
 
-func linkUDP(l testbed.Link, size int) pkt.UDPConfig {
-	return pkt.UDPConfig{
+func linkUDP(l testbed.Link, size int) packet.UDPConfig {
+	return packet.UDPConfig{
 		SrcMAC: l.DUTMAC, DstMAC: l.GenMAC,
 		SrcIP: netip.MustParseAddr(l.DUTIP.String()), DstIP: netip.MustParseAddr(l.GenIP.String()),
 		SrcPort: 1234, DstPort: 9, Size: size,
@@ -152,12 +152,12 @@ func TestTxOnlyFramesOnTheWire(t *testing.T) {
 		t.Fatalf("received %d frames, want %d", len(c.frames), count)
 	}
 	byPort := map[uint16]int{}
-	var sum pkt.Summary
+	var sum packet.Summary
 	for i, f := range c.frames {
-		if len(f) != size || !pkt.Parse(f, &sum) || sum.L3 != 4 || sum.Proto != pkt.ProtoUDP {
+		if len(f) != size || !packet.Parse(f, &sum) || sum.L3 != 4 || sum.Proto != packet.ProtoUDP {
 			t.Fatalf("frame %d: %d bytes, %+v", i, len(f), sum)
 		}
-		if pkt.Checksum(f[14:34]) != 0 {
+		if packet.Checksum(f[14:34]) != 0 {
 			t.Fatalf("frame %d: bad IPv4 header checksum", i)
 		}
 		byPort[sum.DstPort]++

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdpeng/xdpeng/internal/pkt"
+	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
 
-func testUDP(size int) pkt.UDPConfig {
-	return pkt.UDPConfig{
+func testUDP(size int) packet.UDPConfig {
+	return packet.UDPConfig{
 		SrcMAC: net.HardwareAddr{0x02, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{0x02, 0, 0, 0, 0, 2},
 		SrcIP: netip.MustParseAddr("198.18.0.1"), DstIP: netip.MustParseAddr("198.18.0.2"),
 		SrcPort: 1234, DstPort: 9, Size: size,
@@ -85,11 +85,11 @@ func TestTxOnlyCycle(t *testing.T) {
 	if sent != 640 || s.Tx.Pending() != 640 {
 		t.Fatalf("submitted %d, %d on the ring; want 640", sent, s.Tx.Pending())
 	}
-	var sum pkt.Summary
+	var sum packet.Summary
 	for i := uint32(0); i < sent; i++ {
 		d := k.TxDesc(i)
 		f := s.Umem().Frame(d.Addr, d.Len)
-		if !pkt.Parse(f, &sum) || sum.DstPort != 9+uint16(i%5) || d.Len != 100 {
+		if !packet.Parse(f, &sum) || sum.DstPort != 9+uint16(i%5) || d.Len != 100 {
 			t.Fatalf("descriptor %d: %d bytes, dst port %d (parsed %v), want port %d", i, d.Len, sum.DstPort, sum, 9+i%5)
 		}
 	}

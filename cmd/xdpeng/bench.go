@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/xdpeng/xdpeng/internal/bench"
+	"github.com/xdpeng/xdpeng/internal/lab/bench"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 )
 

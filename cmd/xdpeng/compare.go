@@ -1,7 +1,7 @@
 package main
 
 // xdpeng compare: every receive path side by side on the same traffic
-// (internal/compare), printed as a table and a bar chart, JSON or CSV.
+// (internal/lab/compare), printed as a table and a bar chart, JSON or CSV.
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/xdpeng/xdpeng/internal/compare"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
+	"github.com/xdpeng/xdpeng/internal/lab/compare"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/xdpeng/xdpeng/internal/compare"
+	"github.com/xdpeng/xdpeng/internal/lab/compare"
 )
 
 func init() { addCommand(newDemoCmd()) }

@@ -1,6 +1,6 @@
 package main
 
-// xdpeng gen: the live-frames generator (internal/gen), flags and printing.
+// xdpeng gen: the live-frames generator (internal/lab/gen), flags and printing.
 
 import (
 	"encoding/json"
@@ -15,11 +15,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
-	"github.com/xdpeng/xdpeng/internal/gen"
+	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/pkt"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/units"
 )
@@ -81,7 +81,7 @@ many were lost before the driver (device down, peer without XDP).`,
 	fs.Uint64Var(&f.count, "count", 0, "frames to send in total, split exactly across threads")
 	fs.DurationVarP(&f.duration, "duration", "d", 0, "stop after this long")
 	fs.Uint64Var(&f.rate, "rate", 0, "upper bound in frames per second over all threads (default: as fast as possible)")
-	fs.IntVar(&f.size, "size", 64, fmt.Sprintf("frame size in bytes without FCS, %d..%d", pkt.MinFrameSize, pkt.MaxFrameSize))
+	fs.IntVar(&f.size, "size", 64, fmt.Sprintf("frame size in bytes without FCS, %d..%d", packet.MinFrameSize, packet.MaxFrameSize))
 	fs.IntVar(&f.ports, "ports", 1, "cycle the UDP destination port over this many values from --dst-port")
 	fs.IntVar(&f.threads, "threads", 1, "sending threads, one per CPU")
 	fs.StringVar(&f.cpus, "cpus", "", "CPU of each thread, in thread order, e.g. 0 or 1,0 (default: the first --threads online CPUs)")
@@ -107,13 +107,13 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 	}
 	cfg := gen.Config{
 		Ports: f.ports, Count: f.count, Duration: f.duration, Rate: f.rate, Threads: f.threads, Interval: f.interval,
-		Frame: pkt.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort, VLAN: f.vlan, Size: f.size},
+		Frame: packet.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort, VLAN: f.vlan, Size: f.size},
 	}
 	// The exact bounds depend on the frame (IPv6, VLAN) and are checked
 	// again by Validate; this catches the obvious before any lookup.
-	if f.size < pkt.MinFrameSize || f.size > pkt.MaxFrameSize+pkt.VLANTagLen {
+	if f.size < packet.MinFrameSize || f.size > packet.MaxFrameSize+packet.VLANTagLen {
 		return fmt.Errorf("--size %d out of range: frame size without FCS must be %d..%d (%d with --vlan)",
-			f.size, pkt.MinFrameSize, pkt.MaxFrameSize, pkt.MaxFrameSize+pkt.VLANTagLen)
+			f.size, packet.MinFrameSize, packet.MaxFrameSize, packet.MaxFrameSize+packet.VLANTagLen)
 	}
 	if f.ports < 1 {
 		return fmt.Errorf("--ports %d: need at least 1", f.ports)

@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
+	"github.com/xdpeng/xdpeng/internal/lab/progbench"
 	"github.com/xdpeng/xdpeng/internal/privilege"
-	"github.com/xdpeng/xdpeng/internal/progbench"
 )
 
 func init() { addCommand(newProgbenchCmd()) }

@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xdpeng/xdpeng/engine"
-	"github.com/xdpeng/xdpeng/internal/gen"
+	"github.com/xdpeng/xdpeng/engine/packet"
+	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/pkt"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/units"
 	"github.com/xdpeng/xdpeng/internal/xsk"
@@ -64,7 +64,7 @@ arrive only if the peer has an XDP program attached or GRO on.`,
 	fs.Lookup("queues").Usage = "tx queues to bind, e.g. 0, 0-3 (default: all of the device's)"
 	fs.Lookup("ring-size").Usage = "size of the tx and completion rings (power of two)"
 	fs.Lookup("frames").Usage = "UMEM frames per socket (default: tx ring + completion ring sizes, rounded up to a multiple of --ports)"
-	fs.IntVar(&f.size, "size", 64, fmt.Sprintf("frame size in bytes without FCS, %d..%d", pkt.MinFrameSize, pkt.MaxFrameSize))
+	fs.IntVar(&f.size, "size", 64, fmt.Sprintf("frame size in bytes without FCS, %d..%d", packet.MinFrameSize, packet.MaxFrameSize))
 	fs.Uint64Var(&f.count, "count", 0, "frames to send in total, split exactly over the queues")
 	fs.Uint64Var(&f.rate, "rate", 0, "upper bound in frames per second over all queues (default: as fast as possible)")
 	fs.IntVar(&f.ports, "ports", 1, "cycle the UDP destination port over this many values from --dst-port")
@@ -110,7 +110,7 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	if err != nil {
 		return err
 	}
-	frame := pkt.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort, VLAN: f.vlan, Size: f.size, Fill: f.fill}
+	frame := packet.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort, VLAN: f.vlan, Size: f.size, Fill: f.fill}
 	if f.dstIP != "" {
 		if frame.DstIP, err = netip.ParseAddr(f.dstIP); err != nil {
 			return fmt.Errorf("--dst-ip %q is not an IP address", f.dstIP)

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/bpf"
-	"github.com/xdpeng/xdpeng/internal/pkt"
+	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
@@ -147,7 +147,7 @@ func TestKernCountProto(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []bpf.ProtoStat{{Proto: pkt.ProtoUDP, Packets: 1000}, {Proto: bpf.ProtoNotIP, Packets: 10}}
+	want := []bpf.ProtoStat{{Proto: packet.ProtoUDP, Packets: 1000}, {Proto: bpf.ProtoNotIP, Packets: 10}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("per protocol: got %+v, want %+v", got, want)
 	}
@@ -176,7 +176,7 @@ func TestKernTXSwapsMACs(t *testing.T) {
 	waitPackets(t, back, n)
 
 	want := append([]byte(nil), frame...)
-	pkt.SwapMACs(want)
+	packet.SwapMACs(want)
 	got := 0
 	buf := make([]byte, 2048)
 	for got < n {

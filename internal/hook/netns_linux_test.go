@@ -13,7 +13,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
-	"github.com/xdpeng/xdpeng/internal/pkt"
+	"github.com/xdpeng/xdpeng/engine/packet"
 
 	"github.com/xdpeng/xdpeng/internal/netdev"
 )
@@ -166,7 +166,7 @@ func (n *testNS) xdpState(t *testing.T, ifindex int) (progID uint32, mode string
 func udpFrame(t *testing.T, src, dst net.HardwareAddr, size int) []byte {
 	t.Helper()
 	buf := make([]byte, size)
-	_, err := pkt.BuildUDP(buf, pkt.UDPConfig{
+	_, err := packet.BuildUDP(buf, packet.UDPConfig{
 		SrcMAC: src, DstMAC: dst,
 		SrcIP: netip.MustParseAddr("198.18.0.1"), DstIP: netip.MustParseAddr("198.18.0.2"),
 		SrcPort: 9, DstPort: 9999,

@@ -17,8 +17,8 @@ import (
 	"github.com/safchain/ethtool"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 

@@ -6,8 +6,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
 )
 
 // TestCarriesDefaultRoute: in the DUT namespace of a bed (no default

@@ -1,5 +1,5 @@
 // Package latency measures what a frame waits in a path: the generator
-// (internal/gen with Config.Stamp) writes a sequence number and the kernel
+// (internal/lab/gen with Config.Stamp) writes a sequence number and the kernel
 // clock into each frame as it sends it, and a receiver program (bpf/latency.c)
 // attached where the frames come back takes the clock again, puts the delay
 // into a per-CPU histogram and accounts for every frame by its sequence

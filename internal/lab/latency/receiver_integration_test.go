@@ -12,12 +12,12 @@ import (
 	"github.com/cilium/ebpf/asm"
 
 	"github.com/xdpeng/xdpeng/bpf"
+	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
-	"github.com/xdpeng/xdpeng/internal/gen"
 	"github.com/xdpeng/xdpeng/internal/hook"
-	"github.com/xdpeng/xdpeng/internal/pkt"
-	"github.com/xdpeng/xdpeng/internal/testbed"
-	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/lab/gen"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
@@ -85,7 +85,7 @@ func measure(t *testing.T, bed *testbed.Bed, h Hook, n, rate uint64, cpus []int)
 	}()
 	cfg := gen.Config{
 		Ifindex: l.GenIndex,
-		Frame: pkt.UDPConfig{
+		Frame: packet.UDPConfig{
 			SrcMAC: l.GenMAC, DstMAC: l.DUTMAC,
 			SrcIP: netip.MustParseAddr(l.GenIP.String()), DstIP: netip.MustParseAddr(l.DUTIP.String()),
 			SrcPort: 1234, DstPort: 9, Size: 64,
@@ -207,7 +207,7 @@ func TestLoop(t *testing.T) {
 // low byte is at offset 53 of an untagged IPv4 frame (stamp at 42).
 func dropQuarter(t *testing.T) *ebpf.Program {
 	t.Helper()
-	seqLow := int16(pkt.EthHdrLen + pkt.IPv4HdrLen + pkt.UDPHdrLen + 8 + 3)
+	seqLow := int16(packet.EthHdrLen + packet.IPv4HdrLen + packet.UDPHdrLen + 8 + 3)
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Type:    ebpf.XDP,
 		License: "GPL",

@@ -20,9 +20,9 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/pkt"
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
@@ -171,7 +171,7 @@ func (p *vethPair) dutQueues(t *testing.T) []netdev.VethQueue {
 func (p *vethPair) config(count uint64) Config {
 	return Config{
 		Ifindex: p.gen.Index,
-		Frame: pkt.UDPConfig{
+		Frame: packet.UDPConfig{
 			SrcMAC: p.gen.MAC, DstMAC: p.dut.MAC,
 			SrcIP: netip.MustParseAddr("198.18.0.1"), DstIP: netip.MustParseAddr("198.18.0.2"),
 			SrcPort: 1234, DstPort: 9, Size: 64, Fill: 0x5a,
@@ -332,7 +332,7 @@ func TestRunPortsAndValidFrames(t *testing.T) {
 			byPort := map[uint16]int{}
 			buf := make([]byte, 2048)
 			oob := make([]byte, 256)
-			var sum pkt.Summary
+			var sum packet.Summary
 			decoded := 0
 			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
 				m, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_DONTWAIT)
@@ -347,12 +347,12 @@ func TestRunPortsAndValidFrames(t *testing.T) {
 					t.Fatal(err)
 				}
 				f := buf[:m]
-				if !pkt.Parse(f, &sum) || sum.Proto != pkt.ProtoUDP || sum.SrcPort != 1234 {
+				if !packet.Parse(f, &sum) || sum.Proto != packet.ProtoUDP || sum.SrcPort != 1234 {
 					continue // the stack's own frames (ND, router solicitations)
 				}
 				vlan, size := auxVLAN(t, oob[:oobn]), m
 				if vlan != 0 {
-					size += pkt.VLANTagLen
+					size += packet.VLANTagLen
 				}
 				if size != cfg.Frame.Size || vlan != tc.vlan {
 					t.Fatalf("frame of %d bytes, VLAN %d: want %d bytes, VLAN %d", size, vlan, cfg.Frame.Size, tc.vlan)
@@ -378,22 +378,22 @@ func TestRunPortsAndValidFrames(t *testing.T) {
 // the program) and, if decode, that gopacket decodes it cleanly.
 func checkUDP(t *testing.T, f []byte, v6, decode bool) {
 	t.Helper()
-	var s pkt.Summary
-	pkt.Parse(f, &s)
+	var s packet.Summary
+	packet.Parse(f, &s)
 	seg := f[s.L4Off:]
 	var acc uint64
 	if v6 {
 		ip := f[s.L3Off:]
-		acc = pkt.Sum(pkt.Sum(0, ip[8:24]), ip[24:40])
+		acc = packet.Sum(packet.Sum(0, ip[8:24]), ip[24:40])
 	} else {
 		ip := f[s.L3Off:]
-		if pkt.Checksum(ip[:20]) != 0 {
+		if packet.Checksum(ip[:20]) != 0 {
 			t.Fatalf("IPv4 header checksum wrong")
 		}
-		acc = pkt.Sum(pkt.Sum(0, ip[12:16]), ip[16:20])
+		acc = packet.Sum(packet.Sum(0, ip[12:16]), ip[16:20])
 	}
-	acc += pkt.ProtoUDP + uint64(len(seg))
-	if binary.BigEndian.Uint16(seg[6:]) == 0 || pkt.Fold(pkt.Sum(acc, seg)) != 0 {
+	acc += packet.ProtoUDP + uint64(len(seg))
+	if binary.BigEndian.Uint16(seg[6:]) == 0 || packet.Fold(packet.Sum(acc, seg)) != 0 {
 		t.Fatalf("UDP checksum %#04x does not verify (port %d)", binary.BigEndian.Uint16(seg[6:]), s.DstPort)
 	}
 	if !decode {

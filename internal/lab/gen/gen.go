@@ -46,7 +46,7 @@
 //
 // # Stamped frames
 //
-// With Config.Stamp the program writes a stamp (pkt.Stamp) at the start of
+// With Config.Stamp the program writes a stamp (packet.Stamp) at the start of
 // each frame's UDP payload: the run's id (already in the template), a
 // sequence number and bpf_ktime_get_ns(), read after the frame's pacing
 // wait, right before the program hands the frame to the device. The UDP
@@ -85,10 +85,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/bpf"
+	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/pkt"
 )
 
 const (
@@ -107,7 +107,7 @@ type Config struct {
 	Ifindex int
 	// Frame is the UDP frame to repeat; with Ports > 1 its DstPort is the
 	// first of the Ports consecutive destination ports.
-	Frame pkt.UDPConfig
+	Frame packet.UDPConfig
 	// Ports is how many destination ports (DstPort, DstPort+1, ...) the
 	// frames cycle through, 1 (or 0) for one port. With more than one the
 	// program rewrites the port and updates the UDP checksum per frame.
@@ -133,7 +133,7 @@ type Config struct {
 	// the device, 1..BatchSize. 0 chooses: BatchSize at full speed; with a
 	// Rate, one flush about every 100 us, or every frame with Stamp.
 	Batch int
-	// Stamp writes a stamp (pkt.Stamp) into each frame: RunID, a sequence
+	// Stamp writes a stamp (packet.Stamp) into each frame: RunID, a sequence
 	// number and the send time (see the package documentation). It needs
 	// a Count of at most MaxStampCount, a non-zero RunID and a Frame.Size
 	// with room for the stamp after the UDP header.
@@ -167,7 +167,7 @@ func (c *Config) Validate() error {
 		return &FieldError{"Ifindex", fmt.Sprintf("%d is not an interface index (must be > 0)", c.Ifindex)}
 	}
 	if err := c.Frame.ValidateUDP(); err != nil {
-		var fe *pkt.FieldError
+		var fe *packet.FieldError
 		if errors.As(err, &fe) {
 			return &FieldError{"Frame." + fe.Field, fe.Msg}
 		}
@@ -233,7 +233,7 @@ func (c *Config) Validate() error {
 		if c.RunID == 0 {
 			return &FieldError{"RunID", "0: a stamped run needs a non-zero run id, so that a receiver can tell its frames"}
 		}
-		if need := pkt.StampOffset(&c.Frame) + pkt.StampLen; c.Frame.Size < need {
+		if need := packet.StampOffset(&c.Frame) + packet.StampLen; c.Frame.Size < need {
 			return &FieldError{"Frame.Size", fmt.Sprintf("%d bytes leave no room for a stamp: this frame needs at least %d", c.Frame.Size, need)}
 		}
 	}
@@ -317,9 +317,9 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 	if attrs.Flags&unix.IFF_UP == 0 {
 		return Stats{}, fmt.Errorf("gen: interface %s is down (ip link set %s up)", attrs.Name, attrs.Name)
 	}
-	l2 := pkt.EthHdrLen
+	l2 := packet.EthHdrLen
 	if cfg.Frame.VLAN != 0 {
-		l2 += pkt.VLANTagLen
+		l2 += packet.VLANTagLen
 	}
 	if cfg.Frame.Size-l2 > attrs.MTU {
 		return Stats{}, &FieldError{"Frame.Size", fmt.Sprintf("%d-byte frames carry %d bytes of IP, more than the MTU %d of %s",
@@ -329,9 +329,9 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 	frame := make([]byte, cfg.Frame.Size)
 	if cfg.Stamp {
 		// Sequence number and time are written by the program.
-		_, err = pkt.BuildStampedUDP(frame, cfg.Frame, pkt.Stamp{RunID: cfg.RunID})
+		_, err = packet.BuildStampedUDP(frame, cfg.Frame, packet.Stamp{RunID: cfg.RunID})
 	} else {
-		_, err = pkt.BuildUDP(frame, cfg.Frame)
+		_, err = packet.BuildUDP(frame, cfg.Frame)
 	}
 	if err != nil {
 		return Stats{}, fmt.Errorf("gen: %w", err)

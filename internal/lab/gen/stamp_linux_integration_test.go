@@ -9,8 +9,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
-	"github.com/xdpeng/xdpeng/internal/pkt"
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
@@ -55,7 +55,7 @@ func TestProgramStamps(t *testing.T) {
 				t.Fatal(err)
 			}
 			frame := make([]byte, cfg.Frame.Size)
-			if _, err := pkt.BuildStampedUDP(frame, cfg.Frame, pkt.Stamp{RunID: cfg.RunID}); err != nil {
+			if _, err := packet.BuildStampedUDP(frame, cfg.Frame, packet.Stamp{RunID: cfg.RunID}); err != nil {
 				t.Fatal(err)
 			}
 			prog, err := load(cfg)
@@ -96,7 +96,7 @@ func TestProgramStamps(t *testing.T) {
 				t.Fatal(err)
 			}
 			for k, out := range outs {
-				s, ok := pkt.FindStamp(out)
+				s, ok := packet.FindStamp(out)
 				wantSeq := uint32(idx + k*len(cfg.CPUs))
 				if !ok || s.RunID != cfg.RunID || s.Seq != wantSeq {
 					t.Errorf("run %d: stamp %+v, %v; want run id %#x, seq %d", k, s, ok, cfg.RunID, wantSeq)
@@ -147,7 +147,7 @@ func TestRunStampsLiveFrames(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, ok := pkt.FindStamp(buf[:m])
+		st, ok := packet.FindStamp(buf[:m])
 		if !ok {
 			continue // the stack's own frames
 		}
@@ -184,7 +184,7 @@ func TestProgramUnstampedLeavesFrame(t *testing.T) {
 		t.Fatal(err)
 	}
 	frame := make([]byte, cfg.Frame.Size)
-	if _, err := pkt.BuildUDP(frame, cfg.Frame); err != nil {
+	if _, err := packet.BuildUDP(frame, cfg.Frame); err != nil {
 		t.Fatal(err)
 	}
 	prog, err := load(cfg)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdpeng/xdpeng/internal/progbench"
+	"github.com/xdpeng/xdpeng/internal/lab/progbench"
 )
 
 func TestTargets(t *testing.T) {

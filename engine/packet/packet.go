@@ -1,4 +1,4 @@
-// Package pkt builds and parses Ethernet frames by hand: Ethernet with up to
+// Package packet builds and parses Ethernet frames by hand: Ethernet with up to
 // two VLAN tags, IPv4 and IPv6, UDP, TCP, ICMP and ICMPv6.
 //
 // It is written for the data path. Builders write into a buffer the caller
@@ -9,7 +9,7 @@
 // Sizes are frame sizes without the 4-byte FCS, as xdpsock's -s and the
 // kernel see them: the usual "64-byte" test frame is Size 64 here, 68 bytes
 // on the wire with its FCS (RFC 2544's 64 includes the FCS, that is Size 60).
-package pkt
+package packet
 
 // Header lengths and field values used by the builders and the parser.
 const (

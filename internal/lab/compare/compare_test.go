@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdpeng/xdpeng/internal/gen"
+	"github.com/xdpeng/xdpeng/internal/lab/gen"
 )
 
 func TestParsePaths(t *testing.T) {

@@ -14,9 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xdpeng/xdpeng/internal/compare"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
-	"github.com/xdpeng/xdpeng/internal/progbench"
+	"github.com/xdpeng/xdpeng/internal/lab/compare"
+	"github.com/xdpeng/xdpeng/internal/lab/progbench"
 )
 
 // Scenario is one test-bed layout and the paths measured in it.

@@ -43,7 +43,7 @@ import (
 	"time"
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
-	"github.com/xdpeng/xdpeng/internal/testbed"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 )
 
 // ErrDefaultRoute is returned for an Interface that carries a default route

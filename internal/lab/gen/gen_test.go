@@ -8,14 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
-	"github.com/xdpeng/xdpeng/internal/pkt"
 )
 
 func validConfig() Config {
 	return Config{
 		Ifindex: 1,
-		Frame: pkt.UDPConfig{
+		Frame: packet.UDPConfig{
 			SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2},
 			SrcIP: netip.MustParseAddr("198.18.0.1"), DstIP: netip.MustParseAddr("198.18.0.2"),
 			SrcPort: 1234, DstPort: 9, Size: 64,

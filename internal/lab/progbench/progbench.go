@@ -22,7 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/bpf"
-	"github.com/xdpeng/xdpeng/internal/pkt"
+	"github.com/xdpeng/xdpeng/engine/packet"
 )
 
 // The programs Run knows, in the order they are shown.
@@ -90,8 +90,8 @@ func (cfg *Config) Validate() error {
 		cfg.Sizes = []int{64, 1500}
 	}
 	for _, s := range cfg.Sizes {
-		if s < pkt.MinFrameSize || s > pkt.MaxFrameSize {
-			return fmt.Errorf("frame size %d out of range %d..%d", s, pkt.MinFrameSize, pkt.MaxFrameSize)
+		if s < packet.MinFrameSize || s > packet.MaxFrameSize {
+			return fmt.Errorf("frame size %d out of range %d..%d", s, packet.MinFrameSize, packet.MaxFrameSize)
 		}
 	}
 	if cfg.Repeat == 0 {
@@ -269,7 +269,7 @@ func load(name string) (*ebpf.Program, func(), error) {
 // destination port 9999, size bytes without FCS.
 func Frame(size int) ([]byte, error) {
 	buf := make([]byte, size)
-	_, err := pkt.BuildUDP(buf, pkt.UDPConfig{
+	_, err := packet.BuildUDP(buf, packet.UDPConfig{
 		SrcMAC:  net.HardwareAddr{0x02, 0, 0, 0, 0, 1},
 		DstMAC:  net.HardwareAddr{0x02, 0, 0, 0, 0, 2},
 		SrcIP:   netip.MustParseAddr("198.18.0.1"),

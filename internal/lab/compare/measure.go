@@ -13,11 +13,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/counter"
-	"github.com/xdpeng/xdpeng/internal/gen"
+	"github.com/xdpeng/xdpeng/internal/lab/gen"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/pkt"
-	"github.com/xdpeng/xdpeng/internal/testbed"
 )
 
 // env is where the paths run: a test bed, or an interface of this host.
@@ -118,7 +118,7 @@ func (e *env) genConfig(f Family, cfg *Config) gen.Config {
 	}
 	return gen.Config{
 		Ifindex: l.GenIndex,
-		Frame: pkt.UDPConfig{
+		Frame: packet.UDPConfig{
 			SrcMAC: l.GenMAC, DstMAC: dstMAC,
 			SrcIP:   netip.MustParseAddr(l.GenIP.String()),
 			DstIP:   netip.MustParseAddr(dstIP.String()),
