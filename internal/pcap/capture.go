@@ -328,7 +328,8 @@ func (r *Ring) slot(seq uint64) []byte {
 }
 
 // Put copies up to Snaplen bytes of frame, its length and its timestamp ts
-// (nanoseconds since the Unix epoch) into the ring. It returns false without
+// (nanoseconds since the Unix epoch, up to 2106; another value fails the
+// capture when it is written) into the ring. It returns false without
 // waiting when the ring is full (the frame is counted as skipped) or the
 // capture has stopped (not counted: the capture wants no more frames).
 func (r *Ring) Put(ts int64, frame []byte) bool {

@@ -38,11 +38,6 @@ func (a Action) String() string {
 	return fmt.Sprintf("action %d", uint32(a))
 }
 
-// Counts are cumulative since Start; Netns is the cookie of the device's
-// network namespace (NetnsCookie gives it for the caller's), 0 where the
-// kernel does not have one, and Ifindex is the device's index in that
-// namespace.
-
 // Exception is an xdp_exception count: frames of device Ifindex whose XDP
 // program ProgID returned XDP_ABORTED or an action the driver does not know,
 // or whose XDP_TX (or, in some drivers, XDP_REDIRECT) the driver could not
@@ -102,8 +97,11 @@ type CPUMap struct {
 	Drops     uint64 `json:"drops"`
 }
 
-// Snapshot is what the tracepoints counted, every slice in a fixed order
-// (by namespace, device, then the rest of the key).
+// Snapshot is what the tracepoints counted since Start, every slice in a
+// fixed order (by namespace, device, then the rest of the key). In every
+// entry, Netns is the cookie of the device's network namespace (NetnsCookie
+// gives the caller's), 0 where the kernel has none, and Ifindex the
+// device's index in that namespace.
 type Snapshot struct {
 	Exceptions     []Exception     `json:"exceptions"`
 	RedirectErrors []RedirectError `json:"redirect_errors"`

@@ -80,20 +80,6 @@ func (w *Watcher) Attached() []string { return slices.Clone(w.attached) }
 // reason; empty when all are.
 func (w *Watcher) Missing() []Missing { return slices.Clone(w.missing) }
 
-// LinkIDs returns the ids of the bpf links that hold the programs attached
-// (`bpftool link` lists them).
-func (w *Watcher) LinkIDs() ([]link.ID, error) {
-	var ids []link.ID
-	for _, l := range w.links {
-		info, err := l.Info()
-		if err != nil {
-			return nil, fmt.Errorf("link info: %w", err)
-		}
-		ids = append(ids, info.ID)
-	}
-	return ids, nil
-}
-
 // Read returns the counts since Start, summed over CPUs.
 func (w *Watcher) Read() (Snapshot, error) {
 	var s Snapshot
