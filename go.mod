@@ -15,6 +15,9 @@ require (
 	golang.org/x/sys v0.50.0
 )
 
-require github.com/inconshreveable/mousetrap v1.1.0 // indirect
+require (
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	golang.org/x/net v0.48.0 // indirect
+)
 
 tool github.com/cilium/ebpf/cmd/bpf2go
