@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdpeng/xdpeng/internal/gen"
+	"github.com/xdpeng/xdpeng/engine/packet"
+	"github.com/xdpeng/xdpeng/internal/lab/gen"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/pkt"
-	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
 )
 
 // TestDevStatsCountFrames sends n frames into dut0 and finds them in both
@@ -36,7 +36,7 @@ func TestDevStatsCountFrames(t *testing.T) {
 	err := bed.InGen(func() error {
 		st, err := gen.Run(context.Background(), gen.Config{
 			Ifindex: l.GenIndex, Count: n, Threads: 1,
-			Frame: pkt.UDPConfig{
+			Frame: packet.UDPConfig{
 				SrcMAC: l.GenMAC, DstMAC: l.DUTMAC,
 				SrcIP: netip.MustParseAddr(l.GenIP.String()), DstIP: netip.MustParseAddr(l.DUTIP.String()),
 				SrcPort: 1234, DstPort: 9, Size: 64,

@@ -27,12 +27,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/bpf"
-	"github.com/xdpeng/xdpeng/internal/gen"
+	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/hook"
+	"github.com/xdpeng/xdpeng/internal/lab/gen"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/pkt"
-	"github.com/xdpeng/xdpeng/internal/testbed"
-	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
 // helperEnv makes the test binary, re-executed, start a Watcher, print its
@@ -47,7 +48,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(privtest.Main(m))
 }
 
 func helperWatch() error {
@@ -91,13 +92,13 @@ func linkAlive(id link.ID, prog ebpf.ProgramID) bool {
 
 func start(t *testing.T) *Watcher {
 	t.Helper()
-	testbedtest.RequireRoot(t)
+	privtest.Root(t)
 	w, err := Start()
 	if errors.Is(err, ErrNoBTF) {
-		t.Skipf("cannot count xdp tracepoints here: %v", err)
+		privtest.Unsupported(t, "cannot count xdp tracepoints here: %v", err)
 	}
 	if err != nil {
-		t.Fatalf("Start: %v (memlock: %v)", err, testbedtest.MemlockErr())
+		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(func() { w.Close() })
 	t.Logf("attached %v; missing %v", w.Attached(), w.Missing())
@@ -294,7 +295,7 @@ func TestLosses(t *testing.T) {
 			vethBefore := vethCounters(t, bed.InDUT, in.DUT)
 			st := send(t, bed.InGen, gen.Config{
 				Ifindex: in.GenIndex, Count: n, Threads: 1,
-				Frame: pkt.UDPConfig{
+				Frame: packet.UDPConfig{
 					SrcMAC: in.GenMAC, DstMAC: in.DUTMAC,
 					SrcIP: netip.MustParseAddr(in.GenIP.String()), DstIP: netip.MustParseAddr(in.DUTIP.String()),
 					SrcPort: 1234, DstPort: 9, Size: 64,
