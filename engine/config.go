@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
-	"github.com/xdpeng/xdpeng/internal/hook"
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
 
@@ -41,6 +40,96 @@ func (m WaitMode) String() string {
 	}
 }
 
+// XDPMode says where the steering program runs.
+type XDPMode int
+
+const (
+	// XDPNative runs it in the driver (XDP_FLAGS_DRV_MODE), before an skb
+	// is made: the fast path, where the driver has XDP support.
+	XDPNative XDPMode = iota
+	// XDPGeneric runs it on the skb (XDP_FLAGS_SKB_MODE): every device
+	// has it, at the cost of an skb per frame.
+	XDPGeneric
+)
+
+func (m XDPMode) String() string {
+	if m == XDPGeneric {
+		return "generic"
+	}
+	return "native"
+}
+
+// ParseXDPMode reads an XDP mode by name: "native" or "generic", or the
+// names ip-link and the kernel use for them, "drv" and "skb".
+func ParseXDPMode(s string) (XDPMode, error) {
+	switch s {
+	case "native", "drv", "driver":
+		return XDPNative, nil
+	case "generic", "skb":
+		return XDPGeneric, nil
+	}
+	return 0, fmt.Errorf("XDP mode %q: want native or generic", s)
+}
+
+// BindMode chooses how the kernel moves frames between the device and the
+// UMEM.
+type BindMode int
+
+const (
+	// BindAuto takes zero-copy where the driver has it and copy mode
+	// elsewhere.
+	BindAuto BindMode = iota
+	// BindCopy forces copy mode (XDP_COPY): the kernel copies every frame.
+	BindCopy
+	// BindZeroCopy requires zero-copy (XDP_ZEROCOPY): the device reads and
+	// writes the UMEM itself. New fails with ErrNoZeroCopy where the driver
+	// does not support it.
+	BindZeroCopy
+)
+
+func (m BindMode) String() string {
+	switch m {
+	case BindCopy:
+		return "copy"
+	case BindZeroCopy:
+		return "zero-copy"
+	default:
+		return "auto"
+	}
+}
+
+// xsk is the mode as package xsk spells it.
+func (m BindMode) xsk() xsk.BindMode {
+	switch m {
+	case BindCopy:
+		return xsk.Copy
+	case BindZeroCopy:
+		return xsk.ZeroCopy
+	default:
+		return xsk.Auto
+	}
+}
+
+// Output is a further device a handler can send frames to, with
+// Batch.Forward and the output's Port (OutputPort). Each queue of the
+// engine's device gets a transmit socket on the same queue number of the
+// output device, so the output needs at least as many queues as the highest
+// queue of Config.Queues plus one.
+type Output struct {
+	// Interface is the device to transmit on; it must differ from the
+	// engine's own device and from the other outputs.
+	Interface string
+	// Copy gives the output's sockets UMEMs of their own, into which each
+	// forwarded frame is copied. By default they share the UMEM of the
+	// queue they serve (XDP_SHARED_UMEM across devices, Linux 5.10 and
+	// later), so a frame goes out without a copy; where the kernel refuses
+	// that, the engine copies (see Engine.Outputs).
+	Copy bool
+}
+
+// MaxOutputs bounds Config.Outputs.
+const MaxOutputs = 64
+
 // Config describes an engine: which queues of which device, the socket and
 // ring geometry, and what each worker does with the frames.
 type Config struct {
@@ -62,10 +151,10 @@ type Config struct {
 	NumFrames uint32
 	// Ring sizes, powers of two.
 	FillSize, CompletionSize, RxSize, TxSize uint32
-	// XDPMode is the attach mode of the steering program.
-	XDPMode hook.XDPMode
+	// XDPMode is where the steering program runs.
+	XDPMode XDPMode
 	// BindMode chooses copy or zero-copy.
-	BindMode xsk.BindMode
+	BindMode BindMode
 	// NeedWakeup lets the kernel tell when a system call is needed.
 	NeedWakeup bool
 	// Wait is what a worker does when there is nothing to do.
@@ -76,33 +165,27 @@ type Config struct {
 	// SharedUmem makes all queues' sockets share one UMEM
 	// (XDP_SHARED_UMEM), each with its own share of the frames.
 	SharedUmem bool
-	// Force replaces an XDP program someone else attached.
+	// Force replaces an XDP program that someone else attached through
+	// netlink. A program held by another process's bpf_link is never
+	// replaced.
 	Force bool
 	// UDPPort, if not zero, steers only UDP frames to this port to the
 	// sockets; the rest goes to the stack.
 	UDPPort uint16
-	// SteeringCounters turns on the steering program's per-queue counters.
-	SteeringCounters bool
-	// Handler makes the handler of each queue's worker; nil drops every
-	// frame (rxdrop).
+	// Handler makes the handler of each queue's worker. nil drops every
+	// frame unread, the fastest receive loop (rxdrop).
 	Handler func(queue int) Handler
+	// Outputs are the devices a handler can forward to, port
+	// OutputPort(i) for Outputs[i].
+	Outputs []Output
 	// PollTimeout bounds each poll() so that a stop is noticed promptly.
 	PollTimeout time.Duration
-	// TxOnly, if set, makes the engine a generator (xdpsock -t): its
-	// sockets only transmit, no program is attached, Queues are tx queues,
-	// and Handler, UDPPort and SharedUmem do not apply.
-	TxOnly *TxOnlyConfig
-	// Forward, if set, forwards every frame received on Interface out of
-	// another device (see ForwardConfig). Handler defaults to a
-	// ForwardHandler that rewrites the destination MAC.
-	Forward *ForwardConfig
 }
 
 // DefaultConfig returns xdpsock's defaults (batch 64, rings of 2048, native
 // XDP, auto copy/zero-copy, need_wakeup on) but 2048-byte frames, not 4096:
 // in copy mode the kernel writes every frame it receives, and with 4096-byte
-// frames the data of all frames falls in the same few cache sets (see
-// README, Performance).
+// frames the data of every frame falls in the same few cache sets.
 func DefaultConfig() Config {
 	return Config{
 		Batch:          64,
@@ -111,8 +194,8 @@ func DefaultConfig() Config {
 		CompletionSize: 2048,
 		RxSize:         2048,
 		TxSize:         2048,
-		XDPMode:        hook.Native,
-		BindMode:       xsk.Auto,
+		XDPMode:        XDPNative,
+		BindMode:       BindAuto,
 		NeedWakeup:     true,
 		Wait:           WaitAdaptive,
 		BusyPollUsecs:  20,
@@ -128,28 +211,54 @@ const MaxBatch = 2048
 // bad input is refused before anything is attached.
 func (c *Config) Validate() error {
 	if c.Interface == "" {
-		return errors.New("no interface given: use -i DEV")
+		return errors.New("no interface given")
 	}
-	if c.TxOnly != nil && c.Forward != nil {
-		return errors.New("txonly and forward exclude each other")
+	if len(c.Outputs) > MaxOutputs {
+		return fmt.Errorf("%d outputs: at most %d", len(c.Outputs), MaxOutputs)
 	}
-	if c.TxOnly != nil {
-		if err := c.TxOnly.validate(c); err != nil {
-			return err
+	for i, o := range c.Outputs {
+		if o.Interface == "" {
+			return fmt.Errorf("output %d has no interface", i)
+		}
+		if o.Interface == c.Interface {
+			return fmt.Errorf("output %s is the input device too: to send frames back out of the queue they came in on, use Batch.Transmit", o.Interface)
+		}
+		for _, p := range c.Outputs[:i] {
+			if p.Interface == o.Interface {
+				return fmt.Errorf("output %s is listed twice", o.Interface)
+			}
 		}
 	}
-	if c.Forward != nil {
-		if err := c.Forward.validate(c); err != nil {
-			return err
-		}
+	if err := c.checkSockets(true); err != nil {
+		return err
 	}
+	if uint32(c.Batch) > c.RxSize || uint32(c.Batch) > c.FillSize {
+		return fmt.Errorf("batch size %d is larger than the rx ring (%d) or fill ring (%d): a batch must fit in the rings", c.Batch, c.RxSize, c.FillSize)
+	}
+	if c.CPUs != nil && c.Queues != nil && len(c.CPUs) != len(c.Queues) {
+		return cpuCountError(len(c.CPUs), len(c.Queues))
+	}
+	return nil
+}
+
+// checkSockets checks what an engine and a generator share: frame and ring
+// sizes, batch, CPUs, waiting. rx says whether the fill and rx rings are
+// used.
+func (c *Config) checkSockets(rx bool) error {
 	if err := (xsk.UmemConfig{FrameSize: c.FrameSize, NumFrames: 1}).Validate(); err != nil {
 		return err
 	}
-	for _, r := range []struct {
+	rings := []struct {
 		name string
 		size uint32
-	}{{"fill", c.FillSize}, {"completion", c.CompletionSize}, {"rx", c.RxSize}, {"tx", c.TxSize}} {
+	}{{"completion", c.CompletionSize}, {"tx", c.TxSize}}
+	if rx {
+		rings = append(rings, []struct {
+			name string
+			size uint32
+		}{{"fill", c.FillSize}, {"rx", c.RxSize}}...)
+	}
+	for _, r := range rings {
 		if err := xsk.CheckRingSize(r.name, r.size); err != nil {
 			return err
 		}
@@ -157,20 +266,10 @@ func (c *Config) Validate() error {
 	if c.Batch < 1 || c.Batch > MaxBatch {
 		return fmt.Errorf("batch size %d: must be between 1 and %d", c.Batch, MaxBatch)
 	}
-	if c.TxOnly != nil {
-		if uint32(c.Batch) > c.TxSize {
-			return fmt.Errorf("batch size %d is larger than the tx ring (%d): a batch must fit in the ring", c.Batch, c.TxSize)
-		}
-	} else if uint32(c.Batch) > c.RxSize || uint32(c.Batch) > c.FillSize {
-		return fmt.Errorf("batch size %d is larger than the rx ring (%d) or fill ring (%d): a batch must fit in the rings", c.Batch, c.RxSize, c.FillSize)
-	}
 	if c.CPUs != nil {
-		// Each CPU first: "--cpus 4000" is about CPU 4000, not the count.
+		// Each CPU first: CPU 4000 is about CPU 4000, not the count.
 		if err := cpuset.CheckOnline(c.CPUs); err != nil {
 			return err
-		}
-		if c.Queues != nil && len(c.CPUs) != len(c.Queues) {
-			return cpuCountError(len(c.CPUs), len(c.Queues))
 		}
 	}
 	if c.NumFrames != 0 && c.NumFrames < uint32(c.Batch) {
@@ -193,8 +292,7 @@ func cpuCountError(cpus, queues int) error {
 // framesPerSocket is the UMEM frames one socket gets: what the fill ring
 // and the tx ring hold. A socket without a tx ring keeps the surplus on
 // its free stack, which hands the most recently received (cache-warm)
-// frames back first: measured with 1500-byte frames in layout A, 3.0-3.8
-// Mpps against 2.6-3.3 with only as many frames as the fill ring holds.
+// frames back first.
 func (c *Config) framesPerSocket() uint32 {
 	if c.NumFrames != 0 {
 		return c.NumFrames

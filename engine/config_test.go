@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -24,5 +25,27 @@ func TestValidateChecksEachCPUFirst(t *testing.T) {
 	cfg.CPUs = []int{4000}
 	if err := cfg.resolveCPUs(); err == nil || !strings.Contains(err.Error(), "CPU 4000 is not online") {
 		t.Fatalf("resolveCPUs() = %v, want it to name CPU 4000 as not online", err)
+	}
+}
+
+func TestDeviceCheckQueues(t *testing.T) {
+	nic := Device{Name: "eth1", Driver: "mlx5_core", RxQueues: 2}
+	if err := nic.CheckQueues([]int{0, 1}); err != nil {
+		t.Errorf("queues 0,1 on 2 queues: %v", err)
+	}
+	err := nic.CheckQueues([]int{0, 3})
+	var qe *QueueError
+	if !errors.As(err, &qe) || qe.Queue != 3 || qe.Device != "eth1" || qe.RxQueues != 2 || !errors.Is(err, ErrNoQueue) {
+		t.Fatalf("err = %v, want a QueueError for queue 3 of eth1's 2", err)
+	}
+	if want := "queue 3 does not exist on eth1: it has 2 receive queues (0-1)"; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+	one := Device{Name: "dut0", Driver: "veth", RxQueues: 1}
+	if err := one.CheckQueues([]int{1}); err == nil || err.Error() != "queue 1 does not exist on dut0: it has 1 receive queue (0)" {
+		t.Errorf("error %v", err)
+	}
+	if err := one.CheckQueues([]int{-1}); err == nil {
+		t.Error("queue -1 accepted")
 	}
 }

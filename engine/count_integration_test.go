@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/engine/handler"
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
@@ -59,7 +59,7 @@ func TestCountExact(t *testing.T) {
 		injected = append(injected, raw)
 	}
 
-	var g engine.CountGroup
+	var g handler.CountGroup
 	cfg := rxdropConfig(bed)
 	cfg.Handler = g.Handler
 	// Exact counts need every frame received: rings deep enough to ride
@@ -79,7 +79,7 @@ func TestCountExact(t *testing.T) {
 		t.Fatalf("received %d frames, want exactly %d (xdp stats %+v)", tot.RxPackets, total, tot.XDP)
 	}
 
-	want := engine.CountStats{
+	want := handler.CountStats{
 		Frames:      total,
 		ByProtocol:  map[string]uint64{"udp": 3*perPort + 70, "tcp": 500, "icmp": 100, "icmpv6": 40, "other": 50},
 		ByPort:      map[string]uint64{"udp/9": perPort, "udp/10": perPort, "udp/11": perPort, "udp/53": 70, "tcp/80": 300, "tcp/443": 200},

@@ -1,26 +1,33 @@
-// Package engine is xdpeng's public Go API: an Engine binds one AF_XDP
-// socket per rx queue of a device, steers each queue into its socket with an
-// XDP program, and runs one worker per queue, pinned to its own CPU, that
-// takes frames from the rings in batches and hands them to a Handler.
+// Package engine is xdpeng's AF_XDP data path as a Go library: an Engine
+// binds one AF_XDP socket per rx queue of a device, steers each queue into
+// its socket with an XDP program, and runs one worker per queue, pinned to
+// its own CPU, that takes frames from the rings in batches and hands them
+// to a Handler.
 //
-// A Handler sees a *Batch of frames and gives each a verdict (drop, transmit
-// back, forward); it never sees ring indices, UMEM addresses or system
-// calls. The built-in modes are handlers too: DropHandler (rxdrop),
-// L2FwdHandler (l2fwd), CountHandler and CountGroup (count), ForwardHandler
-// (fwd, with Config.Forward). With Config.TxOnly the engine is instead a
-// generator (txonly): its workers only transmit pre-built frames and no
-// program is attached. Simulate runs a handler on in-memory rings through
-// the same worker code, without privilege: the way to unit-test a handler.
+// A Handler sees a *Batch of frames and gives each a verdict: drop,
+// transmit back out of the queue it came in on, or forward to one of the
+// engine's outputs (Config.Outputs, other devices). It may rewrite a frame
+// in place and move its start and end (to push or pop a header); it never
+// sees ring indices, UMEM addresses or system calls. The handlers xdpeng's
+// own commands use are in package engine/handler, written on this API
+// alone; package engine/packet parses and rewrites frames. Simulate runs a
+// handler on in-memory rings through the same worker code, without a
+// device or privilege: the way to unit-test a handler.
+//
+// A Generator is the other use of the same sockets: it only transmits
+// frames built in advance (xdpsock's txonly).
 //
 // A worker spins while frames arrive. When its rx ring stays empty it
 // sleeps in poll(), and when it notices that it shares its CPU with other
 // busy threads (a NAPI thread, a generator) it stops spinning altogether and
 // naps between batches, so the other threads keep their CPU time.
 //
-// Setup is all or nothing: New either returns a running-ready engine or
+// Setup is all or nothing: New either returns an engine ready to run or
 // leaves the device as it found it. Close detaches the program and closes
 // the sockets; the program is attached with a bpf_link, so the kernel
-// detaches it too if the process dies.
+// detaches it too if the process dies. Errors a caller can act on are typed
+// (ErrNoDevice, ErrNoQueue, ErrMTU, ErrAttached, ErrQueueBusy,
+// ErrNoZeroCopy, ErrNoNativeXDP; see errors.Is).
 package engine
 
 import (
@@ -34,8 +41,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/xdpeng/xdpeng/bpf"
-	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/hook"
 	"github.com/xdpeng/xdpeng/internal/netdev"
@@ -44,34 +52,23 @@ import (
 
 // Engine runs the workers of one device.
 type Engine struct {
-	cfg     Config
-	info    *netdev.Info
-	prog    *bpf.XskRedirect
-	link    io.Closer
-	umems   []*xsk.Umem
-	workers []*Worker
-	stop    atomic.Bool
-	started time.Time
-
-	// Forwarding (Config.Forward): the output device, whether its sockets
-	// share the input sockets' UMEMs, and why not if they do not.
-	out          *netdev.Info
-	outShared    bool
-	outSharedErr error
+	core
+	cfg  Config
+	prog *bpf.XskRedirect
+	link io.Closer
+	outs []output
 }
 
-// New validates cfg, binds a socket to every queue, and attaches the
-// steering program. On error nothing is left attached or open.
+// New validates cfg, binds a socket to every queue (and to the same queue
+// of every output), and attaches the steering program. On error nothing is
+// left attached or open.
 func New(cfg Config) (_ *Engine, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	info, err := netdev.Lookup(cfg.Interface)
+	info, err := lookup(cfg.Interface)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.TxOnly != nil {
-		return newTxOnly(cfg, info)
 	}
 	if cfg.Queues == nil {
 		for q := 0; q < info.RxQueues; q++ {
@@ -81,46 +78,52 @@ func New(cfg Config) (_ *Engine, err error) {
 	if len(cfg.Queues) == 0 {
 		return nil, fmt.Errorf("%s reports no rx queues", cfg.Interface)
 	}
-	if err := info.CheckQueues(cfg.Queues); err != nil {
+	dev := deviceOf(info)
+	if err := dev.CheckQueues(cfg.Queues); err != nil {
 		return nil, err
 	}
 	if err := checkMTU(info, cfg.FrameSize); err != nil {
 		return nil, err
 	}
-	var out *netdev.Info
-	if cfg.Forward != nil {
-		if out, err = lookupOut(&cfg, info); err != nil {
-			return nil, err
-		}
+	outs, err := lookupOutputs(&cfg, info)
+	if err != nil {
+		return nil, err
 	}
 	if err := cfg.resolveCPUs(); err != nil {
 		return nil, err
 	}
-	if err := hook.CheckXDPFree(info.Index, cfg.Force); err != nil {
+	if err := attachedError(hook.CheckXDPFree(info.Index, cfg.Force)); err != nil {
 		return nil, err
 	}
 
-	e := &Engine{cfg: cfg, info: info, out: out}
+	e := &Engine{core: core{dev: info}, cfg: cfg, outs: outs}
 	defer func() {
 		if err != nil {
 			e.Close()
 		}
 	}()
-	if e.prog, err = bpf.NewXskRedirect(bpf.XskOptions{Counters: cfg.SteeringCounters, UDPPort: cfg.UDPPort}); err != nil {
+	if e.prog, err = bpf.NewXskRedirect(bpf.XskOptions{UDPPort: cfg.UDPPort}); err != nil {
 		return nil, err
 	}
 	if err := e.bindAll(); err != nil {
 		return nil, err
 	}
-	if e.link, err = hook.AttachXDP(e.prog.Program, info.Index, cfg.XDPMode, cfg.Force); err != nil {
-		return nil, err
+	if e.link, err = hook.AttachXDP(e.prog.Program, info.Index, hook.XDPMode(cfg.XDPMode), cfg.Force); err != nil {
+		if errors.Is(err, unix.EOPNOTSUPP) && cfg.XDPMode == XDPNative {
+			return nil, &kindError{ErrNoNativeXDP, err}
+		}
+		return nil, attachedError(err)
 	}
 	return e, nil
 }
 
 // xdpHeadroom is what the kernel keeps in front of a received frame in an
-// AF_XDP buffer (XDP_PACKET_HEADROOM).
-const xdpHeadroom = 256
+// AF_XDP buffer (XDP_PACKET_HEADROOM); frameOverhead is what a frame adds
+// to the MTU: an Ethernet header and one VLAN tag.
+const (
+	xdpHeadroom   = 256
+	frameOverhead = 14 + 4
+)
 
 // checkMTU refuses a frame size that cannot hold the largest frame the
 // device can receive (its MTU, an Ethernet header and a VLAN tag, after the
@@ -129,17 +132,8 @@ func checkMTU(info *netdev.Info, frameSize uint32) error {
 	if info.MTU <= 0 {
 		return nil
 	}
-	need := info.MTU + packet.EthHdrLen + packet.VLANTagLen
-	if room := int(frameSize) - xdpHeadroom; need > room {
-		hint := "use --frame-size 4096"
-		if max := 4096 - xdpHeadroom - packet.EthHdrLen - packet.VLANTagLen; need > 4096-xdpHeadroom {
-			hint = fmt.Sprintf("lower it to at most %d (ip link set %s mtu %d)", max, info.Name, max)
-			if frameSize < 4096 {
-				hint += " and use --frame-size 4096"
-			}
-		}
-		return fmt.Errorf("%s has MTU %d: its frames (up to %d bytes) do not fit in %d-byte UMEM frames after the kernel's %d bytes of headroom: %s",
-			info.Name, info.MTU, need, frameSize, xdpHeadroom, hint)
+	if room := int(frameSize) - xdpHeadroom; info.MTU+frameOverhead > room {
+		return &MTUError{Device: info.Name, MTU: info.MTU, FrameSize: frameSize, MaxMTU: room - frameOverhead}
 	}
 	return nil
 }
@@ -160,6 +154,7 @@ func (c *Config) resolveCPUs() error {
 		}
 		return nil
 	}
+	// Each CPU first: CPU 4000 is about CPU 4000, not the count.
 	if err := cpuset.CheckOnline(c.CPUs); err != nil {
 		return err
 	}
@@ -171,25 +166,11 @@ func (c *Config) resolveCPUs() error {
 
 func (e *Engine) bindAll() error {
 	cfg := &e.cfg
-	handlers := make([]Handler, len(cfg.Queues))
-	for i, q := range cfg.Queues {
-		handlers[i] = Handler(DropHandler{})
-		switch {
-		case cfg.Handler != nil:
-			handlers[i] = cfg.Handler(q)
-		case cfg.Forward != nil:
-			handlers[i] = &ForwardHandler{DstMAC: cfg.Forward.DstMAC}
-		}
-	}
 	per := cfg.framesPerSocket()
 	// stride is the frames each queue takes of a UMEM: its rx socket's,
-	// and with forwarding the one frame that sits in the output socket's
-	// fill ring (see bindOut).
-	stride := per
-	if cfg.Forward != nil {
-		e.outShared = !cfg.Forward.CopyOut
-		stride += outFrames
-	}
+	// and one for the fill ring of each output socket that shares it (see
+	// bindOutput).
+	stride := per + uint32(len(e.outs))*outFrames
 	var shared *xsk.Umem
 	if cfg.SharedUmem {
 		u, err := xsk.NewUmem(xsk.UmemConfig{FrameSize: cfg.FrameSize, NumFrames: stride * uint32(len(cfg.Queues))})
@@ -209,8 +190,11 @@ func (e *Engine) bindAll() error {
 			e.umems = append(e.umems, u)
 			first = 0
 		}
-		h := handlers[i]
-		mode, wakeup := cfg.BindMode, cfg.NeedWakeup
+		var h Handler
+		if cfg.Handler != nil {
+			h = cfg.Handler(q)
+		}
+		mode, wakeup := cfg.BindMode.xsk(), cfg.NeedWakeup
 		if i > 0 && shared != nil {
 			// The kernel refuses bind flags on a socket that shares a
 			// UMEM (EINVAL): it inherits copy/zero-copy and need_wakeup
@@ -218,13 +202,13 @@ func (e *Engine) bindAll() error {
 			mode, wakeup = xsk.Auto, false
 		}
 		txSize := cfg.TxSize
-		if _, ok := h.(receiveOnly); ok {
+		if hintsOf(h).ReceiveOnly && len(e.outs) == 0 {
 			// A socket that never transmits gets no tx ring, so poll()
 			// does not try to transmit from it.
 			txSize = 0
 		}
 		s, err := xsk.NewSocket(u, xsk.SocketConfig{
-			Ifindex:        e.info.Index,
+			Ifindex:        e.dev.Index,
 			Queue:          q,
 			FillSize:       cfg.FillSize,
 			CompletionSize: cfg.CompletionSize,
@@ -236,15 +220,16 @@ func (e *Engine) bindAll() error {
 			NumFrames:      per,
 		})
 		if err != nil {
-			return err
+			return bindError(err)
 		}
-		w := newWorker(q, cfg.CPUs[i], s, h, cfg)
+		w := newWorker(q, cfg.CPUs[i], s, h, workerOptions(cfg))
 		e.workers = append(e.workers, w)
-		if cfg.Forward != nil {
-			if err := e.bindOut(w, first+per); err != nil {
+		for k := range e.outs {
+			if err := e.bindOutput(w, k, first+per+uint32(k)*outFrames); err != nil {
 				return err
 			}
 		}
+		w.syncPorts()
 		if cfg.Wait == WaitBusyPoll {
 			if err := s.SetBusyPoll(cfg.BusyPollUsecs, cfg.BusyPollBudget); err != nil {
 				return fmt.Errorf("queue %d: %w", q, err)
@@ -261,36 +246,75 @@ func (e *Engine) bindAll() error {
 // CPUs).
 func (e *Engine) Config() Config { return e.cfg }
 
-// Interface is what the engine knows of its device.
-func (e *Engine) Interface() *netdev.Info { return e.info }
+// Device is the device the engine receives from.
+func (e *Engine) Device() Device { return deviceOf(e.dev) }
 
-// Workers are the per-queue workers, in the order of Config().Queues.
-func (e *Engine) Workers() []*Worker { return e.workers }
+// ZeroCopy reports whether the kernel granted zero-copy to the sockets.
+func (e *Engine) ZeroCopy() bool { return e.zeroCopy() }
 
-// Steering is the loaded steering program (for its counters).
-func (e *Engine) Steering() *bpf.XskRedirect { return e.prog }
+// Run starts the workers and returns when ctx is done or when a worker
+// fails (a handler panic included: the error names the queue and carries
+// the panic value and stack). Counters stay readable after Run returns.
+func (e *Engine) Run(ctx context.Context) error { return e.run(ctx) }
 
-// Run starts the workers and returns when ctx is done, when every worker
-// has finished (a generator that sent its count), or when a worker fails (a
-// handler panic included). Counters stay readable after Run returns.
-func (e *Engine) Run(ctx context.Context) error {
-	e.started = time.Now()
-	errs := make(chan error, len(e.workers))
+// Started is when Run started the workers; zero before.
+func (e *Engine) Started() time.Time { return e.startedAt() }
+
+// Close detaches the program and closes the sockets. It is safe to call
+// more than once and after a failed New.
+func (e *Engine) Close() error {
+	var errs []error
+	if e.link != nil {
+		errs = append(errs, e.link.Close())
+		e.link = nil
+	}
+	errs = append(errs, e.closeSockets())
+	if e.prog != nil {
+		errs = append(errs, e.prog.Close())
+		e.prog = nil
+	}
+	return errors.Join(errs...)
+}
+
+// core is what an Engine and a Generator share: the device, the workers and
+// their sockets and UMEMs, running them and reading their counters.
+type core struct {
+	dev     *netdev.Info
+	workers []*worker
+	umems   []*xsk.Umem
+	stop    atomic.Bool
+	started atomic.Int64 // UnixNano when run started, 0 before
+}
+
+func (c *core) zeroCopy() bool { return len(c.workers) > 0 && c.workers[0].sock.ZeroCopy() }
+
+func (c *core) startedAt() time.Time {
+	if ns := c.started.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
+
+// run starts the workers and returns when ctx is done, when every worker
+// has finished (a generator that sent its count), or when a worker fails.
+func (c *core) run(ctx context.Context) error {
+	c.started.Store(time.Now().UnixNano())
+	errs := make(chan error, len(c.workers))
 	var wg sync.WaitGroup
-	for _, w := range e.workers {
+	for _, w := range c.workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- e.runWorker(w)
+			errs <- c.runWorker(w)
 		}()
 	}
 	// Receiving workers run until stopped; a generator's workers end by
-	// themselves when they have sent their count, and the engine ends when
+	// themselves when they have sent their count, and the run ends when
 	// all have, or at the first error.
 	var err error
 	ended := 0
 wait:
-	for ended < len(e.workers) {
+	for ended < len(c.workers) {
 		select {
 		case <-ctx.Done():
 			break wait
@@ -301,7 +325,7 @@ wait:
 			}
 		}
 	}
-	e.stop.Store(true)
+	c.stop.Store(true)
 	wg.Wait()
 	close(errs)
 	for werr := range errs {
@@ -318,11 +342,11 @@ func workerThreadName(q int) string { return fmt.Sprintf("xdpeng-q%d", q) }
 
 // runWorker pins the worker's goroutine to its CPU and runs its loop. A
 // panic in the handler becomes an error that stops the engine.
-func (e *Engine) runWorker(w *Worker) (err error) {
+func (c *core) runWorker(w *worker) (err error) {
 	// The thread stays locked until the goroutine ends, so Go retires it
 	// rather than reuse a thread with a narrowed affinity.
 	if err := cpuset.Pin(w.cpu); err != nil {
-		e.stop.Store(true)
+		c.stop.Store(true)
 		return fmt.Errorf("queue %d: %w", w.queue, err)
 	}
 	// Name the thread after its queue so that top -H, ps -L and
@@ -337,35 +361,54 @@ func (e *Engine) runWorker(w *Worker) (err error) {
 			err = fmt.Errorf("queue %d: handler panicked: %v\n%s", w.queue, r, buf)
 		}
 		if err != nil {
-			e.stop.Store(true)
+			c.stop.Store(true)
 		}
 	}()
-	return w.run(&e.stop)
+	return w.run(&c.stop)
 }
 
-// Close detaches the program and closes the sockets. It is safe to call
-// more than once and after a failed New.
-func (e *Engine) Close() error {
+// closeSockets closes every socket and UMEM.
+func (c *core) closeSockets() error {
 	var errs []error
-	if e.link != nil {
-		errs = append(errs, e.link.Close())
-		e.link = nil
-	}
-	for _, w := range e.workers {
+	for _, w := range c.workers {
 		// Sockets that share a UMEM before the one that registered it.
 		for _, p := range w.ports[1:] {
 			errs = append(errs, p.Close())
 		}
 		errs = append(errs, w.sock.Close())
 	}
-	e.workers = nil
-	for i := len(e.umems) - 1; i >= 0; i-- {
-		errs = append(errs, e.umems[i].Close())
+	c.workers = nil
+	for i := len(c.umems) - 1; i >= 0; i-- {
+		errs = append(errs, c.umems[i].Close())
 	}
-	e.umems = nil
-	if e.prog != nil {
-		errs = append(errs, e.prog.Close())
-		e.prog = nil
-	}
+	c.umems = nil
 	return errors.Join(errs...)
+}
+
+// kindError is an error of a kind a caller checks with errors.Is (one of
+// the Err values) that keeps the message and the cause it wraps.
+type kindError struct{ kind, err error }
+
+func (e *kindError) Error() string   { return e.err.Error() }
+func (e *kindError) Unwrap() []error { return []error{e.kind, e.err} }
+
+// bindError gives a failed bind its kind.
+func bindError(err error) error {
+	switch {
+	case errors.Is(err, xsk.ErrBusy):
+		return &kindError{ErrQueueBusy, err}
+	case errors.Is(err, xsk.ErrNoZeroCopy):
+		return &kindError{ErrNoZeroCopy, err}
+	}
+	return err
+}
+
+// attachedError turns hook's report of someone else's program into an
+// *AttachedError.
+func attachedError(err error) error {
+	var a *hook.AttachedError
+	if !errors.As(err, &a) {
+		return err
+	}
+	return &AttachedError{Device: a.Device, ProgramID: a.ProgramID, Mode: a.Mode, LinkID: a.LinkID, OwnerPID: a.OwnerPID, OwnerComm: a.OwnerComm}
 }

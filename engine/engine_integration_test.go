@@ -297,8 +297,9 @@ func TestMTUTooLarge(t *testing.T) {
 			eng.Close()
 			return errors.New("2048-byte frames accepted on a device with MTU 3000")
 		}
-		if want := dev + " has MTU 3000"; !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--frame-size 4096") {
-			return fmt.Errorf("error %q, want one saying %q and --frame-size 4096", err, want)
+		var me *engine.MTUError
+		if !errors.As(err, &me) || me.Device != dev || me.MTU != 3000 || me.MaxMTU != 1774 {
+			return fmt.Errorf("error %q (%+v), want an *MTUError for %s with MTU 3000 and MaxMTU 1774", err, me, dev)
 		}
 		cfg.FrameSize = 4096
 		eng, err = engine.New(cfg)

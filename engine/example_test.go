@@ -18,24 +18,24 @@ func udpFrame(dstPort uint16, ttl uint8) []byte {
 		SrcIP: netip.MustParseAddr("198.18.0.1"), DstIP: netip.MustParseAddr("198.18.0.2"),
 		SrcPort: 1234, DstPort: dstPort, Size: len(f),
 	})
-	f[14+8] = ttl
-	binary.BigEndian.PutUint16(f[14+10:], 0)
-	binary.BigEndian.PutUint16(f[14+10:], packet.Checksum(f[14:34]))
+	var s packet.Summary
+	packet.Parse(f, &s)
+	for f[s.L3Off+8] > ttl {
+		packet.DecTTL(f, &s)
+	}
 	return f
 }
 
-// dnsCounter counts the IPv4 UDP frames to port 53 of its queue and drops
-// every frame. An engine makes one handler per queue, so its state needs
-// no lock; whatever another goroutine reads while the engine runs would
-// have to be atomic.
+// dnsCounter counts the UDP frames to port 53 of its queue and drops every
+// frame. An engine makes one handler per queue, so its state needs no lock;
+// whatever another goroutine reads while the engine runs would have to be
+// atomic.
 type dnsCounter struct{ dns, other int }
 
 func (c *dnsCounter) Handle(b *engine.Batch) {
+	var s packet.Summary
 	for i := 0; i < b.Len(); i++ {
-		f := b.Frame(i)
-		// Ethernet (14) + IPv4 without options (20) + UDP ports (4).
-		if len(f) >= 38 && binary.BigEndian.Uint16(f[12:]) == 0x0800 && f[14] == 0x45 &&
-			f[23] == 17 && binary.BigEndian.Uint16(f[36:]) == 53 {
+		if packet.Parse(b.Frame(i), &s) && s.Proto == packet.ProtoUDP && s.DstPort == 53 {
 			c.dns++
 		} else {
 			c.other++
@@ -62,44 +62,37 @@ func Example_counter() {
 	// received 3, dropped 3, sent 0
 }
 
-// ttlRouter decrements the IPv4 TTL of each frame, patches the header
-// checksum for the one changed word (RFC 1624) instead of summing the
-// header again, swaps the MAC addresses and sends the frame back out of
-// its queue. Frames that are not IPv4, or whose TTL runs out, are dropped.
-type ttlRouter struct{}
+// router sends UDP to port 53 out of one output and everything else out of
+// another, as a router would: with the TTL decremented (frames whose TTL
+// runs out are dropped) and the next hop's MAC as destination.
+type router struct {
+	dns, rest engine.Port
+	nextHop   net.HardwareAddr
+}
 
-func (ttlRouter) Handle(b *engine.Batch) {
+func (r router) Handle(b *engine.Batch) {
+	var s packet.Summary
 	for i := 0; i < b.Len(); i++ {
 		f := b.Frame(i) // the frame in place in the UMEM: writes are sent
-		if len(f) < 34 || binary.BigEndian.Uint16(f[12:]) != 0x0800 || f[14]>>4 != 4 {
-			continue
+		if !packet.Parse(f, &s) || !packet.DecTTL(f, &s) {
+			continue // not IP, truncated, or TTL exceeded: dropped
 		}
-		ip := f[14:]
-		if ip[8] <= 1 {
-			continue // a router would send ICMP time exceeded
+		packet.SetSrcMAC(f, net.HardwareAddr(f[0:6]))
+		packet.SetDstMAC(f, r.nextHop)
+		if s.Proto == packet.ProtoUDP && s.DstPort == 53 {
+			b.Forward(i, r.dns)
+		} else {
+			b.Forward(i, r.rest)
 		}
-		// TTL and protocol share a 16-bit word of the checksummed header.
-		old := binary.BigEndian.Uint16(ip[8:])
-		ip[8]--
-		neu := binary.BigEndian.Uint16(ip[8:])
-		sum := uint32(^binary.BigEndian.Uint16(ip[10:])) + uint32(^old) + uint32(neu)
-		sum = (sum & 0xffff) + sum>>16
-		sum = (sum & 0xffff) + sum>>16
-		binary.BigEndian.PutUint16(ip[10:], ^uint16(sum))
-		// Back where it came from: swap destination and source MAC.
-		var mac [6]byte
-		copy(mac[:], f[0:6])
-		copy(f[0:6], f[6:12])
-		copy(f[6:12], mac[:])
-		b.Transmit(i)
 	}
 }
 
-// A forwarder that rewrites a header in place and transmits the frame
-// back out of the queue it arrived on. Simulate reports what was sent, byte
-// for byte.
-func Example_forwarder() {
-	res, err := engine.Simulate(ttlRouter{}, [][]byte{udpFrame(9, 64), udpFrame(9, 1), udpFrame(9, 2)})
+// A forwarder between ports: an Engine with two Config.Outputs gives its
+// handler ports OutputPort(0) and OutputPort(1); a simulation with two
+// outputs checks it without devices, frame by frame and port by port.
+func Example_router() {
+	r := router{dns: engine.OutputPort(0), rest: engine.OutputPort(1), nextHop: net.HardwareAddr{0x02, 0, 0, 0, 0, 9}}
+	res, err := engine.Sim{Outputs: 2}.Run(r, [][]byte{udpFrame(53, 64), udpFrame(9, 1), udpFrame(9, 2)})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -110,36 +103,35 @@ func Example_forwarder() {
 			continue
 		}
 		ip := f.Data[14:34]
-		fmt.Printf("frame %d: sent to %x, TTL %d, header checksum ok: %v\n", i, f.Data[0:6], ip[8], packet.Checksum(ip) == 0)
+		fmt.Printf("frame %d: out of port %d to %x, TTL %d, checksum ok: %v\n", i, f.Port, f.Data[0:6], ip[8], packet.Checksum(ip) == 0)
 	}
-	fmt.Printf("tx %d, dropped %d\n", res.Stats.TxPackets, res.Stats.Dropped)
+	fmt.Printf("port 1: %d frames, port 2: %d frames\n", len(res.SentOn(engine.OutputPort(0))), len(res.SentOn(engine.OutputPort(1))))
 	// Output:
-	// frame 0: sent to 020000000001, TTL 63, header checksum ok: true
+	// frame 0: out of port 1 to 020000000009, TTL 63, checksum ok: true
 	// frame 1: dropped
-	// frame 2: sent to 020000000001, TTL 1, header checksum ok: true
-	// tx 2, dropped 1
+	// frame 2: out of port 2 to 020000000009, TTL 1, checksum ok: true
+	// port 1: 1 frames, port 2: 1 frames
 }
 
-// Counting by protocol and port with the built-in CountHandler, the
-// handler of `xdpeng count`. In an Engine, a CountGroup makes one per
-// queue and sums them: cfg.Handler = group.Handler, then group.Stats().
-func ExampleCountHandler() {
-	h := engine.NewCountHandler()
-	if _, err := engine.Simulate(h, [][]byte{udpFrame(53, 64), udpFrame(53, 64), udpFrame(9, 64)}); err != nil {
+// Pushing a header: AdjustHead grows the frame into the headroom the kernel
+// leaves in front of it, and packet.PushVLAN moves the MAC addresses there
+// and writes the tag behind them.
+func ExampleBatch_AdjustHead() {
+	tag := engine.HandlerFunc(func(b *engine.Batch) {
+		for i := 0; i < b.Len(); i++ {
+			if b.AdjustHead(i, -packet.VLANTagLen) && packet.PushVLAN(b.Frame(i), 100) {
+				b.Transmit(i)
+			}
+		}
+	})
+	res, err := engine.Simulate(tag, [][]byte{udpFrame(9, 64)})
+	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	s := h.Stats()
-	fmt.Println("frames:", s.Frames)
-	for _, e := range engine.Top(s.ByProtocol, 0) {
-		fmt.Printf("%s: %d\n", e.Key, e.Count)
-	}
-	for _, e := range engine.Top(s.ByPort, 0) {
-		fmt.Printf("%s: %d\n", e.Key, e.Count)
-	}
+	f := res.Frames[0].Data
+	fmt.Printf("sent %v, %d bytes, EtherType %#04x, VLAN %d, then %#04x\n",
+		res.Frames[0].Sent, len(f), binary.BigEndian.Uint16(f[12:]), binary.BigEndian.Uint16(f[14:])&0xfff, binary.BigEndian.Uint16(f[16:]))
 	// Output:
-	// frames: 3
-	// udp: 3
-	// udp/53: 2
-	// udp/9: 1
+	// sent true, 68 bytes, EtherType 0x8100, VLAN 100, then 0x0800
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/engine/handler"
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
@@ -29,13 +30,14 @@ func TestFwdBetweenLinks(t *testing.T) {
 			in, out := bed.Links[0], bed.Links[1]
 			cfg := engine.DefaultConfig()
 			cfg.Interface = in.DUT
-			cfg.Forward = &engine.ForwardConfig{Interface: out.DUT, CopyOut: tc.noShared}
-			r := start(t, bed, cfg)
-			if got, why := r.eng.ForwardUmem(); got != tc.umem {
-				t.Fatalf("umem %q (%v), want %q", got, why, tc.umem)
+			cfg.Outputs = []engine.Output{{Interface: out.DUT, Copy: tc.noShared}}
+			cfg.Handler = func(int) engine.Handler {
+				return &handler.Forward{Port: engine.OutputPort(0), DstMAC: out.GenMAC}
 			}
-			if mac := r.eng.Config().Forward.DstMAC; !bytes.Equal(mac, out.GenMAC) {
-				t.Fatalf("destination MAC %s, want %s (the peer of %s)", mac, out.GenMAC, out.DUT)
+			r := start(t, bed, cfg)
+			o := r.eng.Outputs()
+			if len(o) != 1 || o[0].Port != engine.OutputPort(0) || o[0].Device.Name != out.DUT || o[0].Copy != (tc.umem == "copy") {
+				t.Fatalf("outputs %+v, want %s on port 1 with umem %s", o, out.DUT, tc.umem)
 			}
 			c := listenWire(t, bed.GenNS, out.Gen, out.GenIndex, in.GenMAC)
 
@@ -51,7 +53,7 @@ func TestFwdBetweenLinks(t *testing.T) {
 			}
 			s := r.finish(count)
 			tot := s.Total()
-			outStats, err := r.eng.OutputStats()
+			outStats, err := r.eng.OutputStats(engine.OutputPort(0))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,13 +100,13 @@ func TestFwdRefusals(t *testing.T) {
 		mod  func(*engine.Config)
 		want string
 	}{
-		{"same device", func(c *engine.Config) { c.Forward.Interface = c.Interface }, "forwarding needs two devices"},
-		{"no output", func(c *engine.Config) { c.Forward.Interface = "nosuch0" }, "output device"},
+		{"same device", func(c *engine.Config) { c.Outputs[0].Interface = c.Interface }, "is the input device too"},
+		{"no output", func(c *engine.Config) { c.Outputs[0].Interface = "nosuch0" }, "output device"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := engine.DefaultConfig()
 			cfg.Interface = bed.Links[0].DUT
-			cfg.Forward = &engine.ForwardConfig{Interface: bed.Links[1].DUT}
+			cfg.Outputs = []engine.Output{{Interface: bed.Links[1].DUT}}
 			tc.mod(&cfg)
 			err := bed.InDUT(func() error {
 				eng, err := engine.New(cfg)
@@ -117,5 +119,81 @@ func TestFwdRefusals(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// byParity forwards frames to even UDP destination ports out of even and
+// the rest out of odd, each with its own destination MAC.
+type byParity struct {
+	even, odd       engine.Port
+	evenMAC, oddMAC []byte
+}
+
+func (h byParity) Handle(b *engine.Batch) {
+	var s packet.Summary
+	for i := 0; i < b.Len(); i++ {
+		f := b.Frame(i)
+		if !packet.Parse(f, &s) || s.Proto != packet.ProtoUDP {
+			continue
+		}
+		if s.DstPort%2 == 0 {
+			copy(f, h.evenMAC)
+			b.Forward(i, h.even)
+		} else {
+			copy(f, h.oddMAC)
+			b.Forward(i, h.odd)
+		}
+	}
+}
+
+// TestFwdTwoOutputs forwards from dut0 out of dut1 and dut2 by a handler's
+// choice, and checks every frame at each output: the right frames, each
+// once, counted.
+func TestFwdTwoOutputs(t *testing.T) {
+	bed := testbedtest.New(t, 1, 3)
+	in, a, b := bed.Links[0], bed.Links[1], bed.Links[2]
+	cfg := engine.DefaultConfig()
+	cfg.Interface = in.DUT
+	cfg.Outputs = []engine.Output{{Interface: a.DUT}, {Interface: b.DUT, Copy: true}}
+	cfg.Handler = func(int) engine.Handler {
+		return byParity{even: engine.OutputPort(0), odd: engine.OutputPort(1), evenMAC: a.GenMAC, oddMAC: b.GenMAC}
+	}
+	r := start(t, bed, cfg)
+	ca := listenWire(t, bed.GenNS, a.Gen, a.GenIndex, in.GenMAC)
+	cb := listenWire(t, bed.GenNS, b.Gen, b.GenIndex, in.GenMAC)
+	const count = 10_000
+	frame := packet.UDPConfig{
+		SrcMAC: in.GenMAC, DstMAC: in.DUTMAC,
+		SrcIP: netip.MustParseAddr(in.GenIP.String()), DstIP: netip.MustParseAddr(in.DUTIP.String()),
+		SrcPort: 1234, DstPort: 10, Size: 100, Fill: 0x5a,
+	}
+	st := send(t, bed, 0, gen.Config{Count: count, Rate: 50_000, Threads: 1, Ports: 4, Frame: frame})
+	if st.Sent != count {
+		t.Fatalf("generator sent %d, want %d", st.Sent, count)
+	}
+	s := r.finish(count)
+	tot := s.Total()
+	if drops := tot.Dropped + tot.TxRingFull + tot.XDP.Drops(); tot.TxPackets+drops != count {
+		t.Fatalf("sent %d != forwarded %d + drops %d", count, tot.TxPackets, drops)
+	}
+	ca.collect(t, count+1)
+	cb.collect(t, count+1)
+	if uint64(len(ca.frames)+len(cb.frames)) != tot.TxPackets {
+		t.Fatalf("%s got %d and %s %d frames, the engine forwarded %d", a.Gen, len(ca.frames), b.Gen, len(cb.frames), tot.TxPackets)
+	}
+	for _, tc := range []struct {
+		frames [][]byte
+		mac    []byte
+		parity uint16
+	}{{ca.frames, a.GenMAC, 0}, {cb.frames, b.GenMAC, 1}} {
+		if len(tc.frames) == 0 {
+			t.Fatalf("nothing came out of the output for parity %d", tc.parity)
+		}
+		for i, f := range tc.frames {
+			var s packet.Summary
+			if !packet.Parse(f, &s) || s.DstPort%2 != tc.parity || !bytes.Equal(f[:6], tc.mac) || len(f) != frame.Size {
+				t.Fatalf("frame %d of parity %d is wrong: %x", i, tc.parity, f)
+			}
+		}
 	}
 }

@@ -13,7 +13,7 @@ var fwdMAC = net.HardwareAddr{0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0xee}
 // memFwdWorker is a forwarding worker on in-memory sockets: the input
 // socket and, as port 1, an output socket on the same UMEM (shared) or on a
 // UMEM of its own.
-func memFwdWorker(t testing.TB, shared bool) (w *Worker, in, out *xsk.MemKernel) {
+func memFwdWorker(t testing.TB, shared bool) (w *worker, in, out *xsk.MemKernel) {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Interface = "mem0"
@@ -37,8 +37,9 @@ func memFwdWorker(t testing.TB, shared bool) (w *Worker, in, out *xsk.MemKernel)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w = newWorker(0, 0, s, &ForwardHandler{DstMAC: fwdMAC}, &cfg)
+	w = newWorker(0, 0, s, forwardTo{port: OutputPort(0), mac: fwdMAC}, workerOptions(&cfg))
 	w.ports = append(w.ports, os)
+	w.syncPorts()
 	return w, s.Kernel(), os.Kernel()
 }
 
@@ -115,12 +116,19 @@ func TestFwdOutputFull(t *testing.T) {
 	}
 }
 
-func TestFwdSameInterface(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Interface = "dut0"
-	cfg.Forward = &ForwardConfig{Interface: "dut0"}
-	if err := cfg.Validate(); err == nil {
-		t.Fatal("forwarding a device to itself accepted")
+func TestOutputsValidate(t *testing.T) {
+	for _, outs := range [][]Output{
+		{{Interface: "dut0"}},                      // the input device
+		{{Interface: "dut1"}, {Interface: "dut1"}}, // twice
+		{{Interface: ""}},                          // no name
+		make([]Output, MaxOutputs+1),               // too many
+	} {
+		cfg := DefaultConfig()
+		cfg.Interface = "dut0"
+		cfg.Outputs = outs
+		if err := cfg.Validate(); err == nil {
+			t.Errorf("outputs %+v accepted", outs)
+		}
 	}
 }
 

@@ -2,22 +2,20 @@ package engine_test
 
 import (
 	"errors"
-	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/engine"
-	"github.com/xdpeng/xdpeng/internal/hook"
+	"github.com/xdpeng/xdpeng/engine/handler"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/xsk"
 )
 
 // l2fwd makes L2FwdHandlers: sockets with a tx ring.
-func l2fwd(int) engine.Handler { return engine.L2FwdHandler{} }
+func l2fwd(int) engine.Handler { return handler.L2Fwd{} }
 
 // inEngine creates an engine with cfg in the DUT namespace, runs check
 // there, and closes the engine.
@@ -48,8 +46,7 @@ func TestKnobs(t *testing.T) {
 		cfg.FillSize, cfg.CompletionSize, cfg.RxSize, cfg.TxSize = 512, 256, 1024, 128
 		cfg.Handler = l2fwd
 		inEngine(t, bed, cfg, func(eng *engine.Engine) {
-			for _, w := range eng.Workers() {
-				s := w.Socket()
+			for q, s := range engine.Sockets(eng) {
 				c := s.Config()
 				got := [4]uint32{c.FillSize, c.CompletionSize, c.RxSize, c.TxSize}
 				// The ring sizes of the mmap'd rings: mapping a ring larger
@@ -57,18 +54,18 @@ func TestKnobs(t *testing.T) {
 				mapped := [4]uint32{s.Fill.Size(), s.Completion.Size(), s.Rx.Size(), s.Tx.Size()}
 				want := [4]uint32{512, 256, 1024, 128}
 				if got != want || mapped != want {
-					t.Errorf("queue %d: rings fill/comp/rx/tx configured %v, mapped %v, want %v", w.Queue(), got, mapped, want)
+					t.Errorf("queue %d: rings fill/comp/rx/tx configured %v, mapped %v, want %v", q, got, mapped, want)
 				}
 				// Enough frames to fill the fill ring and the tx ring.
 				if n := s.Umem().NumFrames(); n != 512+128 {
-					t.Errorf("queue %d: UMEM of %d frames, want %d", w.Queue(), n, 512+128)
+					t.Errorf("queue %d: UMEM of %d frames, want %d", q, n, 512+128)
 				}
 			}
 		})
 		cfg.Handler = nil // rxdrop: never transmits, so gets no tx ring
 		cfg.NumFrames = 1000
 		inEngine(t, bed, cfg, func(eng *engine.Engine) {
-			s := eng.Workers()[0].Socket()
+			s := engine.Sockets(eng)[0]
 			if s.Config().TxSize != 0 || s.Tx.Size() != 0 {
 				t.Errorf("rxdrop socket has a tx ring of %d", s.Tx.Size())
 			}
@@ -79,19 +76,19 @@ func TestKnobs(t *testing.T) {
 	})
 
 	t.Run("bind mode", func(t *testing.T) {
-		for _, m := range []xsk.BindMode{xsk.Auto, xsk.Copy} {
+		for _, m := range []engine.BindMode{engine.BindAuto, engine.BindCopy} {
 			cfg := rxdropConfig(bed)
 			cfg.BindMode = m
 			inEngine(t, bed, cfg, func(eng *engine.Engine) {
-				for _, w := range eng.Workers() {
-					if w.Socket().ZeroCopy() {
-						t.Errorf("%s on veth: queue %d reports zero-copy", m, w.Queue())
+				for q, s := range engine.Sockets(eng) {
+					if s.ZeroCopy() {
+						t.Errorf("%s on veth: queue %d reports zero-copy", m, q)
 					}
 				}
 			})
 		}
 		cfg := rxdropConfig(bed)
-		cfg.BindMode = xsk.ZeroCopy
+		cfg.BindMode = engine.BindZeroCopy
 		err := bed.InDUT(func() error {
 			eng, err := engine.New(cfg)
 			if err == nil {
@@ -99,8 +96,8 @@ func TestKnobs(t *testing.T) {
 			}
 			return err
 		})
-		if err == nil || !strings.Contains(err.Error(), "-c") {
-			t.Errorf("zero-copy on veth: error %v, want one that suggests -c", err)
+		if !errors.Is(err, engine.ErrNoZeroCopy) {
+			t.Errorf("zero-copy on veth: error %v, want ErrNoZeroCopy", err)
 		}
 		checkDetached(t, bed)
 	})
@@ -123,7 +120,7 @@ func TestKnobs(t *testing.T) {
 				cfg.NeedWakeup = on
 				cfg.Handler = l2fwd
 				r := start(t, bed, cfg)
-				if !r.eng.Workers()[0].Socket().Tx.NeedWakeup() {
+				if !engine.Sockets(r.eng)[0].Tx.NeedWakeup() {
 					t.Errorf("the tx ring does not ask for the first kick")
 				}
 				const count = 2000
@@ -149,8 +146,8 @@ func TestKnobs(t *testing.T) {
 				want = [2]int{0, 0}
 			}
 			inEngine(t, bed, cfg, func(eng *engine.Engine) {
-				for _, w := range eng.Workers() {
-					fd := w.Socket().FD()
+				for q, sock := range engine.Sockets(eng) {
+					fd := sock.FD()
 					var got [2]int
 					var err error
 					for i, opt := range []int{unix.SO_PREFER_BUSY_POLL, unix.SO_BUSY_POLL} {
@@ -159,12 +156,12 @@ func TestKnobs(t *testing.T) {
 						}
 					}
 					if got != want {
-						t.Errorf("%s: queue %d SO_PREFER_BUSY_POLL, SO_BUSY_POLL = %v, want %v", wait, w.Queue(), got, want)
+						t.Errorf("%s: queue %d SO_PREFER_BUSY_POLL, SO_BUSY_POLL = %v, want %v", wait, q, got, want)
 					}
 					// The kernel has no getsockopt for SO_BUSY_POLL_BUDGET
 					// (ENOPROTOOPT); should it gain one, check the value.
 					if v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_BUSY_POLL_BUDGET); err == nil && wait == engine.WaitBusyPoll && v != 17 {
-						t.Errorf("queue %d SO_BUSY_POLL_BUDGET = %d, want 17", w.Queue(), v)
+						t.Errorf("queue %d SO_BUSY_POLL_BUDGET = %d, want 17", q, v)
 					} else if err != nil && !errors.Is(err, unix.ENOPROTOOPT) {
 						t.Errorf("getsockopt SO_BUSY_POLL_BUDGET: %v", err)
 					}
@@ -183,12 +180,12 @@ func TestKnobs(t *testing.T) {
 				cfg := rxdropConfig(bed)
 				cfg.SharedUmem, cfg.NeedWakeup = tc.shared, tc.needWakeup
 				inEngine(t, bed, cfg, func(eng *engine.Engine) {
-					ws := eng.Workers()
+					ws := engine.Sockets(eng)
 					if len(ws) != 2 {
 						t.Errorf("%d workers, want 2", len(ws))
 						return
 					}
-					a, b := ws[0].Socket(), ws[1].Socket()
+					a, b := ws[0], ws[1]
 					if same := a.Umem() == b.Umem(); same != shared {
 						t.Errorf("shared %v: queues use one UMEM: %v", shared, same)
 					}
@@ -210,11 +207,11 @@ func TestKnobs(t *testing.T) {
 	})
 
 	t.Run("xdp mode", func(t *testing.T) {
-		for _, m := range []hook.XDPMode{hook.Native, hook.Generic} {
+		for _, m := range []engine.XDPMode{engine.XDPNative, engine.XDPGeneric} {
 			cfg := rxdropConfig(bed)
 			cfg.XDPMode = m
 			inEngine(t, bed, cfg, func(eng *engine.Engine) {
-				st, err := netdev.XDPAttached(eng.Interface().Index)
+				st, err := netdev.XDPAttached(eng.Device().Index)
 				if err != nil {
 					t.Fatal(err)
 				}

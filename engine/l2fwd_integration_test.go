@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/engine/handler"
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
@@ -193,7 +194,7 @@ func TestL2FwdReflects(t *testing.T) {
 	ps := openPacketSocket(t, bed, 0)
 	capt := ps.capture()
 	cfg := rxdropConfig(bed)
-	cfg.Handler = func(int) engine.Handler { return engine.L2FwdHandler{} }
+	cfg.Handler = func(int) engine.Handler { return handler.L2Fwd{} }
 	// Deep rings, so that a worker that loses its CPU for a while on a
 	// busy machine does not turn the run into a test of the drop counters.
 	cfg.FillSize, cfg.RxSize = 8192, 8192

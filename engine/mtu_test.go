@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -9,25 +10,30 @@ import (
 
 func TestCheckMTU(t *testing.T) {
 	for _, tc := range []struct {
-		mtu   int
-		frame uint32
-		want  string // "" for no error
+		mtu    int
+		frame  uint32
+		maxMTU int // 0 for no error
 	}{
-		{1500, 2048, ""},
-		{1774, 2048, ""},
-		{1775, 2048, "use --frame-size 4096"},
-		{3000, 4096, ""},
-		{3822, 4096, ""},
-		{9000, 4096, "lower it to at most 3822"},
-		{9000, 2048, "lower it to at most 3822 (ip link set eth9 mtu 3822) and use --frame-size 4096"},
-		{0, 2048, ""}, // unknown MTU: nothing to check
+		{1500, 2048, 0},
+		{1774, 2048, 0},
+		{1775, 2048, 1774},
+		{3000, 4096, 0},
+		{3822, 4096, 0},
+		{9000, 4096, 3822},
+		{9000, 2048, 1774},
+		{0, 2048, 0}, // unknown MTU: nothing to check
 	} {
 		err := checkMTU(&netdev.Info{Name: "eth9", MTU: tc.mtu}, tc.frame)
+		var me *MTUError
 		switch {
-		case tc.want == "" && err != nil:
+		case tc.maxMTU == 0 && err != nil:
 			t.Errorf("MTU %d, %d-byte frames: %v", tc.mtu, tc.frame, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "eth9")):
-			t.Errorf("MTU %d, %d-byte frames: error %v, want one naming eth9 and saying %q", tc.mtu, tc.frame, err, tc.want)
+		case tc.maxMTU != 0 && !errors.As(err, &me):
+			t.Errorf("MTU %d, %d-byte frames: error %v, want an *MTUError", tc.mtu, tc.frame, err)
+		case tc.maxMTU != 0:
+			if me.MaxMTU != tc.maxMTU || me.Device != "eth9" || !errors.Is(err, ErrMTU) || !strings.Contains(err.Error(), "eth9 has MTU") {
+				t.Errorf("MTU %d, %d-byte frames: %+v (%v), want MaxMTU %d on eth9", tc.mtu, tc.frame, me, err, tc.maxMTU)
+			}
 		}
 	}
 }

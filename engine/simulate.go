@@ -6,90 +6,95 @@ import (
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
 
-// SimFrame is what became of one frame in Simulate.
+// SimFrame is what became of one frame in a simulation.
 type SimFrame struct {
 	// Verdict is the verdict the handler left on the frame.
 	Verdict Verdict
-	// Port is the port given to Batch.Forward.
-	Port int
-	// Sent reports whether the worker put the frame on the queue's tx
-	// ring: what a device would transmit.
+	// Port is where a Transmit or Forward verdict sent it: PortIn for
+	// Transmit.
+	Port Port
+	// Sent reports whether the worker put the frame on Port's tx ring:
+	// what a device would transmit.
 	Sent bool
-	// Data is the frame as the handler left it (with any length change
-	// from SetLen): the bytes that were sent, or would have been.
+	// Data is the frame as the handler left it (with any change of its
+	// start or length): the bytes that were sent, or would have been.
 	Data []byte
 }
 
-// SimResult is the outcome of Simulate.
+// SimResult is the outcome of a simulation.
 type SimResult struct {
-	// Frames[i] is what became of the i-th frame given to Simulate.
+	// Frames[i] is what became of the i-th frame given.
 	Frames []SimFrame
-	// Stats are the worker's counters, as Engine.Stats reports them.
+	// Stats are the worker's counters, as Engine.Stats reports them (XDP
+	// is the simulated kernel's count for the receiving socket).
 	Stats QueueStats
 }
 
-// Sent returns the frames that were put on the tx ring, in order.
-func (r SimResult) Sent() [][]byte {
+// Sent returns the frames that went back out of the queue they arrived on
+// (PortIn), in order.
+func (r SimResult) Sent() [][]byte { return r.SentOn(PortIn) }
+
+// SentOn returns the frames sent out of port p, in order.
+func (r SimResult) SentOn(p Port) [][]byte {
 	var out [][]byte
 	for _, f := range r.Frames {
-		if f.Sent {
+		if f.Sent && f.Port == p {
 			out = append(out, f.Data)
 		}
 	}
 	return out
 }
 
-// SimBatch is the number of frames Simulate hands a handler at once, the
-// engine's default batch size.
+// SimBatch is the number of frames a simulation hands a handler at once by
+// default, the engine's default batch size.
 const SimBatch = 64
 
-// simFrameSize is the UMEM frame size of Simulate and so the longest frame
-// it takes.
+// simFrameSize is the UMEM frame size of a simulation and so bounds the
+// longest frame it takes.
 const simFrameSize = 4096
 
-// Simulate runs h over frames as a worker would, without a device or root:
-// on an in-memory socket, frames arrive on the rx ring in batches of
-// SimBatch and go through the same worker code as in an Engine, and the
-// simulated kernel transmits what the worker queues. It is meant for
-// unit-testing handlers:
+// Sim describes a simulated engine for Run: a worker on in-memory rings,
+// with no device and no privilege.
+type Sim struct {
+	// Outputs is how many outputs the simulated engine has, ports
+	// OutputPort(0) to OutputPort(Outputs-1).
+	Outputs int
+	// Batch is the most frames the handler sees at once; 0 means
+	// SimBatch.
+	Batch int
+}
+
+// Simulate runs h over frames on an engine without outputs; see Sim.Run.
 //
 //	res, err := engine.Simulate(myHandler, [][]byte{frame1, frame2})
 //	// res.Frames[1].Sent, res.Frames[1].Data: was it sent, and as what?
+func Simulate(h Handler, frames [][]byte) (SimResult, error) {
+	return Sim{}.Run(h, frames)
+}
+
+// Run runs h over frames as a worker of an engine would, without a device
+// or root: the frames arrive on an in-memory rx ring in batches and go
+// through the same worker code as in an Engine (h's Hints and Idle
+// included: Idle is called after the last batch), and the simulated kernel
+// transmits what the worker queues on each port. It is meant for
+// unit-testing handlers. Output sockets share the receiving socket's UMEM,
+// as an Engine's do by default.
 //
-// The frames are copied in, so the caller's slices are not modified. The
-// worker has one port, its own queue: Batch.Forward to port 0 transmits,
-// and to any other port drops the frame (counted in Stats.Dropped). A frame
-// longer than 4096 bytes is an error; a panic in h is returned as an error.
-func Simulate(h Handler, frames [][]byte) (res SimResult, err error) {
-	if h == nil {
-		return res, fmt.Errorf("simulate: nil handler")
-	}
+// The frames are copied in, so the caller's slices are not modified. A frame
+// longer than 4096 bytes less the kernel's 256 bytes of headroom is an
+// error; a panic in h is returned as an error.
+func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 	for i, f := range frames {
-		if len(f) > simFrameSize {
-			return res, fmt.Errorf("simulate: frame %d is %d bytes, longer than the %d-byte UMEM frame", i, len(f), simFrameSize)
+		if len(f) > simFrameSize-xdpHeadroom {
+			return res, fmt.Errorf("simulate: frame %d is %d bytes, longer than the %d bytes a %d-byte UMEM frame holds after the headroom",
+				i, len(f), simFrameSize-xdpHeadroom, simFrameSize)
 		}
 	}
-	cfg := DefaultConfig()
-	cfg.Interface = "sim"
-	cfg.FrameSize = simFrameSize
-	cfg.Batch = SimBatch
-	// Rings of a few batches: everything fits, and a Simulate costs
-	// 2 MiB of UMEM rather than the engine's default 32 MiB.
-	cfg.FillSize, cfg.CompletionSize, cfg.RxSize, cfg.TxSize = 4*SimBatch, 4*SimBatch, 4*SimBatch, 4*SimBatch
-	u, err := xsk.NewMemUmem(xsk.UmemConfig{FrameSize: cfg.FrameSize, NumFrames: cfg.framesPerSocket()})
+	sw, err := c.setup(h)
 	if err != nil {
-		return res, fmt.Errorf("simulate: %w", err)
+		return res, err
 	}
-	s, err := xsk.NewMemSocket(u, xsk.SocketConfig{
-		FillSize: cfg.FillSize, CompletionSize: cfg.CompletionSize, RxSize: cfg.RxSize, TxSize: cfg.TxSize,
-	})
-	if err != nil {
-		return res, fmt.Errorf("simulate: %w", err)
-	}
-	// Without the dropper shortcut: a handler that drops everything still
-	// runs, so its side effects (counters) are what a test checks.
-	w := newWorker(0, 0, s, HandlerFunc(h.Handle), &cfg)
-	k := s.Kernel()
+	w, kernels, k, u, batch, cfg := sw.w, sw.kernels, sw.kernels[0], sw.u, sw.batch, &sw.cfg
 
 	defer func() {
 		if r := recover(); r != nil {
@@ -97,14 +102,28 @@ func Simulate(h Handler, frames [][]byte) (res SimResult, err error) {
 		}
 	}()
 	res.Frames = make([]SimFrame, len(frames))
-	for start := 0; start < len(frames); start += SimBatch {
-		end := min(start+SimBatch, len(frames))
+	for start := 0; start < len(frames); start += batch {
+		end := min(start+batch, len(frames))
 		for _, f := range frames[start:end] {
 			if k.Receive(1, uint32(len(f)), f) != 1 {
 				return res, fmt.Errorf("simulate: the rx ring took no frame (fill ring empty)")
 			}
 		}
-		txBefore := k.Transmitted
+		if w.dropAll {
+			// The handler declared DropAll: the worker recycles the
+			// frames without calling it, as an engine's would.
+			for i, f := range frames[start:end] {
+				res.Frames[start+i] = SimFrame{Data: append([]byte(nil), f...)}
+			}
+			if got := w.rxDrop(); got != uint32(end-start) {
+				return res, fmt.Errorf("simulate: worker took %d frames of a batch of %d", got, end-start)
+			}
+			continue
+		}
+		before := make([]uint64, len(kernels))
+		for p, pk := range kernels {
+			before[p] = pk.Transmitted
+		}
 		if got := w.rxHandle(); got != uint32(end-start) {
 			return res, fmt.Errorf("simulate: worker took %d frames of a batch of %d", got, end-start)
 		}
@@ -115,21 +134,23 @@ func Simulate(h Handler, frames [][]byte) (res SimResult, err error) {
 			r := &res.Frames[start+i]
 			r.Verdict = b.verdicts[i]
 			if r.Verdict == Forward {
-				r.Port = int(b.ports[i])
+				r.Port = b.ports[i]
 			}
 			r.Data = append([]byte(nil), b.Frame(i)...)
 		}
-		// Transmit what the worker queued and match the descriptors to
-		// the batch's frames by address.
-		sent := k.Transmit(int(cfg.TxSize))
-		for j := 0; j < sent; j++ {
-			d := k.TxDesc(uint32(txBefore) + uint32(j))
-			for i := 0; i < b.n; i++ {
-				if b.addrs[i] == d.Addr {
-					r := &res.Frames[start+i]
-					r.Sent = true
-					r.Data = append(r.Data[:0], u.Frame(d.Addr, d.Len)...)
-					break
+		// Transmit what the worker queued on each port and match the
+		// descriptors to the batch's frames by address.
+		for p, pk := range kernels {
+			sent := pk.Transmit(int(cfg.TxSize))
+			for j := 0; j < sent; j++ {
+				d := pk.TxDesc(uint32(before[p]) + uint32(j))
+				for i := 0; i < b.n; i++ {
+					if b.addrs[i] == d.Addr {
+						r := &res.Frames[start+i]
+						r.Sent, r.Port = true, Port(p)
+						r.Data = append(r.Data[:0], u.Frame(d.Addr, d.Len)...)
+						break
+					}
 				}
 			}
 		}
@@ -137,13 +158,135 @@ func Simulate(h Handler, frames [][]byte) (res SimResult, err error) {
 			return res, fmt.Errorf("simulate: %w", err)
 		}
 	}
-	res.Stats = QueueStats{
-		RxPackets: w.c.rxPackets, RxBytes: w.c.rxBytes,
-		TxPackets: w.c.txPackets, TxBytes: w.c.txBytes,
-		Dropped: w.c.dropped, TxRingFull: w.c.txRingFull,
-		RxWakeups: w.c.rxWakeups, TxWakeups: w.c.txWakeups,
-		Polls: w.c.polls, Batches: w.c.batches,
-		XDP: k.Stats,
+	if w.idler != nil {
+		w.idler.Idle()
 	}
+	res.Stats = w.stats(socketStats(k.Stats))
 	return res, nil
 }
+
+// simWorld is a simulated engine: a worker on in-memory sockets, the first
+// receiving, one per output after it, all on one UMEM.
+type simWorld struct {
+	cfg     Config
+	batch   int
+	u       *xsk.Umem
+	w       *worker
+	kernels []*xsk.MemKernel // one per port
+}
+
+func (c Sim) setup(h Handler) (*simWorld, error) {
+	if h == nil {
+		return nil, fmt.Errorf("simulate: nil handler")
+	}
+	if c.Outputs < 0 || c.Outputs > MaxOutputs {
+		return nil, fmt.Errorf("simulate: %d outputs: want 0..%d", c.Outputs, MaxOutputs)
+	}
+	batch := c.Batch
+	if batch == 0 {
+		batch = SimBatch
+	}
+	if batch < 1 || batch > MaxBatch {
+		return nil, fmt.Errorf("simulate: batch %d: want 1..%d", batch, MaxBatch)
+	}
+	cfg := DefaultConfig()
+	cfg.Interface = "sim"
+	cfg.FrameSize = simFrameSize
+	cfg.Batch = batch
+	// Rings of a few batches (a power of two): everything fits, and a
+	// simulation costs a few MiB of UMEM rather than an engine's 32.
+	ring := uint32(4)
+	for ring < 4*uint32(batch) {
+		ring <<= 1
+	}
+	cfg.FillSize, cfg.CompletionSize, cfg.RxSize, cfg.TxSize = ring, ring, ring, ring
+	per := cfg.framesPerSocket()
+	u, err := xsk.NewMemUmem(xsk.UmemConfig{FrameSize: cfg.FrameSize, NumFrames: per + uint32(c.Outputs)*outFrames})
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	s, err := xsk.NewMemSocket(u, xsk.SocketConfig{
+		FillSize: cfg.FillSize, CompletionSize: cfg.CompletionSize, RxSize: cfg.RxSize, TxSize: cfg.TxSize,
+		NumFrames: per,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	s.Kernel().Headroom = xdpHeadroom
+	sw := &simWorld{cfg: cfg, batch: batch, u: u, kernels: []*xsk.MemKernel{s.Kernel()}}
+	sw.w = newWorker(0, 0, s, h, workerOptions(&cfg))
+	for k := 0; k < c.Outputs; k++ {
+		o, err := xsk.NewMemSocket(u, xsk.SocketConfig{
+			FillSize: outFillSize, CompletionSize: cfg.CompletionSize, TxSize: cfg.TxSize,
+			FirstFrame: per + uint32(k)*outFrames, NumFrames: outFrames,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("simulate: output %d: %w", k, err)
+		}
+		sw.w.ports = append(sw.w.ports, o)
+		sw.kernels = append(sw.kernels, o.Kernel())
+	}
+	sw.w.syncPorts()
+	return sw, nil
+}
+
+// SimLoop runs a handler batch after batch on in-memory rings, for
+// benchmarks of handlers: what a worker and its handler cost per frame,
+// with the frames already in the UMEM as a zero-copy device would have
+// written them.
+type SimLoop struct {
+	sw     *simWorld
+	length uint32
+}
+
+// NewLoop prepares a simulated worker with handler h whose UMEM frame i
+// holds frames[i % len(frames)] (after the kernel's headroom) from the
+// start. Each Step then has the simulated kernel deliver a batch of
+// descriptors of the longest frame's length, without copying anything,
+// runs the worker on it as an engine's would (h.Handle, or the drop-all loop
+// for a handler that declares DropAll), has the simulated kernel transmit
+// what the worker queued on every port, and reaps the completions. A
+// handler that rewrites frames rewrites the same UMEM frames again and
+// again.
+func (c Sim) NewLoop(h Handler, frames [][]byte) (*SimLoop, error) {
+	if len(frames) == 0 {
+		return nil, fmt.Errorf("simulate: no frames")
+	}
+	sw, err := c.setup(h)
+	if err != nil {
+		return nil, err
+	}
+	l := &SimLoop{sw: sw}
+	for _, f := range frames {
+		if len(f) > simFrameSize-xdpHeadroom {
+			return nil, fmt.Errorf("simulate: a frame of %d bytes is longer than a UMEM frame holds after the headroom", len(f))
+		}
+		l.length = max(l.length, uint32(len(f)))
+	}
+	for i := uint32(0); i < sw.u.NumFrames(); i++ {
+		f := frames[int(i)%len(frames)]
+		copy(sw.u.Frame(uint64(i)*uint64(simFrameSize)+xdpHeadroom, uint32(len(f))), f)
+	}
+	return l, nil
+}
+
+// Step runs one batch and returns how many frames the worker took. It
+// allocates nothing.
+func (l *SimLoop) Step() int {
+	sw := l.sw
+	sw.kernels[0].Receive(sw.batch, l.length, nil)
+	var n uint32
+	if sw.w.dropAll {
+		n = sw.w.rxDrop()
+	} else {
+		n = sw.w.rxHandle()
+	}
+	for _, k := range sw.kernels {
+		k.Transmit(int(sw.cfg.TxSize))
+	}
+	sw.w.complete()
+	return int(n)
+}
+
+// Stats are the worker's counters so far.
+func (l *SimLoop) Stats() QueueStats { return l.sw.w.stats(socketStats(l.sw.kernels[0].Stats)) }

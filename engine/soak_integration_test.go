@@ -150,10 +150,10 @@ func TestSoak(t *testing.T) {
 	if lost != 0 {
 		t.Errorf("%d frames vanished before the veth counted them", lost)
 	}
-	for _, w := range r.eng.Workers() {
-		c := w.Socket().CountFrames()
+	for i, sock := range engine.Sockets(r.eng) {
+		c := sock.CountFrames()
 		if err := c.Check(); err != nil {
-			t.Errorf("queue %d: %v", w.Queue(), err)
+			t.Errorf("queue %d: %v", r.eng.Config().Queues[i], err)
 		}
 	}
 	// The first cycle is the warm-up (first generator load, first

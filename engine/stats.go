@@ -6,6 +6,41 @@ import (
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
 
+// SocketStats are the kernel's counters of one AF_XDP socket
+// (XDP_STATISTICS): what it could not deliver or take.
+type SocketStats struct {
+	// RxDropped are received frames the socket dropped for any reason
+	// but a full rx ring (no fill-ring buffer, a frame too long).
+	RxDropped uint64 `json:"rx_dropped"`
+	// RxInvalidDescs and TxInvalidDescs are descriptors the kernel
+	// refused (an address outside the UMEM, a length too large).
+	RxInvalidDescs uint64 `json:"rx_invalid_descs"`
+	TxInvalidDescs uint64 `json:"tx_invalid_descs"`
+	// RxRingFull are received frames dropped because the rx ring was
+	// full; a frame counts here or in RxDropped, never in both.
+	RxRingFull uint64 `json:"rx_ring_full"`
+	// RxFillRingEmptyDescs counts the times the kernel found the fill
+	// ring empty; TxRingEmptyDescs the times it found the tx ring empty
+	// when asked to transmit.
+	RxFillRingEmptyDescs uint64 `json:"rx_fill_ring_empty_descs"`
+	TxRingEmptyDescs     uint64 `json:"tx_ring_empty_descs"`
+}
+
+// Drops is how many received frames the socket dropped.
+func (s SocketStats) Drops() uint64 { return s.RxDropped + s.RxRingFull }
+
+// Add adds o to s.
+func (s *SocketStats) Add(o SocketStats) {
+	s.RxDropped += o.RxDropped
+	s.RxInvalidDescs += o.RxInvalidDescs
+	s.TxInvalidDescs += o.TxInvalidDescs
+	s.RxRingFull += o.RxRingFull
+	s.RxFillRingEmptyDescs += o.RxFillRingEmptyDescs
+	s.TxRingEmptyDescs += o.TxRingEmptyDescs
+}
+
+func socketStats(s xsk.Statistics) SocketStats { return SocketStats(s) }
+
 // QueueStats are one queue's counters since the start.
 type QueueStats struct {
 	Queue int `json:"queue"`
@@ -30,8 +65,8 @@ type QueueStats struct {
 	// other busy threads, taken while frames flow so they gather into
 	// larger batches.
 	Naps uint64 `json:"naps"`
-	// XDP are the kernel's drop counters for the socket.
-	XDP xsk.Statistics `json:"xdp_stats"`
+	// XDP are the kernel's counters of the queue's socket.
+	XDP SocketStats `json:"xdp_stats"`
 }
 
 // Add adds o's counters to q.
@@ -65,8 +100,9 @@ func (s Snapshot) Total() QueueStats {
 	return t
 }
 
-// Stats reads every worker's counters and its socket's XDP statistics.
-func (e *Engine) Stats() (Snapshot, error) {
+// Stats reads every worker's counters and its socket's XDP statistics. It
+// may be called from any goroutine, also while Run runs.
+func (e *core) Stats() (Snapshot, error) {
 	snap := Snapshot{Time: time.Now(), Queues: make([]QueueStats, len(e.workers))}
 	for i, w := range e.workers {
 		p := w.pub
@@ -87,10 +123,19 @@ func (e *Engine) Stats() (Snapshot, error) {
 		if err != nil {
 			return snap, err
 		}
-		q.XDP = st
+		q.XDP = socketStats(st)
 	}
 	return snap, nil
 }
 
-// Started is when Run started the workers.
-func (e *Engine) Started() time.Time { return e.started }
+// stats are the worker's private counters as QueueStats, with xdp as the
+// socket's: for simulations, which run on the worker's own goroutine.
+func (w *worker) stats(xdp SocketStats) QueueStats {
+	c := &w.c
+	return QueueStats{
+		Queue: w.queue, CPU: w.cpu,
+		RxPackets: c.rxPackets, RxBytes: c.rxBytes, TxPackets: c.txPackets, TxBytes: c.txBytes,
+		Dropped: c.dropped, TxRingFull: c.txRingFull, RxWakeups: c.rxWakeups, TxWakeups: c.txWakeups,
+		Polls: c.polls, Batches: c.batches, Naps: c.naps, XDP: xdp,
+	}
+}

@@ -34,14 +34,16 @@ type local struct {
 	naps                 uint64
 }
 
-// Worker serves one rx queue: it owns the queue's socket and handler and
+// worker serves one rx queue: it owns the queue's socket and handler and
 // runs on one pinned CPU.
-type Worker struct {
+type worker struct {
 	queue, cpu int
 	sock       *xsk.Socket
 	umem       *xsk.Umem
 	handler    Handler
+	idler      Idler // handler's Idle, nil if it has none
 	dropAll    bool
+	idleCalled bool // Idle was called since the last frames
 	batch      Batch
 	batchSize  uint32
 	wait       WaitMode
@@ -54,9 +56,9 @@ type Worker struct {
 	nap        time.Duration // how long it naps, kept to a share of the rx ring
 
 	// ports are the sockets a handler can send to: ports[0] is the queue's
-	// own socket, further ones share its UMEM (Batch.Forward).
+	// own socket, ports[k] the socket on Config.Outputs[k-1].
 	ports []*xsk.Socket
-	// out is the per-batch state of each port, rebuilt when ports changes.
+	// out is the per-batch state of each port (syncPorts).
 	out []outPort
 
 	// tx is the generator state of a txonly worker, nil otherwise.
@@ -67,43 +69,41 @@ type Worker struct {
 	pub           *counters
 }
 
-// Queue is the rx queue the worker serves.
-func (w *Worker) Queue() int { return w.queue }
+// options are a worker's settings from its engine's or generator's
+// configuration.
+type options struct {
+	batch       int
+	wait        WaitMode
+	needWakeup  bool
+	pollTimeout time.Duration
+}
 
-// CPU is the CPU the worker runs on.
-func (w *Worker) CPU() int { return w.cpu }
+func workerOptions(c *Config) options {
+	return options{batch: c.Batch, wait: c.Wait, needWakeup: c.NeedWakeup, pollTimeout: c.PollTimeout}
+}
 
-// Socket is the worker's AF_XDP socket.
-func (w *Worker) Socket() *xsk.Socket { return w.sock }
-
-// dropper is implemented by handlers that drop every frame unread, which
-// lets the worker hand received frames straight back to the fill ring.
-type dropper interface{ dropsAll() }
-
-// receiveOnly is implemented by handlers that never transmit (DropHandler,
-// CountHandler): their sockets get no tx ring, so poll() does not try to
-// transmit from them.
-type receiveOnly interface{ receivesOnly() }
-
-func newWorker(queue, cpu int, sock *xsk.Socket, h Handler, cfg *Config) *Worker {
-	w := &Worker{
+// newWorker makes the worker of queue on cpu; h nil drops every frame.
+func newWorker(queue, cpu int, sock *xsk.Socket, h Handler, o options) *worker {
+	w := &worker{
 		queue:      queue,
 		cpu:        cpu,
 		sock:       sock,
 		umem:       sock.Umem(),
 		handler:    h,
-		batchSize:  uint32(cfg.Batch),
-		wait:       cfg.Wait,
-		needWakeup: cfg.NeedWakeup,
-		pollMs:     int(cfg.PollTimeout.Milliseconds()),
+		batchSize:  uint32(o.batch),
+		wait:       o.wait,
+		needWakeup: o.needWakeup,
+		pollMs:     int(o.pollTimeout.Milliseconds()),
 		spinLimit:  adaptiveSpins,
 		nap:        maxNap / 2,
 		shared:     cpuShare{fd: -1},
 		ports:      []*xsk.Socket{sock},
 		pub:        new(counters),
 	}
-	_, w.dropAll = h.(dropper)
-	w.batch = newBatch(queue, cfg.Batch, w.umem)
+	w.dropAll = hintsOf(h).DropAll
+	w.idler, _ = h.(Idler)
+	w.batch = newBatch(queue, o.batch, w.umem)
+	w.syncPorts()
 	return w
 }
 
@@ -121,7 +121,7 @@ const adaptiveSpins = 2000
 const spinFor = time.Millisecond
 
 // run is the worker's loop; it returns when stop is set.
-func (w *Worker) run(stop *atomic.Bool) error {
+func (w *worker) run(stop *atomic.Bool) error {
 	if w.tx != nil {
 		return w.runTxOnly(stop)
 	}
@@ -147,10 +147,15 @@ func (w *Worker) run(stop *atomic.Bool) error {
 		}
 		if n > 0 {
 			spins = 0
+			w.idleCalled = false
 			if w.c.batches&15 == 0 {
 				w.publish()
 			}
 			continue
+		}
+		if w.idler != nil && !w.idleCalled {
+			w.idleCalled = true
+			w.idler.Idle()
 		}
 		if err := w.idle(&spins); err != nil {
 			return err
@@ -162,7 +167,7 @@ func (w *Worker) run(stop *atomic.Bool) error {
 }
 
 // rxDrop recycles a batch of received frames straight to the fill ring.
-func (w *Worker) rxDrop() uint32 {
+func (w *worker) rxDrop() uint32 {
 	s := w.sock
 	idx, n := s.Rx.Peek(w.batchSize)
 	if n == 0 {
@@ -197,7 +202,7 @@ func (w *Worker) rxDrop() uint32 {
 
 // rxHandle runs the handler on a batch of received frames and carries out
 // its verdicts.
-func (w *Worker) rxHandle() uint32 {
+func (w *worker) rxHandle() uint32 {
 	s := w.sock
 	idx, n := s.Rx.Peek(w.batchSize)
 	if n == 0 {
@@ -220,9 +225,6 @@ func (w *Worker) rxHandle() uint32 {
 
 	w.handler.Handle(b)
 
-	if len(w.out) != len(w.ports) {
-		w.syncPorts()
-	}
 	mask := ^uint64(w.umem.FrameSize() - 1)
 	var tidx, troom uint32
 	if s.Tx.Size() > 0 { // a receive-only socket has no tx ring
@@ -236,8 +238,8 @@ func (w *Worker) rxHandle() uint32 {
 	fillReserved := false
 	ports := b.ports[:n]
 	for i, v := range verdicts {
-		if v == Forward && ports[i] == 0 {
-			v = Transmit // port 0 is the queue's own socket
+		if v == Forward && ports[i] == PortIn {
+			v = Transmit
 		}
 		switch v {
 		case Transmit:
@@ -300,8 +302,9 @@ type outPort struct {
 	reserved        bool
 }
 
-// syncPorts rebuilds the per-port state after w.ports changed.
-func (w *Worker) syncPorts() {
+// syncPorts builds the per-port state; call it after w.ports changed,
+// before the worker runs.
+func (w *worker) syncPorts() {
 	w.out = make([]outPort, len(w.ports))
 	for i, s := range w.ports {
 		w.out[i] = outPort{s: s, copy: s.Umem() != w.umem}
@@ -313,7 +316,7 @@ func (w *Worker) syncPorts() {
 // the frame itself (shared UMEM); false means the frame is still the
 // caller's, because it was copied into the port's own UMEM or could not be
 // sent (no such port, ring full, no free frame: counted).
-func (w *Worker) forward(p uint8, addr uint64, length uint32, rest uint32) bool {
+func (w *worker) forward(p Port, addr uint64, length uint32, rest uint32) bool {
 	if int(p) >= len(w.out) {
 		w.c.dropped++
 		return false
@@ -352,7 +355,7 @@ func (w *Worker) forward(p uint8, addr uint64, length uint32, rest uint32) bool 
 
 // flushPorts submits what the batch queued on the other ports and kicks
 // their transmitters.
-func (w *Worker) flushPorts() {
+func (w *worker) flushPorts() {
 	for i := 1; i < len(w.out); i++ {
 		o := &w.out[i]
 		if o.reserved {
@@ -370,7 +373,7 @@ func (w *Worker) flushPorts() {
 
 // kickTx makes the kernel transmit s's tx ring, if it asked to be woken
 // (always, without need_wakeup).
-func (w *Worker) kickTx(s *xsk.Socket) {
+func (w *worker) kickTx(s *xsk.Socket) {
 	if w.needWakeup && !s.Tx.NeedWakeup() {
 		return
 	}
@@ -398,10 +401,7 @@ const maxKicks = 8
 // socket's UMEM go straight back to its fill ring (through the free stack
 // only when the fill ring is full); frames of a port with a UMEM of its own
 // go back to that port's stack.
-func (w *Worker) complete() error {
-	if len(w.out) != len(w.ports) {
-		w.syncPorts()
-	}
+func (w *worker) complete() error {
 	mask := ^uint64(w.umem.FrameSize() - 1)
 	rx := w.sock
 	for i := range w.out {
@@ -441,7 +441,7 @@ func (w *Worker) complete() error {
 }
 
 // idle is called when a loop found no frames.
-func (w *Worker) idle(spins *int) error {
+func (w *worker) idle(spins *int) error {
 	// The kernel publishes its fill-ring consumer index lazily, only when it
 	// has used up every buffer it peeked, so a batch may have found no room
 	// and left frames on the free stack. Give them now: with the rx ring
@@ -504,7 +504,7 @@ func (w *Worker) idle(spins *int) error {
 }
 
 // adaptNap adjusts the nap to the frames that arrived around the last one.
-func (w *Worker) adaptNap(frames uint64) {
+func (w *worker) adaptNap(frames uint64) {
 	ring := uint64(w.sock.Rx.Size())
 	switch {
 	case frames > ring/2 && w.nap > minNap:
@@ -632,8 +632,9 @@ func (c *cpuShare) observe(now time.Time, runDelay int64, naps uint64) {
 }
 
 // sleep waits in poll() for frames (or tx room) or the timeout.
-func (w *Worker) sleep() error {
+func (w *worker) sleep() error {
 	w.c.polls++
+	w.idleCalled = false // an idle handler hears again after each sleep
 	if _, err := w.sock.Poll(w.pollMs, w.txOutstanding > 0); err != nil {
 		return fmt.Errorf("queue %d: %w", w.queue, err)
 	}
@@ -642,14 +643,14 @@ func (w *Worker) sleep() error {
 
 // drain waits briefly for frames in flight on tx so that the final counts
 // include them.
-func (w *Worker) drain() {
+func (w *worker) drain() {
 	for i := 0; i < 1000 && w.txOutstanding > 0; i++ {
 		w.complete()
 	}
 }
 
 // publish makes the worker's counters visible to the stats loop.
-func (w *Worker) publish() {
+func (w *worker) publish() {
 	p, c := w.pub, &w.c
 	p.rxPackets.Store(c.rxPackets)
 	p.rxBytes.Store(c.rxBytes)

@@ -8,7 +8,7 @@ import (
 
 // memWorker is a worker on an in-memory socket whose kernel side the test
 // drives by hand. Every UMEM frame holds frame64 from the start.
-func memWorker(t testing.TB, h Handler, txSize uint32) (*Worker, *xsk.MemKernel) {
+func memWorker(t testing.TB, h Handler, txSize uint32) (*worker, *xsk.MemKernel) {
 	t.Helper()
 	return memWorkerFrames(t, h, txSize, frame64)
 }
@@ -18,7 +18,7 @@ func memWorker(t testing.TB, h Handler, txSize uint32) (*Worker, *xsk.MemKernel)
 // frame in per packet: a benchmark that receives with a nil payload then
 // times our side of the rings and the handler, plus the simulated kernel's
 // descriptor moves, not a memcpy the real kernel does on another CPU.
-func memWorkerFrames(t testing.TB, h Handler, txSize uint32, frames ...[]byte) (*Worker, *xsk.MemKernel) {
+func memWorkerFrames(t testing.TB, h Handler, txSize uint32, frames ...[]byte) (*worker, *xsk.MemKernel) {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Interface = "mem0"
@@ -31,7 +31,7 @@ func memWorkerFrames(t testing.TB, h Handler, txSize uint32, frames ...[]byte) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newWorker(0, 0, s, h, &cfg), s.Kernel()
+	return newWorker(0, 0, s, h, workerOptions(&cfg)), s.Kernel()
 }
 
 // fillFrames writes frames[i % len(frames)] into frame i of u.
@@ -52,7 +52,7 @@ var frame64 = func() []byte {
 // rings: a batch of 64 peeked from rx and handed back to the fill ring. The
 // simulated kernel's half of the work is inside the timing too.
 func BenchmarkRxDrop(b *testing.B) {
-	w, k := memWorker(b, DropHandler{}, 0)
+	w, k := memWorker(b, dropAll{}, 0)
 	b.ReportAllocs()
 	b.ResetTimer()
 	var frames uint64
@@ -80,7 +80,7 @@ func BenchmarkRxHandlerDrop(b *testing.B) {
 // BenchmarkL2Fwd is l2fwd per frame: receive, swap MACs, transmit, reap
 // completions, refill.
 func BenchmarkL2Fwd(b *testing.B) {
-	w, k := memWorker(b, L2FwdHandler{}, 2048)
+	w, k := memWorker(b, swapMACs{}, 2048)
 	k.AutoTransmit = true
 	k.SetNeedWakeup(false, true) // as in copy mode: every transmit needs a kick
 	b.ReportAllocs()

@@ -9,7 +9,7 @@ import (
 )
 
 // TestRxDropCountsEveryFrame drives rxdrop's hot path, Worker.rxDrop (the
-// shortcut DropHandler takes, which Simulate goes around), on an in-memory
+// shortcut a DropAll handler takes, which Simulate goes around), on an in-memory
 // socket with a random but fixed schedule of arrivals, refills between
 // batches (as Worker.idle does) and batches. After every step every frame
 // offered is received by the worker, waiting in the rx ring or counted as
@@ -39,9 +39,9 @@ func TestRxDropCountsEveryFrame(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := newWorker(0, 0, s, DropHandler{}, &cfg)
+			w := newWorker(0, 0, s, dropAll{}, workerOptions(&cfg))
 			if !w.dropAll {
-				t.Fatal("DropHandler does not take the rxDrop shortcut")
+				t.Fatal("a DropAll handler does not take the rxDrop shortcut")
 			}
 			k := s.Kernel()
 			rng := rand.New(rand.NewPCG(uint64(g.fill), uint64(g.batch)))

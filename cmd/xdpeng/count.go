@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/engine/handler"
 )
 
 func init() { addCommand(newCountCmd()) }
@@ -45,7 +45,7 @@ totals.`,
 			if err != nil {
 				return err
 			}
-			var g engine.CountGroup
+			var g handler.CountGroup
 			cfg.Handler = g.Handler
 			return runXskWith(cmd, "count", &f, cfg, countHooks(&g, top))
 		},
@@ -66,13 +66,13 @@ type countSummary struct {
 
 // countHooks print the busiest protocols and ports of each interval and the
 // exact counts at the end.
-func countHooks(g *engine.CountGroup, top int) xskHooks {
-	var prev engine.CountStats
+func countHooks(g *handler.CountGroup, top int) xskHooks {
+	var prev handler.CountStats
 	// rates reads the counters and returns the busiest entries of the
 	// interval, in frames per second. The rates are rounded before they
 	// are ranked, so that entries that print the same rate keep the order
 	// of their keys from one interval to the next.
-	rates := func(dt float64) (protos, ports []engine.CountEntry) {
+	rates := func(dt float64) (protos, ports []handler.CountEntry) {
 		cur := g.Stats()
 		perSecond := func(m map[string]uint64) map[string]uint64 {
 			for k, v := range m {
@@ -80,8 +80,8 @@ func countHooks(g *engine.CountGroup, top int) xskHooks {
 			}
 			return m
 		}
-		protos = engine.Top(perSecond(engine.Delta(cur.ByProtocol, prev.ByProtocol)), top)
-		ports = engine.Top(perSecond(engine.Delta(cur.ByPort, prev.ByPort)), top)
+		protos = handler.Top(perSecond(handler.Delta(cur.ByProtocol, prev.ByProtocol)), top)
+		ports = handler.Top(perSecond(handler.Delta(cur.ByPort, prev.ByPort)), top)
 		prev = cur
 		return protos, ports
 	}
@@ -103,10 +103,10 @@ func countHooks(g *engine.CountGroup, top int) xskHooks {
 		summaryText: func(w io.Writer) {
 			s := g.Stats()
 			fmt.Fprintf(w, "  counted %d frames (%d malformed)\n", s.Frames, s.Malformed)
-			for _, e := range engine.Top(s.ByProtocol, 0) {
+			for _, e := range handler.Top(s.ByProtocol, 0) {
 				fmt.Fprintf(w, "    %-24s %14d\n", protocolLabel(e.Key), e.Count)
 			}
-			for _, e := range engine.Top(s.ByPort, top) {
+			for _, e := range handler.Top(s.ByPort, top) {
 				fmt.Fprintf(w, "    %-24s %14d\n", "port "+e.Key, e.Count)
 			}
 			if n := len(s.ByPort); top > 0 && n > top {
@@ -114,7 +114,7 @@ func countHooks(g *engine.CountGroup, top int) xskHooks {
 			}
 			if len(s.ByEtherType) > 0 {
 				var ets []string
-				for _, e := range engine.Top(s.ByEtherType, 0) {
+				for _, e := range handler.Top(s.ByEtherType, 0) {
 					ets = append(ets, fmt.Sprintf("%s %d", e.Key, e.Count))
 				}
 				fmt.Fprintf(w, "    non-IP by EtherType: %s\n", strings.Join(ets, ", "))
@@ -130,7 +130,7 @@ func countHooks(g *engine.CountGroup, top int) xskHooks {
 // protocolLabel is how a by_protocol key reads in text output: "proto 17
 // (udp)", as xdp1 numbers them, or "other (not IP)".
 func protocolLabel(key string) string {
-	p, ok := engine.ProtocolNumber(key)
+	p, ok := handler.ProtocolNumber(key)
 	switch {
 	case !ok:
 		return key + " (not IP)"
@@ -140,7 +140,7 @@ func protocolLabel(key string) string {
 	return fmt.Sprintf("proto %d (%s)", p, key)
 }
 
-func entryMap(l []engine.CountEntry) map[string]uint64 {
+func entryMap(l []handler.CountEntry) map[string]uint64 {
 	m := make(map[string]uint64, len(l))
 	for _, e := range l {
 		m[e.Key] = e.Count

@@ -1,18 +1,21 @@
 package main
 
 // xdpeng fwd: userspace forwarding between two devices
-// (engine.ForwardConfig), flags and printing.
+// (engine.Config.Outputs, handler.Forward), flags and printing.
 
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 
 	"github.com/spf13/cobra"
 
 	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/engine/handler"
+	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/units"
-	"github.com/xdpeng/xdpeng/internal/xsk"
 )
 
 func init() { addCommand(newFwdCmd()) }
@@ -67,54 +70,68 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 	if f.out == "" {
 		return cliFlagError{errors.New("no output interface given: use -o DEV (fwd sends out of it what it receives on -i)")}
 	}
+	if f.out == f.iface {
+		return fmt.Errorf("input and output are both %s: forwarding needs two devices (to send frames back out of the queue they came in on, use l2fwd)", f.out)
+	}
 	if f.copyOut && f.sharedUmem {
 		return fmt.Errorf("--shared-umem (one UMEM for all of IN's queues) and --copy-out (OUT copies into UMEMs of its own) exclude each other here: give one")
 	}
-	fc := &engine.ForwardConfig{Interface: f.out, CopyOut: f.copyOut}
+	cfg.Outputs = []engine.Output{{Interface: f.out, Copy: f.copyOut}}
+	var dstMAC net.HardwareAddr
 	if f.dstMAC != "" {
-		if fc.DstMAC, err = parseMAC(f.dstMAC); err != nil {
+		if dstMAC, err = parseMAC(f.dstMAC); err != nil {
 			return fmt.Errorf("--dst-mac: %w", err)
 		}
 	}
-	cfg.Forward = fc
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	if err := needRoot(typed(cmd), privilege.AFXDP); err != nil {
 		return err
 	}
+	if dstMAC == nil {
+		out, err := engine.LookupDevice(f.out)
+		if err != nil {
+			return advise(fmt.Errorf("output device: %w", err))
+		}
+		if dstMAC, _, err = gen.DstMAC(out.Index, netip.Addr{}); err != nil {
+			return fmt.Errorf("destination MAC for %s: %w: give it with --dst-mac", out.Name, err)
+		}
+	}
+	fwd := &handler.Forward{Port: engine.OutputPort(0), DstMAC: dstMAC}
+	cfg.Handler = func(int) engine.Handler { h := *fwd; return &h }
 	eng, err := engine.New(cfg)
 	if err != nil {
-		return err
+		return advise(err)
 	}
 	defer eng.Close()
 	ecfg := eng.Config()
-	umem, why := eng.ForwardUmem()
-	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "fwd", f: &f.xskFlags, eng: eng}
+	out := eng.Outputs()[0]
+	umem, why := "shared", out.CopyReason
+	if out.Copy {
+		umem = "copy"
+	}
+	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "fwd", f: &f.xskFlags, eng: eng, run: eng}
 	if !f.json {
 		fmt.Fprintf(p.w, "fwd %s (%s) -> %s (%s): %s, XDP %s, %s, umem %s, dst MAC %s, batch %d, rings fill/comp/rx/tx %d/%d/%d/%d, need_wakeup %v, wait %s\n",
-			ecfg.Interface, eng.Interface().Driver, eng.Output().Name, eng.Output().Driver, queuesOnCPUs(ecfg.Queues, ecfg.CPUs),
-			ecfg.XDPMode, bindModeName(eng), umem, ecfg.Forward.DstMAC, ecfg.Batch,
+			ecfg.Interface, eng.Device().Driver, out.Device.Name, out.Device.Driver, queuesOnCPUs(ecfg.Queues, ecfg.CPUs),
+			ecfg.XDPMode, bindModeName(eng.ZeroCopy()), umem, dstMAC, ecfg.Batch,
 			ecfg.FillSize, ecfg.CompletionSize, ecfg.RxSize, ecfg.TxSize, ecfg.NeedWakeup, ecfg.Wait)
 		if why != nil {
-			fmt.Fprintf(p.w, "  (the kernel refused to share the UMEM with %s: %v; copying instead)\n", eng.Output().Name, why)
+			fmt.Fprintf(p.w, "  (the kernel refused to share the UMEM with %s: %v; copying instead)\n", out.Device.Name, why)
 		}
 	}
 	last, runErr := runEngine(eng, &f.xskFlags, p)
-	outStats, serr := eng.OutputStats()
+	outXDP, serr := eng.OutputStats(out.Port)
 	if serr != nil && runErr == nil {
 		runErr = serr
-	}
-	var outXDP xsk.Statistics
-	for _, s := range outStats {
-		outXDP.Add(s)
 	}
 	t := last.Total()
 	dur := last.Time.Sub(eng.Started()).Seconds()
 	sum := fwdSummary{
-		Type: "summary", Mode: "fwd", In: ecfg.Interface, Out: eng.Output().Name, Queues: ecfg.Queues, Umem: umem,
-		XDPMode: ecfg.XDPMode.String(), ZeroCopy: bindModeName(eng) == "zero-copy", Batch: ecfg.Batch, FrameSize: ecfg.FrameSize,
-		DstMAC: ecfg.Forward.DstMAC.String(), DurationS: round3(dur),
+		Type: "summary", Mode: "fwd", In: ecfg.Interface, Out: out.Device.Name, Queues: ecfg.Queues, Umem: umem,
+		XDPMode: ecfg.XDPMode.String(), ZeroCopy: eng.ZeroCopy(), Batch: ecfg.Batch, FrameSize: ecfg.FrameSize,
+		DstMAC: dstMAC.String(), DurationS: round3(dur),
 		RxPackets: t.RxPackets, RxBytes: t.RxBytes, TxPackets: t.TxPackets, TxBytes: t.TxBytes,
 		Drops: map[string]uint64{
 			"dropped": t.Dropped, "tx_ring_full": t.TxRingFull,
@@ -170,7 +187,7 @@ type fwdSummary struct {
 	TxPPS       float64             `json:"tx_pps"`
 	Drops       map[string]uint64   `json:"drops"`
 	PerQueue    []engine.QueueStats `json:"per_queue"`
-	InXDPStats  xsk.Statistics      `json:"in_xdp_stats"`
-	OutXDPStats xsk.Statistics      `json:"out_xdp_stats"`
+	InXDPStats  engine.SocketStats  `json:"in_xdp_stats"`
+	OutXDPStats engine.SocketStats  `json:"out_xdp_stats"`
 	App         map[string]uint64   `json:"app_stats"`
 }

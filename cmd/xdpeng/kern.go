@@ -13,6 +13,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/xdpeng/xdpeng/bpf"
+	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/hook"
 	"github.com/xdpeng/xdpeng/internal/netdev"
@@ -225,8 +226,12 @@ func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
 	} else {
 		attachment, err = hook.AttachXDP(k.Program, s.in.Attrs().Index, s.mode, f.force)
 	}
+	var ae *hook.AttachedError
+	if errors.As(err, &ae) {
+		err = &engine.AttachedError{Device: ae.Device, ProgramID: ae.ProgramID, Mode: ae.Mode, LinkID: ae.LinkID, OwnerPID: ae.OwnerPID, OwnerComm: ae.OwnerComm}
+	}
 	if err != nil {
-		return err
+		return advise(err)
 	}
 	// Deferred, so it runs on every return and panic; a bpf_link would
 	// also go with the process.

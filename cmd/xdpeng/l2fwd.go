@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/engine/handler"
 )
 
 func init() { addCommand(newL2fwdCmd()) }
@@ -39,7 +40,7 @@ On a real NIC, l2fwd reflects everything it receives, SSH included: use
 			if err != nil {
 				return err
 			}
-			cfg.Handler = func(int) engine.Handler { return engine.L2FwdHandler{} }
+			cfg.Handler = func(int) engine.Handler { return handler.L2Fwd{} }
 			return runXsk(cmd, "l2fwd", &f, cfg)
 		},
 	}

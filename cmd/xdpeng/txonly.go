@@ -16,7 +16,6 @@ import (
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/units"
-	"github.com/xdpeng/xdpeng/internal/xsk"
 )
 
 func init() { addCommand(newTxOnlyCmd()) }
@@ -168,32 +167,38 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	if err := frame.ValidateUDP(); err != nil {
 		return flagError(err)
 	}
-	frames, err := engine.UDPFrames(frame, f.ports)
+	frames, err := packet.UDPVariants(frame, f.ports)
 	if err != nil {
 		return flagError(err)
 	}
-	cfg.TxOnly = &engine.TxOnlyConfig{Frames: frames, Count: f.count, Rate: f.rate}
-	if err := cfg.Validate(); err != nil {
+	gcfg := engine.GeneratorConfig{
+		Interface: cfg.Interface, Queues: cfg.Queues, CPUs: cfg.CPUs, Batch: cfg.Batch,
+		FrameSize: cfg.FrameSize, NumFrames: cfg.NumFrames, CompletionSize: cfg.CompletionSize, TxSize: cfg.TxSize,
+		BindMode: cfg.BindMode, NeedWakeup: cfg.NeedWakeup, Wait: cfg.Wait,
+		BusyPollUsecs: cfg.BusyPollUsecs, BusyPollBudget: cfg.BusyPollBudget, PollTimeout: cfg.PollTimeout,
+		Frames: frames, Count: f.count, Rate: f.rate,
+	}
+	if err := gcfg.Validate(); err != nil {
 		return err
 	}
-	eng, err := engine.New(cfg)
+	g, err := engine.NewGenerator(gcfg)
 	if err != nil {
-		return err
+		return advise(err)
 	}
-	defer eng.Close()
-	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "txonly", f: &f.xskFlags, eng: eng}
+	defer g.Close()
+	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "txonly", f: &f.xskFlags, run: g}
 	if !f.json {
 		fmt.Fprintf(p.w, "txonly on %s (%s): %s, %s, batch %d, %d-byte UDP %s:%d -> %s:%d (%s), %d port(s), count %s, rate %s, need_wakeup %v\n",
-			info.Name, info.Driver, queuesOnCPUs(eng.Config().Queues, eng.Config().CPUs), bindModeName(eng), cfg.Batch,
+			info.Name, info.Driver, queuesOnCPUs(g.Config().Queues, g.Config().CPUs), bindModeName(g.ZeroCopy()), cfg.Batch,
 			frame.Size, frame.SrcIP, frame.SrcPort, frame.DstIP, frame.DstPort, frame.DstMAC, f.ports,
 			orUnbounded(f.count), orUnbounded(f.rate), cfg.NeedWakeup)
 	}
-	last, runErr := runEngine(eng, &f.xskFlags, p)
-	dur := last.Time.Sub(eng.Started()).Seconds()
+	last, runErr := runEngine(g, &f.xskFlags, p)
+	dur := last.Time.Sub(g.Started()).Seconds()
 	t := last.Total()
 	sum := txOnlySummary{
-		Type: "summary", Mode: "txonly", Interface: info.Name, Driver: info.Driver, Queues: eng.Config().Queues,
-		ZeroCopy: bindModeName(eng) == "zero-copy", Batch: cfg.Batch, Size: frame.Size, Ports: f.ports,
+		Type: "summary", Mode: "txonly", Interface: info.Name, Driver: info.Driver, Queues: g.Config().Queues,
+		ZeroCopy: g.ZeroCopy(), Batch: cfg.Batch, Size: frame.Size, Ports: f.ports,
 		Count: f.count, Rate: f.rate, DurationS: round3(dur), TxPackets: t.TxPackets, TxBytes: t.TxBytes,
 		PerQueue: last.Queues, XDPStats: t.XDP,
 		App: map[string]uint64{"tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches},
@@ -234,7 +239,7 @@ type txOnlySummary struct {
 	TxBytes   uint64              `json:"tx_bytes"`
 	TxPPS     float64             `json:"tx_pps"`
 	PerQueue  []engine.QueueStats `json:"per_queue"`
-	XDPStats  xsk.Statistics      `json:"xdp_stats"`
+	XDPStats  engine.SocketStats  `json:"xdp_stats"`
 	App       map[string]uint64   `json:"app_stats"`
 }
 
@@ -245,8 +250,8 @@ func orUnbounded(v uint64) string {
 	return fmt.Sprint(v)
 }
 
-func bindModeName(eng *engine.Engine) string {
-	if ws := eng.Workers(); len(ws) > 0 && ws[0].Socket().ZeroCopy() {
+func bindModeName(zeroCopy bool) string {
+	if zeroCopy {
 		return "zero-copy"
 	}
 	return "copy"

@@ -19,10 +19,8 @@ import (
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
-	"github.com/xdpeng/xdpeng/internal/hook"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/units"
-	"github.com/xdpeng/xdpeng/internal/xsk"
 )
 
 // xskFlags are the flags of every AF_XDP mode, named as xdpsock names them.
@@ -116,15 +114,15 @@ func (f *xskFlags) config() (engine.Config, error) {
 	case f.native && f.generic:
 		return cfg, fmt.Errorf("-N (native) and -S (generic) exclude each other")
 	case f.generic:
-		cfg.XDPMode = hook.Generic
+		cfg.XDPMode = engine.XDPGeneric
 	}
 	switch {
 	case f.copyMode && f.zeroCopy:
 		return cfg, fmt.Errorf("-c (copy) and -z (zero-copy) exclude each other")
 	case f.copyMode:
-		cfg.BindMode = xsk.Copy
+		cfg.BindMode = engine.BindCopy
 	case f.zeroCopy:
-		cfg.BindMode = xsk.ZeroCopy
+		cfg.BindMode = engine.BindZeroCopy
 	}
 	cfg.NeedWakeup = !f.noNeedWakeup
 	n := 0
@@ -186,11 +184,11 @@ func runXskWith(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config,
 	}
 	eng, err := engine.New(cfg)
 	if err != nil {
-		return err
+		return advise(err)
 	}
 	defer eng.Close()
 
-	p := &xskPrinter{w: cmd.OutOrStdout(), mode: mode, f: f, eng: eng, hooks: hooks}
+	p := &xskPrinter{w: cmd.OutOrStdout(), mode: mode, f: f, eng: eng, run: eng, hooks: hooks}
 	p.header()
 	last, err := runEngine(eng, f, p)
 	p.summary(last)
@@ -200,7 +198,7 @@ func runXskWith(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config,
 // runEngine runs eng until it ends by itself (a count sent), the duration
 // ends, or Ctrl-C/SIGTERM, printing intervals through p; it returns the
 // last statistics.
-func runEngine(eng *engine.Engine, f *xskFlags, p *xskPrinter) (engine.Snapshot, error) {
+func runEngine(eng runner, f *xskFlags, p *xskPrinter) (engine.Snapshot, error) {
 	ctx, cancel := signalContext()
 	defer cancel()
 	if f.duration > 0 {
@@ -229,11 +227,20 @@ func runEngine(eng *engine.Engine, f *xskFlags, p *xskPrinter) (engine.Snapshot,
 	}
 }
 
+// runner is an engine or a generator, as runEngine and the interval
+// printer use them.
+type runner interface {
+	Run(ctx context.Context) error
+	Stats() (engine.Snapshot, error)
+	Started() time.Time
+}
+
 type xskPrinter struct {
 	w     io.Writer
 	mode  string
 	f     *xskFlags
-	eng   *engine.Engine
+	eng   *engine.Engine // the receiving modes' engine, nil for txonly
+	run   runner         // what the intervals are read from
 	hooks xskHooks
 }
 
@@ -243,11 +250,11 @@ func (p *xskPrinter) header() {
 	}
 	cfg := p.eng.Config()
 	zc := "copy"
-	if ws := p.eng.Workers(); len(ws) > 0 && ws[0].Socket().ZeroCopy() {
+	if p.eng.ZeroCopy() {
 		zc = "zero-copy"
 	}
 	fmt.Fprintf(p.w, "%s on %s (%s): %s, XDP %s, %s, batch %d, frames %d B, rings fill/comp/rx/tx %d/%d/%d/%d, need_wakeup %v, wait %s\n",
-		p.mode, cfg.Interface, p.eng.Interface().Driver, queuesOnCPUs(cfg.Queues, cfg.CPUs), cfg.XDPMode, zc, cfg.Batch,
+		p.mode, cfg.Interface, p.eng.Device().Driver, queuesOnCPUs(cfg.Queues, cfg.CPUs), cfg.XDPMode, zc, cfg.Batch,
 		cfg.FrameSize, cfg.FillSize, cfg.CompletionSize, cfg.RxSize, cfg.TxSize, cfg.NeedWakeup, cfg.Wait)
 }
 
@@ -329,7 +336,7 @@ func (p *xskPrinter) interval(prev, cur engine.Snapshot) {
 		rows = append(rows, rates(prev.Queues[i], cur.Queues[i], dt, p.f))
 	}
 	total := rates(prev.Total(), cur.Total(), dt, p.f)
-	elapsed := cur.Time.Sub(p.eng.Started()).Seconds()
+	elapsed := cur.Time.Sub(p.run.Started()).Seconds()
 	if p.f.json {
 		obj := map[string]any{
 			"type": "interval", "mode": p.mode, "t": round3(elapsed),
@@ -393,7 +400,7 @@ type xskSummary struct {
 	Dropped    uint64              `json:"dropped"`
 	TxRingFull uint64              `json:"tx_ring_full"`
 	PerQueue   []engine.QueueStats `json:"per_queue"`
-	XDPStats   xsk.Statistics      `json:"xdp_stats"`
+	XDPStats   engine.SocketStats  `json:"xdp_stats"`
 	App        map[string]uint64   `json:"app_stats"`
 }
 
@@ -401,12 +408,9 @@ func (p *xskPrinter) summary(s engine.Snapshot) {
 	cfg := p.eng.Config()
 	t := s.Total()
 	dur := s.Time.Sub(p.eng.Started()).Seconds()
-	zc := false
-	if ws := p.eng.Workers(); len(ws) > 0 {
-		zc = ws[0].Socket().ZeroCopy()
-	}
+	zc := p.eng.ZeroCopy()
 	sum := xskSummary{
-		Type: "summary", Mode: p.mode, Interface: cfg.Interface, Driver: p.eng.Interface().Driver,
+		Type: "summary", Mode: p.mode, Interface: cfg.Interface, Driver: p.eng.Device().Driver,
 		Queues: cfg.Queues, XDPMode: cfg.XDPMode.String(), ZeroCopy: zc, Batch: cfg.Batch, FrameSize: cfg.FrameSize,
 		DurationS: round3(dur), RxPackets: t.RxPackets, RxBytes: t.RxBytes, TxPackets: t.TxPackets, TxBytes: t.TxBytes,
 		HandlerDropped: t.Dropped, Dropped: t.Dropped, TxRingFull: t.TxRingFull, PerQueue: s.Queues, XDPStats: t.XDP,

@@ -235,3 +235,22 @@ func fill(b []byte, v byte) {
 		b[i] = v
 	}
 }
+
+// UDPVariants builds ports UDP frames from c, the i-th with destination
+// port c.DstPort+i: the variants a generator cycles through to spread
+// traffic over RSS queues or flows.
+func UDPVariants(c UDPConfig, ports int) ([][]byte, error) {
+	if ports < 1 || ports > 65536 {
+		return nil, fmt.Errorf("%d ports: need 1..65536", ports)
+	}
+	frames := make([][]byte, ports)
+	for i := range frames {
+		v := c
+		v.DstPort = c.DstPort + uint16(i)
+		frames[i] = make([]byte, c.Size)
+		if _, err := BuildUDP(frames[i], v); err != nil {
+			return nil, err
+		}
+	}
+	return frames, nil
+}

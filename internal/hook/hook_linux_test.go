@@ -2,6 +2,7 @@ package hook
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -167,10 +168,10 @@ func TestAttachXDPRefusesAndForcesNetlinkProgram(t *testing.T) {
 			}
 			return err
 		})
-		want := fmt.Sprintf("interface %s already has XDP program id %d (native mode) attached by someone else; detach it (ip link set dev %s xdp off) or pass --force",
-			a.Name, progID(t, theirs.Program), a.Name)
-		if err == nil || err.Error() != want {
-			t.Fatalf("%s mode without force: got error %v, want %q", mode, err, want)
+		want := AttachedError{Device: a.Name, ProgramID: progID(t, theirs.Program), Mode: "native"}
+		var got *AttachedError
+		if !errors.As(err, &got) || *got != want {
+			t.Fatalf("%s mode without force: got error %v, want %+v", mode, err, want)
 		}
 	}
 
@@ -206,8 +207,9 @@ func TestAttachXDPRefusesForeignLinkEvenWithForce(t *testing.T) {
 		}
 		return err
 	})
-	if err == nil || !strings.Contains(err.Error(), "through bpf_link id") || !strings.Contains(err.Error(), "not replaced even with --force") {
-		t.Fatalf("got %v, want a refusal naming the bpf_link", err)
+	var got *AttachedError
+	if !errors.As(err, &got) || got.LinkID == 0 || got.OwnerPID != os.Getpid() || !strings.Contains(err.Error(), "through bpf_link id") {
+		t.Fatalf("got %v, want a refusal naming the bpf_link and this process", err)
 	}
 	t.Log(err)
 	if id, _ := ns.xdpState(t, a.Index); id != progID(t, theirs.Program) {

@@ -179,23 +179,44 @@ func CheckXDPFree(ifindex int, force bool) error {
 	return nil
 }
 
+// AttachedError is an XDP program someone else attached to a device, which
+// AttachXDP and CheckXDPFree refuse to replace: a program held by a bpf_link
+// (a live process owns it) always, one attached through netlink unless
+// force.
+type AttachedError struct {
+	Device    string
+	ProgramID uint32
+	Mode      string // as netlink reports it: native, generic, offload, multi
+	// LinkID is the bpf_link holding the program, 0 for netlink; OwnerPID
+	// and OwnerComm the process holding that link, where it was found.
+	LinkID    uint32
+	OwnerPID  int
+	OwnerComm string
+}
+
+func (e *AttachedError) Error() string {
+	s := fmt.Sprintf("interface %s already has XDP program id %d (%s mode) attached by someone else", e.Device, e.ProgramID, e.Mode)
+	if e.LinkID != 0 {
+		s += fmt.Sprintf(" through bpf_link id %d, held by a running process", e.LinkID)
+		if e.OwnerPID != 0 {
+			s += fmt.Sprintf(" (pid %d, %s)", e.OwnerPID, e.OwnerComm)
+		}
+	}
+	return s
+}
+
 // refusal is why cur may not be replaced, nil if force may replace it.
 func refusal(dev netlink.Link, cur attached, force bool) error {
-	name := dev.Attrs().Name
+	if cur.linkID == 0 && force {
+		return nil
+	}
+	e := &AttachedError{Device: dev.Attrs().Name, ProgramID: cur.progID, Mode: cur.mode, LinkID: uint32(cur.linkID)}
 	if cur.linkID != 0 {
-		who := fmt.Sprintf("bpftool link show id %d shows its pid", cur.linkID)
 		if pid, comm, ok := linkOwner(uint32(cur.linkID)); ok {
-			who = fmt.Sprintf("it is pid %d, %s", pid, comm)
+			e.OwnerPID, e.OwnerComm = pid, comm
 		}
-		return fmt.Errorf("interface %s already has %s attached by someone else through bpf_link id %d: "+
-			"a running process holds it, so it is not replaced even with --force; stop that process (%s)",
-			name, cur, cur.linkID, who)
 	}
-	if !force {
-		return fmt.Errorf("interface %s already has %s attached by someone else; "+
-			"detach it (ip link set dev %s xdp off) or pass --force", name, cur, name)
-	}
-	return nil
+	return e
 }
 
 func takeOver(dev netlink.Link, cur attached, force bool) error {
@@ -232,7 +253,7 @@ func explainXDP(err error, dev netlink.Link, mode XDPMode) error {
 	name := dev.Attrs().Name
 	switch {
 	case errors.Is(err, unix.EOPNOTSUPP) && mode == Native:
-		return fmt.Errorf("attach XDP to %s: the driver has no native XDP support; generic mode (-S, or -m generic for kern) works on every interface: %w", name, err)
+		return fmt.Errorf("attach XDP to %s: the driver has no native XDP support (generic mode works on every interface): %w", name, err)
 	case errors.Is(err, unix.EBUSY), errors.Is(err, unix.EEXIST):
 		// Someone attached in between, or holds the other mode (native
 		// and generic cannot be active at once).
@@ -247,7 +268,7 @@ func explainXDP(err error, dev netlink.Link, mode XDPMode) error {
 		}
 		return fmt.Errorf("attach XDP to %s: %s is attached (ip link show dev %s; bpftool net): %w", name, who, name, err)
 	case errors.Is(err, unix.ERANGE), errors.Is(err, unix.E2BIG):
-		return fmt.Errorf("attach XDP to %s in %s mode: the MTU is too large for XDP on this driver (lower it, or use generic mode: -S, or -m generic for kern): %w", name, mode, err)
+		return fmt.Errorf("attach XDP to %s in %s mode: the MTU is too large for XDP on this driver (lower it, or use generic mode): %w", name, mode, err)
 	case errors.Is(err, unix.EPERM):
 		return fmt.Errorf("attach XDP to %s: permission denied (needs CAP_BPF and CAP_NET_ADMIN): %w", name, err)
 	}

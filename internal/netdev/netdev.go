@@ -42,7 +42,7 @@ type NoInterfaceError struct {
 }
 
 func (e *NoInterfaceError) Error() string {
-	return fmt.Sprintf("interface %q not found in this network namespace (list them with: ip link)", e.Name)
+	return fmt.Sprintf("interface %q not found in this network namespace", e.Name)
 }
 
 // Lookup returns the facts about the interface called name in the current
@@ -103,38 +103,4 @@ func channelQueues(ch ethtool.Channels, rx, tx int) (int, int) {
 		tx = t
 	}
 	return rx, tx
-}
-
-// QueueError reports a queue id the device does not have.
-type QueueError struct {
-	Dev      string
-	Driver   string
-	Queue    int
-	RxQueues int
-}
-
-func (e *QueueError) Error() string {
-	have := fmt.Sprintf("it has %d receive queues (0-%d)", e.RxQueues, e.RxQueues-1)
-	if e.RxQueues == 1 {
-		have = "it has 1 receive queue (0)"
-	}
-	msg := fmt.Sprintf("queue %d does not exist on %s: %s", e.Queue, e.Dev, have)
-	want := e.Queue + 1
-	if e.Driver == "veth" {
-		// veth queue counts are fixed when the pair is created.
-		return fmt.Sprintf("%s; veth queues are set at creation: recreate the pair with numrxqueues %d numtxqueues %d "+
-			"(for the test bed: xdpeng testbed up --queues %d)", msg, want, want, want)
-	}
-	return fmt.Sprintf("%s; add queues with: ethtool -L %s combined %d", msg, e.Dev, want)
-}
-
-// CheckQueues returns a *QueueError for the first queue id in queues that the
-// device does not have.
-func (i *Info) CheckQueues(queues []int) error {
-	for _, q := range queues {
-		if q < 0 || q >= i.RxQueues {
-			return &QueueError{Dev: i.Name, Driver: i.Driver, Queue: q, RxQueues: i.RxQueues}
-		}
-	}
-	return nil
 }

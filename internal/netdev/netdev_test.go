@@ -2,7 +2,6 @@ package netdev
 
 import (
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -87,35 +86,8 @@ func TestChannelQueues(t *testing.T) {
 	}
 }
 
-func TestCheckQueues(t *testing.T) {
-	nic := &Info{Name: "eth1", Driver: "mlx5_core", RxQueues: 2}
-	if err := nic.CheckQueues([]int{0, 1}); err != nil {
-		t.Errorf("queues 0,1 on 2 queues: %v", err)
-	}
-	err := nic.CheckQueues([]int{0, 3})
-	var qe *QueueError
-	if !errors.As(err, &qe) || qe.Queue != 3 {
-		t.Fatalf("err = %v, want a QueueError for queue 3", err)
-	}
-	for _, s := range []string{"queue 3", "eth1", "2 receive queues", "ethtool -L eth1 combined 4"} {
-		if !strings.Contains(err.Error(), s) {
-			t.Errorf("error %q does not mention %q", err, s)
-		}
-	}
-	veth := &Info{Name: "dut0", Driver: "veth", RxQueues: 1}
-	err = veth.CheckQueues([]int{1})
-	for _, s := range []string{"queue 1", "1 receive queue (0)", "xdpeng testbed up --queues 2"} {
-		if err == nil || !strings.Contains(err.Error(), s) {
-			t.Errorf("error %v does not mention %q", err, s)
-		}
-	}
-	if err := veth.CheckQueues([]int{-1}); err == nil {
-		t.Error("queue -1 accepted")
-	}
-}
-
 func TestNoInterfaceError(t *testing.T) {
-	want := `interface "eth9" not found in this network namespace (list them with: ip link)`
+	want := `interface "eth9" not found in this network namespace`
 	if got := (&NoInterfaceError{Name: "eth9"}).Error(); got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}

@@ -61,6 +61,9 @@ type MemKernel struct {
 	AutoTransmit bool
 	// Received, Transmitted count frames delivered to rx and completed.
 	Received, Transmitted uint64
+	// Headroom is where in its buffer Receive puts a frame, as the kernel
+	// puts it XDP_PACKET_HEADROOM (256) bytes in.
+	Headroom uint32
 
 	s                    *Socket
 	fill, comp, rx, tx   ring
@@ -76,7 +79,7 @@ func (k *MemKernel) Receive(n int, length uint32, payload []byte) int {
 	fidx, got := k.fill.peek(uint32(n))
 	ridx, room := k.rx.reserve(got)
 	for i := uint32(0); i < room; i++ {
-		addr := k.fillAddrs[(fidx+i)&k.fill.mask]
+		addr := k.fillAddrs[(fidx+i)&k.fill.mask] + uint64(k.Headroom)
 		if payload != nil {
 			copy(k.s.umem.area.mem[addr:addr+uint64(length)], payload)
 		}

@@ -233,13 +233,22 @@ func bind(fd int, sa *unix.SockaddrXDP) error {
 	}
 }
 
+// Bind failures a caller can act on, wrapped (with the errno) in what
+// NewSocket returns.
+var (
+	// ErrBusy: another AF_XDP socket is bound to the queue.
+	ErrBusy = errors.New("another AF_XDP socket is bound to this queue")
+	// ErrNoZeroCopy: zero-copy was required and the driver has none there.
+	ErrNoZeroCopy = errors.New("the driver does not support zero-copy here")
+)
+
 func bindError(cfg SocketConfig, err error) error {
 	where := fmt.Sprintf("bind AF_XDP socket to %s queue %d", ifaceName(cfg.Ifindex), cfg.Queue)
 	switch {
 	case errors.Is(err, unix.EBUSY):
-		return fmt.Errorf("%s: %w (another AF_XDP socket is bound to this queue; stop it, or choose other queues with -q)", where, err)
+		return fmt.Errorf("%s: %w (%w)", where, err, ErrBusy)
 	case cfg.Mode == ZeroCopy && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL)):
-		return fmt.Errorf("%s: %w (the driver does not support zero-copy here; use -c for copy mode, or leave the default auto)", where, err)
+		return fmt.Errorf("%s: %w (%w)", where, err, ErrNoZeroCopy)
 	case errors.Is(err, unix.EINVAL):
 		return fmt.Errorf("%s: %w (is the queue within the device's channels, and the XDP program attached?)", where, err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
@@ -43,7 +44,7 @@ func bedEnv(bed *testbed.Bed, cfg *Config) *env {
 }
 
 func nicEnv(cfg *Config) (*env, error) {
-	info, err := netdev.Lookup(cfg.Interface)
+	info, err := engine.LookupDevice(cfg.Interface)
 	if err != nil {
 		return nil, fmt.Errorf("compare: %w", err)
 	}

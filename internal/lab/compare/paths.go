@@ -13,6 +13,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/engine/handler"
 	"github.com/xdpeng/xdpeng/internal/hook"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 )
@@ -267,7 +268,7 @@ func (r *xskRunner) start(ctx context.Context) (err error) {
 	cfg.Queues = r.e.queues
 	cfg.CPUs = r.e.cpus
 	if r.l2fwd {
-		cfg.Handler = func(int) engine.Handler { return engine.L2FwdHandler{} }
+		cfg.Handler = func(int) engine.Handler { return handler.L2Fwd{} }
 		if r.e.bed != nil {
 			// Frames sent back arrive at gen0: count them there.
 			if r.sink, err = attachSinks(r.e, []int{0}, skbFrames); err != nil {
@@ -276,7 +277,11 @@ func (r *xskRunner) start(ctx context.Context) (err error) {
 		}
 	}
 	if r.fwd {
-		cfg.Forward = &engine.ForwardConfig{Interface: r.e.bed.Links[1].DUT}
+		out := r.e.bed.Links[1]
+		cfg.Outputs = []engine.Output{{Interface: out.DUT}}
+		cfg.Handler = func(int) engine.Handler {
+			return &handler.Forward{Port: engine.OutputPort(0), DstMAC: out.GenMAC}
+		}
 		// Forwarded frames leave dut1 as skbs (copy-mode transmit).
 		if r.sink, err = attachSinks(r.e, []int{1}, skbFrames); err != nil {
 			return err

@@ -1,4 +1,4 @@
-package engine
+package handler
 
 import (
 	"fmt"
@@ -8,11 +8,12 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/counter"
 )
 
-// Counter indexes. One flat array holds every counter a CountHandler keeps,
+// Counter indexes. One flat array holds every counter a Count keeps,
 // so that the private and the published copy are two arrays of one shape:
 // IP protocols 0..255, then non-IP and malformed frames, then one block of
 // 65536 destination ports per counted transport protocol.
@@ -31,7 +32,7 @@ const (
 	maxEtherTypes = 16
 )
 
-// CountHandler counts the frames of one queue by IP protocol and by UDP and
+// Count counts the frames of one queue by IP protocol and by UDP and
 // TCP destination port, then drops them: the xdp1 sample's view, in
 // userspace. Frames that are not IP are counted as "other" and by
 // EtherType.
@@ -41,12 +42,12 @@ const (
 // Stats may be called from any goroutine while the worker runs, and the
 // hot path takes no lock and allocates nothing. A handler holds two arrays
 // of 131584 counters (about 2 MiB).
-type CountHandler struct {
+type Count struct {
 	// counts is written by the worker only.
 	counts [numCounters]uint64
 	// touched lists the counters changed in the current batch: each frame
 	// changes at most three (protocol, port, malformed).
-	touched [3*MaxBatch + 1]uint32
+	touched [3*engine.MaxBatch + 1]uint32
 	etypes  [maxEtherTypes]uint16
 	ecounts [maxEtherTypes + 1]uint64
 	nEtypes int
@@ -57,14 +58,14 @@ type CountHandler struct {
 	pubEcnt [maxEtherTypes + 1]atomic.Uint64
 }
 
-// NewCountHandler returns a handler with all counters at zero.
-func NewCountHandler() *CountHandler { return new(CountHandler) }
+// NewCount returns a handler with all counters at zero.
+func NewCount() *Count { return new(Count) }
 
-// Handle counts every frame of the batch and leaves it dropped.
-func (h *CountHandler) receivesOnly() {}
+// Hints declares that a Count never transmits.
+func (h *Count) Hints() engine.Hints { return engine.Hints{ReceiveOnly: true} }
 
 // Handle counts every frame of b and leaves it dropped.
-func (h *CountHandler) Handle(b *Batch) {
+func (h *Count) Handle(b *engine.Batch) {
 	var s packet.Summary
 	n := 0
 	// A batch of one flow changes the same counters over and over;
@@ -121,7 +122,7 @@ func (h *CountHandler) Handle(b *Batch) {
 // publish copies the changed counters to the published array. A counter
 // listed twice is stored once: the second time its published value is
 // already current, and a plain load is much cheaper than a store.
-func (h *CountHandler) publish(touched []uint32) {
+func (h *Count) publish(touched []uint32) {
 	for _, k := range touched {
 		v := h.counts[k]
 		if h.pub[k].Load() != v {
@@ -130,7 +131,7 @@ func (h *CountHandler) publish(touched []uint32) {
 	}
 }
 
-func (h *CountHandler) countEtherType(et uint16) {
+func (h *Count) countEtherType(et uint16) {
 	for i := 0; i < h.nEtypes; i++ {
 		if h.etypes[i] == et {
 			h.ecounts[i]++
@@ -146,7 +147,7 @@ func (h *CountHandler) countEtherType(et uint16) {
 	h.ecounts[maxEtherTypes]++
 }
 
-func (h *CountHandler) publishEtherTypes() {
+func (h *Count) publishEtherTypes() {
 	for i := 0; i < h.nEtypes; i++ {
 		// The type is stored before the count, so a reader that sees a
 		// count sees its type.
@@ -183,7 +184,7 @@ type CountStats struct {
 // Stats reads the handler's published counters. It may be called from any
 // goroutine while the worker runs; each counter is exact as of the end of
 // some batch, and all of them are once the worker has stopped.
-func (h *CountHandler) Stats() CountStats {
+func (h *Count) Stats() CountStats {
 	s := CountStats{ByProtocol: map[string]uint64{}, ByPort: map[string]uint64{}}
 	for p := 0; p < 256; p++ {
 		if v := h.pub[p].Load(); v != 0 {
@@ -381,16 +382,16 @@ func ProtocolNumber(name string) (p uint8, ok bool) {
 	return uint8(n), true
 }
 
-// CountGroup makes one CountHandler per queue and sums their counts: pass
+// CountGroup makes one Count per queue and sums their counts: pass
 // its Handler method as Config.Handler.
 type CountGroup struct {
 	mu       sync.Mutex
-	handlers []*CountHandler
+	handlers []*Count
 }
 
 // Handler makes the handler of one queue's worker.
-func (g *CountGroup) Handler(queue int) Handler {
-	h := NewCountHandler()
+func (g *CountGroup) Handler(queue int) engine.Handler {
+	h := NewCount()
 	g.mu.Lock()
 	g.handlers = append(g.handlers, h)
 	g.mu.Unlock()
@@ -400,7 +401,7 @@ func (g *CountGroup) Handler(queue int) Handler {
 // Stats sums the counts of every queue.
 func (g *CountGroup) Stats() CountStats {
 	g.mu.Lock()
-	hs := append([]*CountHandler(nil), g.handlers...)
+	hs := append([]*Count(nil), g.handlers...)
 	g.mu.Unlock()
 	s := CountStats{ByProtocol: map[string]uint64{}, ByPort: map[string]uint64{}}
 	for _, h := range hs {

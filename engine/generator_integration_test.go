@@ -93,14 +93,14 @@ func (c *wireCapture) collect(t *testing.T, want int) {
 
 // runTxOnly runs a generator on the DUT end of link 0 until it has sent its
 // count.
-func runTxOnly(t *testing.T, bed *testbed.Bed, tc engine.TxOnlyConfig) engine.Snapshot {
+func runTxOnly(t *testing.T, bed *testbed.Bed, tc engine.GeneratorConfig) engine.Snapshot {
 	t.Helper()
-	cfg := engine.DefaultConfig()
+	cfg := engine.DefaultGeneratorConfig()
 	cfg.Interface = bed.Links[0].DUT
-	cfg.TxOnly = &tc
-	var eng *engine.Engine
-	if err := bed.InDUT(func() (err error) { eng, err = engine.New(cfg); return err }); err != nil {
-		t.Fatalf("engine.New: %v", err)
+	cfg.Frames, cfg.Count, cfg.Rate = tc.Frames, tc.Count, tc.Rate
+	var eng *engine.Generator
+	if err := bed.InDUT(func() (err error) { eng, err = engine.NewGenerator(cfg); return err }); err != nil {
+		t.Fatalf("engine.NewGenerator: %v", err)
 	}
 	defer eng.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -132,12 +132,12 @@ func TestTxOnlyFramesOnTheWire(t *testing.T) {
 	bed := testbedtest.New(t, 2, 1)
 	l := bed.Links[0]
 	const count, size, ports = 20_000, 128, 4
-	frames, err := engine.UDPFrames(linkUDP(l, size), ports)
+	frames, err := packet.UDPVariants(linkUDP(l, size), ports)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := listenWire(t, bed.GenNS, l.Gen, l.GenIndex, l.DUTMAC)
-	s := runTxOnly(t, bed, engine.TxOnlyConfig{Frames: frames, Count: count, Rate: 200_000})
+	s := runTxOnly(t, bed, engine.GeneratorConfig{Frames: frames, Count: count, Rate: 200_000})
 	tot := s.Total()
 	if tot.TxPackets != count || tot.TxBytes != count*size {
 		t.Fatalf("engine counted %d packets, %d bytes; want %d, %d", tot.TxPackets, tot.TxBytes, count, count*size)
@@ -194,11 +194,11 @@ func TestTxOnlyExactAtFullSpeed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("attach counter to %s: %v", l.Gen, err)
 	}
-	frames, err := engine.UDPFrames(linkUDP(l, size), 1)
+	frames, err := packet.UDPVariants(linkUDP(l, size), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := runTxOnly(t, bed, engine.TxOnlyConfig{Frames: frames, Count: count})
+	s := runTxOnly(t, bed, engine.GeneratorConfig{Frames: frames, Count: count})
 	tot := s.Total()
 	st, err := k.ReadStats()
 	if err != nil {

@@ -4,6 +4,7 @@ package engine
 // into each socket's UMEM; the loop then only moves descriptors.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -11,20 +12,43 @@ import (
 	"time"
 
 	"github.com/xdpeng/xdpeng/engine/packet"
-	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
 
-// TxOnlyConfig makes an engine a generator. Each worker owns a UMEM whose
-// frames hold copies of Frames, written once before the start; it puts
-// their descriptors on its tx ring in batches, kicks the kernel when it asks
-// to be (in copy mode: every time, as the copy happens inside sendto), and
-// counts completions. Frames go out in the order given, cycling.
-//
-// In the engine's statistics, TxPackets and TxBytes count completed frames
-// (the kernel is done with them), not submitted ones.
-type TxOnlyConfig struct {
-	// Frames are the frames to send, each at most Config.FrameSize bytes.
+// GeneratorConfig describes a generator: the tx queues of a device and the
+// frames to send.
+type GeneratorConfig struct {
+	// Interface is the device to transmit on.
+	Interface string
+	// Queues are the tx queues to bind; nil means all of the device's.
+	Queues []int
+	// CPUs pins the worker of Queues[i] to CPUs[i]; nil picks CPUs from the
+	// last online one down.
+	CPUs []int
+	// Batch is the most descriptors a worker puts on its tx ring at once.
+	Batch int
+	// FrameSize is the UMEM frame size, 2048 or 4096; every frame of
+	// Frames must fit in it.
+	FrameSize uint32
+	// NumFrames is the number of UMEM frames per socket; 0 means what the
+	// tx and completion rings hold at once.
+	NumFrames uint32
+	// Ring sizes, powers of two.
+	CompletionSize, TxSize uint32
+	// BindMode chooses copy or zero-copy.
+	BindMode BindMode
+	// NeedWakeup lets the kernel tell when a system call is needed.
+	NeedWakeup bool
+	// Wait is what a worker does when it can neither send nor reap.
+	Wait WaitMode
+	// BusyPollUsecs and BusyPollBudget are SO_BUSY_POLL and
+	// SO_BUSY_POLL_BUDGET for WaitBusyPoll.
+	BusyPollUsecs, BusyPollBudget int
+	// PollTimeout bounds each poll() so that a stop is noticed promptly.
+	PollTimeout time.Duration
+
+	// Frames are the frames to send, each at least an Ethernet header and
+	// at most FrameSize bytes. They go out in the order given, cycling.
 	Frames [][]byte
 	// Count is the number of frames to send in total, split exactly over
 	// the queues; 0 sends until the context of Run is done.
@@ -35,57 +59,95 @@ type TxOnlyConfig struct {
 	Rate uint64
 }
 
-func (t *TxOnlyConfig) validate(c *Config) error {
-	if len(t.Frames) == 0 {
-		return errors.New("txonly: no frames to send")
+// DefaultGeneratorConfig returns the defaults of DefaultConfig for the
+// settings a generator has.
+func DefaultGeneratorConfig() GeneratorConfig {
+	d := DefaultConfig()
+	return GeneratorConfig{
+		Batch: d.Batch, FrameSize: d.FrameSize, CompletionSize: d.CompletionSize, TxSize: d.TxSize,
+		BindMode: d.BindMode, NeedWakeup: d.NeedWakeup, Wait: d.Wait,
+		BusyPollUsecs: d.BusyPollUsecs, BusyPollBudget: d.BusyPollBudget, PollTimeout: d.PollTimeout,
 	}
-	for i, f := range t.Frames {
-		if len(f) < packet.EthHdrLen || len(f) > int(c.FrameSize) {
-			return fmt.Errorf("txonly: frame %d is %d bytes: must be %d..%d (the UMEM frame size)", i, len(f), packet.EthHdrLen, c.FrameSize)
-		}
-	}
-	if c.NumFrames != 0 && c.NumFrames < uint32(len(t.Frames)) {
-		return fmt.Errorf("txonly: %d UMEM frames cannot hold the %d frame variants", c.NumFrames, len(t.Frames))
-	}
-	return nil
 }
 
-// UDPFrames builds ports UDP frames from c, the i-th with destination port
-// c.DstPort+i: the variants a generator cycles through to spread traffic
-// over RSS queues or flows.
-func UDPFrames(c packet.UDPConfig, ports int) ([][]byte, error) {
-	if ports < 1 || ports > 65536 {
-		return nil, fmt.Errorf("%d ports: need 1..65536", ports)
+// sockets is c as the settings it shares with an engine's Config.
+func (c *GeneratorConfig) sockets() Config {
+	return Config{
+		Interface: c.Interface, Queues: c.Queues, CPUs: c.CPUs, Batch: c.Batch,
+		FrameSize: c.FrameSize, NumFrames: c.NumFrames, CompletionSize: c.CompletionSize, TxSize: c.TxSize,
+		BindMode: c.BindMode, NeedWakeup: c.NeedWakeup, Wait: c.Wait,
+		BusyPollUsecs: c.BusyPollUsecs, BusyPollBudget: c.BusyPollBudget, PollTimeout: c.PollTimeout,
 	}
-	frames := make([][]byte, ports)
-	for i := range frames {
-		v := c
-		v.DstPort = c.DstPort + uint16(i)
-		frames[i] = make([]byte, c.Size)
-		if _, err := packet.BuildUDP(frames[i], v); err != nil {
-			return nil, err
+}
+
+// Validate checks everything that can be checked without the device.
+func (c *GeneratorConfig) Validate() error {
+	if c.Interface == "" {
+		return errors.New("no interface given")
+	}
+	sc := c.sockets()
+	if err := sc.checkSockets(false); err != nil {
+		return err
+	}
+	c.PollTimeout = sc.PollTimeout
+	if uint32(c.Batch) > c.TxSize {
+		return fmt.Errorf("batch size %d is larger than the tx ring (%d): a batch must fit in the ring", c.Batch, c.TxSize)
+	}
+	if c.CPUs != nil && c.Queues != nil && len(c.CPUs) != len(c.Queues) {
+		return cpuCountError(len(c.CPUs), len(c.Queues))
+	}
+	if len(c.Frames) == 0 {
+		return errors.New("no frames to send")
+	}
+	for i, f := range c.Frames {
+		if len(f) < packet.EthHdrLen || len(f) > int(c.FrameSize) {
+			return fmt.Errorf("frame %d is %d bytes: must be %d..%d (the UMEM frame size)", i, len(f), packet.EthHdrLen, c.FrameSize)
 		}
 	}
-	return frames, nil
+	if c.NumFrames != 0 && c.NumFrames < uint32(len(c.Frames)) {
+		return fmt.Errorf("%d UMEM frames cannot hold the %d frame variants", c.NumFrames, len(c.Frames))
+	}
+	return nil
 }
 
 // txFrames is the number of UMEM frames of one generator socket: enough for
 // every descriptor the tx and completion rings can hold at once, rounded up
 // to a multiple of the variants so that frame j always holds variant j % K
 // and cycling frames cycles variants.
-func (c *Config) txFrames() uint32 {
-	k := uint32(len(c.TxOnly.Frames))
+func (c *GeneratorConfig) txFrames() uint32 {
+	k := uint32(len(c.Frames))
 	n := c.TxSize + c.CompletionSize
 	if c.NumFrames != 0 {
-		n = c.NumFrames / k * k // validate made sure it is at least k
-		return n
+		return c.NumFrames / k * k // Validate made sure it is at least k
 	}
 	return (n + k - 1) / k * k
 }
 
-// newTxOnly sets up a generator engine: one socket per tx queue with only a
-// tx ring, no program attached.
-func newTxOnly(cfg Config, info *netdev.Info) (_ *Engine, err error) {
+// Generator sends frames built in advance out of the tx queues of a
+// device through AF_XDP sockets (xdpsock's txonly): no XDP program is
+// attached and nothing is received. Each worker owns a UMEM whose frames
+// hold copies of the frames, written once before the start; it puts their
+// descriptors on its tx ring in batches, kicks the kernel when it asks to
+// be (in copy mode: every time, as the copy happens inside sendto), and
+// counts completions.
+//
+// In its statistics, TxPackets and TxBytes count completed frames (the
+// kernel is done with them), not submitted ones.
+type Generator struct {
+	core
+	cfg GeneratorConfig
+}
+
+// NewGenerator validates cfg and binds a transmit-only socket to every
+// queue. On error nothing is left open.
+func NewGenerator(cfg GeneratorConfig) (_ *Generator, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	info, err := lookup(cfg.Interface)
+	if err != nil {
+		return nil, err
+	}
 	queues := max(info.TxQueues, info.RxQueues)
 	if cfg.Queues == nil {
 		for q := 0; q < info.TxQueues; q++ {
@@ -97,16 +159,19 @@ func newTxOnly(cfg Config, info *netdev.Info) (_ *Engine, err error) {
 	}
 	for _, q := range cfg.Queues {
 		if q < 0 || q >= queues {
-			return nil, fmt.Errorf("queue %d does not exist on %s: it has %d queues", q, info.Name, queues)
+			return nil, &QueueError{Device: info.Name, Driver: info.Driver, Queue: q, RxQueues: queues}
 		}
 	}
-	if err := cfg.resolveCPUs(); err != nil {
+	sc := cfg.sockets()
+	sc.Queues = cfg.Queues
+	if err := sc.resolveCPUs(); err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, info: info}
+	cfg.CPUs = sc.CPUs
+	g := &Generator{core: core{dev: info}, cfg: cfg}
 	defer func() {
 		if err != nil {
-			e.Close()
+			g.Close()
 		}
 	}()
 	n := cfg.txFrames()
@@ -118,33 +183,55 @@ func newTxOnly(cfg Config, info *netdev.Info) (_ *Engine, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("queue %d: %w", q, err)
 		}
-		e.umems = append(e.umems, u)
-		writeTxFrames(u, cfg.TxOnly.Frames, n)
+		g.umems = append(g.umems, u)
+		writeTxFrames(u, cfg.Frames, n)
 		s, err := xsk.NewSocket(u, xsk.SocketConfig{
 			Ifindex:        info.Index,
 			Queue:          q,
 			FillSize:       outFillSize,
 			CompletionSize: cfg.CompletionSize,
 			TxSize:         cfg.TxSize,
-			Mode:           cfg.BindMode,
+			Mode:           cfg.BindMode.xsk(),
 			NeedWakeup:     cfg.NeedWakeup,
 			FirstFrame:     n,
 			NumFrames:      outFrames,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("queue %d: %w", q, err)
+			return nil, fmt.Errorf("queue %d: %w", q, bindError(err))
 		}
-		w := newWorker(q, cfg.CPUs[i], s, DropHandler{}, &cfg)
+		w := newWorker(q, cfg.CPUs[i], s, nil, workerOptions(&sc))
 		w.tx = newTxGen(&cfg, i, n)
-		e.workers = append(e.workers, w)
+		g.workers = append(g.workers, w)
 		if cfg.Wait == WaitBusyPoll {
 			if err := s.SetBusyPoll(cfg.BusyPollUsecs, cfg.BusyPollBudget); err != nil {
 				return nil, fmt.Errorf("queue %d: %w", q, err)
 			}
 		}
 	}
-	return e, nil
+	return g, nil
 }
+
+// Config is the generator's configuration with defaults filled in (queues,
+// CPUs).
+func (g *Generator) Config() GeneratorConfig { return g.cfg }
+
+// Device is the device the generator transmits on.
+func (g *Generator) Device() Device { return deviceOf(g.dev) }
+
+// ZeroCopy reports whether the kernel granted zero-copy to the sockets.
+func (g *Generator) ZeroCopy() bool { return g.zeroCopy() }
+
+// Run sends until every worker has sent its share of Count (and seen it
+// completed), or ctx is done, or a worker fails. Counters stay readable
+// after Run returns.
+func (g *Generator) Run(ctx context.Context) error { return g.run(ctx) }
+
+// Started is when Run started the workers; zero before.
+func (g *Generator) Started() time.Time { return g.startedAt() }
+
+// Close closes the sockets. It is safe to call more than once and after a
+// failed NewGenerator.
+func (g *Generator) Close() error { return g.closeSockets() }
 
 // writeTxFrames writes variant j % len(frames) into frame j of u's first n
 // frames.
@@ -184,8 +271,8 @@ func (wallClock) Now() time.Time        { return time.Now() }
 func (wallClock) Sleep(d time.Duration) { time.Sleep(d) }
 
 // newTxGen gives worker i of cfg's its share of the count and rate.
-func newTxGen(cfg *Config, i int, frames uint32) *txGen {
-	t := cfg.TxOnly
+func newTxGen(t *GeneratorConfig, i int, frames uint32) *txGen {
+	cfg := t
 	nq := uint64(len(cfg.Queues))
 	g := &txGen{frames: frames, limited: t.Count > 0, clock: wallClock{}}
 	for _, f := range t.Frames {
@@ -250,7 +337,7 @@ func (p *pacer) wait() time.Duration {
 
 // runTxOnly is a generator worker's loop; it returns when the worker has
 // sent its share and seen it completed, or when stop is set.
-func (w *Worker) runTxOnly(stop *atomic.Bool) error {
+func (w *worker) runTxOnly(stop *atomic.Bool) error {
 	g := w.tx
 	spins := 0
 	for !stop.Load() {
@@ -295,7 +382,7 @@ func (w *Worker) runTxOnly(stop *atomic.Bool) error {
 
 // txBatch puts up to a batch of descriptors on the tx ring and kicks the
 // kernel if it asks for it.
-func (w *Worker) txBatch(now time.Time) uint32 {
+func (w *worker) txBatch(now time.Time) uint32 {
 	g, s := w.tx, w.sock
 	n := w.batchSize
 	if g.limited && uint64(n) > g.left {
@@ -341,7 +428,7 @@ func (w *Worker) txBatch(now time.Time) uint32 {
 }
 
 // txComplete reaps the completion ring and counts what was sent.
-func (w *Worker) txComplete() uint32 {
+func (w *worker) txComplete() uint32 {
 	g, s := w.tx, w.sock
 	idx, n := s.Completion.Peek(s.Completion.Size())
 	if n == 0 {
@@ -364,7 +451,7 @@ func (w *Worker) txComplete() uint32 {
 
 // txIdle is called when a generator loop neither sent nor reaped anything:
 // it waits for the pacer, or for the kernel to complete frames.
-func (w *Worker) txIdle(spins *int) error {
+func (w *worker) txIdle(spins *int) error {
 	g := w.tx
 	if g.pace.perNs != 0 && (!g.limited || g.left > 0) && w.txOutstanding < g.frames {
 		if d := g.pace.wait(); d > 20*time.Microsecond {
@@ -390,4 +477,4 @@ func (w *Worker) txIdle(spins *int) error {
 	return nil
 }
 
-func (w *Worker) pollTimeout() time.Duration { return time.Duration(w.pollMs) * time.Millisecond }
+func (w *worker) pollTimeout() time.Duration { return time.Duration(w.pollMs) * time.Millisecond }

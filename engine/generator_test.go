@@ -22,11 +22,11 @@ func testUDP(size int) packet.UDPConfig {
 
 // memTxWorker is a generator worker on an in-memory socket whose kernel
 // transmits on every kick, as copy mode does.
-func memTxWorker(t testing.TB, tc TxOnlyConfig, queues int) (*Worker, *xsk.MemKernel) {
+func memTxWorker(t testing.TB, tc GeneratorConfig, queues int) (*worker, *xsk.MemKernel) {
 	t.Helper()
-	cfg := DefaultConfig()
+	cfg := DefaultGeneratorConfig()
 	cfg.Interface = "mem0"
-	cfg.TxOnly = &tc
+	cfg.Frames, cfg.Count, cfg.Rate = tc.Frames, tc.Count, tc.Rate
 	cfg.Queues = make([]int, queues)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -36,12 +36,13 @@ func memTxWorker(t testing.TB, tc TxOnlyConfig, queues int) (*Worker, *xsk.MemKe
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeTxFrames(u, tc.Frames, n)
+	writeTxFrames(u, cfg.Frames, n)
 	s, err := xsk.NewMemSocket(u, xsk.SocketConfig{FillSize: outFillSize, CompletionSize: cfg.CompletionSize, TxSize: cfg.TxSize, FirstFrame: n, NumFrames: outFrames})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newWorker(0, 0, s, DropHandler{}, &cfg)
+	sc := cfg.sockets()
+	w := newWorker(0, 0, s, nil, workerOptions(&sc))
 	w.tx = newTxGen(&cfg, 0, n)
 	k := s.Kernel()
 	k.AutoTransmit = true
@@ -50,12 +51,12 @@ func memTxWorker(t testing.TB, tc TxOnlyConfig, queues int) (*Worker, *xsk.MemKe
 }
 
 func TestTxOnlyExactCount(t *testing.T) {
-	frames, err := UDPFrames(testUDP(64), 3)
+	frames, err := packet.UDPVariants(testUDP(64), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// 10001 frames over 3 queues: this worker, the first, gets 3334.
-	w, k := memTxWorker(t, TxOnlyConfig{Frames: frames, Count: 10001}, 3)
+	w, k := memTxWorker(t, GeneratorConfig{Frames: frames, Count: 10001}, 3)
 	var stop atomic.Bool
 	if err := w.run(&stop); err != nil {
 		t.Fatal(err)
@@ -71,11 +72,11 @@ func TestTxOnlyExactCount(t *testing.T) {
 // TestTxOnlyCycle checks the descriptors themselves: variants in order, each
 // frame holding the variant it claims, and never more in flight than frames.
 func TestTxOnlyCycle(t *testing.T) {
-	frames, err := UDPFrames(testUDP(100), 5)
+	frames, err := packet.UDPVariants(testUDP(100), 5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, k := memTxWorker(t, TxOnlyConfig{Frames: frames}, 1)
+	w, k := memTxWorker(t, GeneratorConfig{Frames: frames}, 1)
 	k.AutoTransmit = false // let descriptors pile up on the ring
 	s := w.sock
 	var sent uint32
@@ -139,13 +140,13 @@ func (c *fakeClock) Sleep(d time.Duration) {
 // in each 50 here; one that lost the lateness of every sleep would take
 // 2.1 s with late sleeps.)
 func TestTxOnlyRate(t *testing.T) {
-	frames, err := UDPFrames(testUDP(64), 1)
+	frames, err := packet.UDPVariants(testUDP(64), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, slack := range []time.Duration{0, time.Millisecond} {
 		t.Run(fmt.Sprintf("sleeps %v late", slack), func(t *testing.T) {
-			w, k := memTxWorker(t, TxOnlyConfig{Frames: frames, Count: 2000, Rate: 20000}, 1)
+			w, k := memTxWorker(t, GeneratorConfig{Frames: frames, Count: 2000, Rate: 20000}, 1)
 			clk := &fakeClock{now: time.Unix(1e9, 0), tick: time.Microsecond, slack: slack}
 			w.tx.clock = clk
 			start := clk.now
@@ -171,16 +172,23 @@ func TestTxOnlyRate(t *testing.T) {
 	}
 }
 
-func TestTxOnlyValidate(t *testing.T) {
-	cfg := DefaultConfig()
+func TestGeneratorValidate(t *testing.T) {
+	cfg := DefaultGeneratorConfig()
 	cfg.Interface = "x"
-	cfg.TxOnly = &TxOnlyConfig{}
 	if err := cfg.Validate(); err == nil {
 		t.Fatal("no frames accepted")
 	}
-	cfg.TxOnly.Frames = [][]byte{make([]byte, 5000)}
+	cfg.Frames = [][]byte{make([]byte, 5000)}
 	if err := cfg.Validate(); err == nil {
 		t.Fatal("frame larger than a UMEM frame accepted")
+	}
+	cfg.Frames = [][]byte{make([]byte, 64)}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("a good config refused: %v", err)
+	}
+	cfg.Batch = int(cfg.TxSize) + 1
+	if err := cfg.Validate(); err == nil {
+		t.Fatal("a batch larger than the tx ring accepted")
 	}
 }
 
@@ -188,11 +196,11 @@ func TestTxOnlyValidate(t *testing.T) {
 // batch of descriptors submitted, the simulated kernel's transmit (no copy)
 // on the kick, completions reaped.
 func BenchmarkTxOnly(b *testing.B) {
-	frames, err := UDPFrames(testUDP(64), 4)
+	frames, err := packet.UDPVariants(testUDP(64), 4)
 	if err != nil {
 		b.Fatal(err)
 	}
-	w, _ := memTxWorker(b, TxOnlyConfig{Frames: frames}, 1)
+	w, _ := memTxWorker(b, GeneratorConfig{Frames: frames}, 1)
 	b.ReportAllocs()
 	b.ResetTimer()
 	var n uint64

@@ -1,4 +1,4 @@
-package engine
+package handler
 
 import (
 	"encoding/binary"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/packet"
 )
 
@@ -91,8 +92,8 @@ func TestCountMix(t *testing.T) {
 	} {
 		frames = append(frames, part...)
 	}
-	h := NewCountHandler()
-	res, err := Simulate(h, frames)
+	h := NewCount()
+	res, err := engine.Simulate(h, frames)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,8 +120,8 @@ func TestCountEtherTypeOverflow(t *testing.T) {
 	for et := uint16(0x9000); et < 0x9000+maxEtherTypes+3; et++ {
 		frames = append(frames, cntRawEth(et), cntRawEth(et))
 	}
-	h := NewCountHandler()
-	if _, err := Simulate(h, frames); err != nil {
+	h := NewCount()
+	if _, err := engine.Simulate(h, frames); err != nil {
 		t.Fatal(err)
 	}
 	s := h.Stats()
@@ -135,10 +136,10 @@ func TestCountEtherTypeOverflow(t *testing.T) {
 func TestCountGroupSums(t *testing.T) {
 	var g CountGroup
 	a, b := g.Handler(0), g.Handler(1)
-	if _, err := Simulate(a, cntRepeat(3, cntUDP(t, false, 0, 9))); err != nil {
+	if _, err := engine.Simulate(a, cntRepeat(3, cntUDP(t, false, 0, 9))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Simulate(b, append(cntRepeat(2, cntUDP(t, false, 0, 9)), cntTCP(t, false, 22))); err != nil {
+	if _, err := engine.Simulate(b, append(cntRepeat(2, cntUDP(t, false, 0, 9)), cntTCP(t, false, 22))); err != nil {
 		t.Fatal(err)
 	}
 	want := CountStats{
@@ -184,9 +185,12 @@ func TestProtocolNames(t *testing.T) {
 // the counts read must never go back, and end exact. (Counters are
 // published one by one, so a reader may see one batch ahead of another.)
 func TestCountConcurrentRead(t *testing.T) {
-	h := NewCountHandler()
-	w, k := memWorker(t, h, 2048)
+	h := NewCount()
 	frame := cntUDP(t, false, 0, 9)
+	l, err := engine.Sim{}.NewLoop(h, [][]byte{frame})
+	if err != nil {
+		t.Fatal(err)
+	}
 	const batches = 2000
 	var done atomic.Bool
 	var wg sync.WaitGroup
@@ -204,8 +208,7 @@ func TestCountConcurrentRead(t *testing.T) {
 		}
 	}()
 	for i := 0; i < batches; i++ {
-		k.Receive(64, uint32(len(frame)), frame)
-		w.rxHandle()
+		l.Step()
 	}
 	done.Store(true)
 	wg.Wait()
@@ -215,15 +218,13 @@ func TestCountConcurrentRead(t *testing.T) {
 }
 
 func TestCountZeroAllocs(t *testing.T) {
-	h := NewCountHandler()
-	w, k := memWorker(t, h, 2048)
+	h := NewCount()
 	frames := [][]byte{cntUDP(t, false, 0, 9), cntTCP(t, false, 80), cntRawEth(0x0806), cntUDP(t, true, 10, 53)}
-	allocs := testing.AllocsPerRun(100, func() {
-		for _, f := range frames {
-			k.Receive(16, uint32(len(f)), f)
-		}
-		w.rxHandle()
-	})
+	l, err := engine.Sim{}.NewLoop(h, frames)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(100, func() { l.Step() })
 	if allocs != 0 {
 		t.Errorf("%v allocations per batch, want 0", allocs)
 	}
@@ -233,15 +234,17 @@ func TestCountZeroAllocs(t *testing.T) {
 // batch of 64 UDP frames, parse and count each, recycle them. The frames
 // are in the UMEM from the start (no copy per frame).
 func BenchmarkCount(b *testing.B) {
-	h := NewCountHandler()
+	h := NewCount()
 	frame := cntUDP(b, false, 0, 9)
-	w, k := memWorkerFrames(b, h, 2048, frame)
+	l, err := engine.Sim{}.NewLoop(h, [][]byte{frame})
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	var frames uint64
 	for i := 0; i < b.N; i++ {
-		k.Receive(64, uint32(len(frame)), nil)
-		frames += uint64(w.rxHandle())
+		frames += uint64(l.Step())
 	}
 	b.StopTimer()
 	if got := h.Stats().ByPort["udp/9"]; got != frames {
@@ -256,20 +259,18 @@ func BenchmarkCount(b *testing.B) {
 // frame); which frames a batch gets follows the fill ring, a mix of all.
 // Every descriptor has the longest frame's length; Parse reads the headers.
 func BenchmarkCountMix(b *testing.B) {
-	h := NewCountHandler()
+	h := NewCount()
 	mix := [][]byte{cntUDP(b, false, 0, 9), cntUDP(b, false, 0, 10), cntTCP(b, false, 80), cntUDP(b, true, 10, 53),
 		cntUDP(b, false, 0, 11), cntTCP(b, true, 443), cntRawEth(0x0806), cntUDP(b, false, 0, 12)}
-	longest := 0
-	for _, f := range mix {
-		longest = max(longest, len(f))
+	l, err := engine.Sim{}.NewLoop(h, mix)
+	if err != nil {
+		b.Fatal(err)
 	}
-	w, k := memWorkerFrames(b, h, 2048, mix...)
 	b.ReportAllocs()
 	b.ResetTimer()
 	var frames uint64
 	for i := 0; i < b.N; i++ {
-		k.Receive(64, uint32(longest), nil)
-		frames += uint64(w.rxHandle())
+		frames += uint64(l.Step())
 	}
 	b.StopTimer()
 	if s := h.Stats(); s.Frames != frames || len(s.ByPort) < 6 {

@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors New and NewGenerator return where the caller can do something
+// about it. Each comes wrapped in a typed error with the details (check with
+// errors.Is for the kind, errors.As for the details).
+var (
+	// ErrNoDevice: the device does not exist in this network namespace
+	// (*DeviceError).
+	ErrNoDevice = errors.New("no such device")
+	// ErrNoQueue: a queue the device does not have (*QueueError).
+	ErrNoQueue = errors.New("no such queue")
+	// ErrMTU: the device's MTU is too large for the UMEM frames
+	// (*MTUError).
+	ErrMTU = errors.New("MTU too large for the frame size")
+	// ErrAttached: another XDP program is attached to the device
+	// (*AttachedError).
+	ErrAttached = errors.New("an XDP program is attached")
+	// ErrQueueBusy: another AF_XDP socket is bound to the queue.
+	ErrQueueBusy = errors.New("queue busy")
+	// ErrNoZeroCopy: BindZeroCopy on a device or queue without zero-copy.
+	ErrNoZeroCopy = errors.New("zero-copy not supported")
+	// ErrNoNativeXDP: XDPNative on a driver without XDP support.
+	ErrNoNativeXDP = errors.New("no native XDP")
+)
+
+// DeviceError is a device that does not exist.
+type DeviceError struct {
+	Name string
+}
+
+func (e *DeviceError) Error() string {
+	return fmt.Sprintf("interface %q not found in this network namespace", e.Name)
+}
+
+// Is makes errors.Is(err, ErrNoDevice) true.
+func (e *DeviceError) Is(target error) bool { return target == ErrNoDevice }
+
+// QueueError is a queue the device does not have.
+type QueueError struct {
+	Device   string
+	Driver   string
+	Queue    int
+	RxQueues int
+}
+
+func (e *QueueError) Error() string {
+	have := fmt.Sprintf("it has %d receive queues (0-%d)", e.RxQueues, e.RxQueues-1)
+	if e.RxQueues == 1 {
+		have = "it has 1 receive queue (0)"
+	}
+	return fmt.Sprintf("queue %d does not exist on %s: %s", e.Queue, e.Device, have)
+}
+
+// Is makes errors.Is(err, ErrNoQueue) true.
+func (e *QueueError) Is(target error) bool { return target == ErrNoQueue }
+
+// MTUError is a device whose largest frame does not fit in a UMEM frame
+// after the kernel's headroom.
+type MTUError struct {
+	Device    string
+	MTU       int
+	FrameSize uint32
+	// MaxMTU is the largest MTU that fits FrameSize.
+	MaxMTU int
+}
+
+func (e *MTUError) Error() string {
+	return fmt.Sprintf("%s has MTU %d: its frames (up to %d bytes) do not fit in %d-byte UMEM frames after the kernel's %d bytes of headroom",
+		e.Device, e.MTU, e.MTU+frameOverhead, e.FrameSize, xdpHeadroom)
+}
+
+// Is makes errors.Is(err, ErrMTU) true.
+func (e *MTUError) Is(target error) bool { return target == ErrMTU }
+
+// AttachedError is an XDP program someone else attached to the device.
+type AttachedError struct {
+	Device string
+	// ProgramID is the attached program; Mode the mode it runs in, as the
+	// kernel reports it (native, generic, offload, multi).
+	ProgramID uint32
+	Mode      string
+	// LinkID is the bpf_link that holds the program, 0 if it was attached
+	// through netlink. A link is held by a live process, and is never
+	// replaced, even with Config.Force; OwnerPID and OwnerComm name that
+	// process where it could be found.
+	LinkID    uint32
+	OwnerPID  int
+	OwnerComm string
+}
+
+func (e *AttachedError) Error() string {
+	s := fmt.Sprintf("interface %s already has XDP program id %d (%s mode) attached by someone else", e.Device, e.ProgramID, e.Mode)
+	if e.LinkID != 0 {
+		s += fmt.Sprintf(" through bpf_link id %d, held by a running process", e.LinkID)
+		if e.OwnerPID != 0 {
+			s += fmt.Sprintf(" (pid %d, %s)", e.OwnerPID, e.OwnerComm)
+		}
+	}
+	return s
+}
+
+// Is makes errors.Is(err, ErrAttached) true.
+func (e *AttachedError) Is(target error) bool { return target == ErrAttached }
+
+// OutputQueueError is a queue of the engine that an output device does not
+// have: queue q is forwarded out of queue q of every output.
+type OutputQueueError struct {
+	Output    string
+	Queue     int
+	OutQueues int
+}
+
+func (e *OutputQueueError) Error() string {
+	return fmt.Sprintf("input queue %d has no counterpart on %s, which has %d queues: queue q is forwarded out of queue q", e.Queue, e.Output, e.OutQueues)
+}
+
+// Is makes errors.Is(err, ErrNoQueue) true.
+func (e *OutputQueueError) Is(target error) bool { return target == ErrNoQueue }

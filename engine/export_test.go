@@ -1,0 +1,25 @@
+package engine
+
+// What the external tests of this directory (package engine_test, which may
+// import engine/handler: the internal tests may not, as it imports engine)
+// reach inside an engine for.
+
+import "github.com/xdpeng/xdpeng/internal/xsk"
+
+// Sockets returns the receiving socket of each queue of e, in queue order.
+func Sockets(e *Engine) []*xsk.Socket {
+	s := make([]*xsk.Socket, len(e.workers))
+	for i, w := range e.workers {
+		s[i] = w.sock
+	}
+	return s
+}
+
+// OutputSockets returns each queue's socket on output port p.
+func OutputSockets(e *Engine, p Port) []*xsk.Socket {
+	s := make([]*xsk.Socket, len(e.workers))
+	for i, w := range e.workers {
+		s[i] = w.ports[p]
+	}
+	return s
+}

@@ -1,0 +1,63 @@
+// Package handler holds the handlers of xdpeng's own commands, written on
+// the public engine API alone: Drop (rxdrop), L2Fwd (l2fwd), Forward (fwd)
+// and Count (count). Each is a value a Config.Handler function returns, one
+// per queue.
+package handler
+
+import (
+	"net"
+
+	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/engine/packet"
+)
+
+// Drop drops every frame without reading it: xdpsock's rxdrop. It declares
+// DropAll, so the worker never calls Handle and hands each frame straight
+// back to the kernel.
+type Drop struct{}
+
+// Handle leaves every frame's verdict at Drop.
+func (Drop) Handle(*engine.Batch) {}
+
+// Hints declares that Drop drops every frame unread.
+func (Drop) Hints() engine.Hints { return engine.Hints{DropAll: true} }
+
+// L2Fwd swaps the source and destination MAC of every frame and sends it
+// back out of the queue it arrived on: xdpsock's l2fwd. Frames too short
+// for an Ethernet header are dropped.
+type L2Fwd struct{}
+
+// Handle swaps the MACs and transmits every frame.
+func (L2Fwd) Handle(b *engine.Batch) {
+	for i := 0; i < b.Len(); i++ {
+		f := b.Frame(i)
+		if len(f) < packet.EthHdrLen {
+			continue
+		}
+		packet.SwapMACs(f)
+		b.Transmit(i)
+	}
+}
+
+// Forward sends every frame out of Port with its destination MAC set to
+// DstMAC (unchanged where DstMAC is nil): xdpeng fwd. Frames too short for
+// an Ethernet header are dropped.
+type Forward struct {
+	Port   engine.Port
+	DstMAC net.HardwareAddr
+}
+
+// Handle rewrites and forwards every frame.
+func (h *Forward) Handle(b *engine.Batch) {
+	mac := h.DstMAC
+	for i := 0; i < b.Len(); i++ {
+		f := b.Frame(i)
+		if len(f) < packet.EthHdrLen {
+			continue
+		}
+		if len(mac) == 6 {
+			copy(f[:6], mac)
+		}
+		b.Forward(i, h.Port)
+	}
+}

@@ -1,0 +1,140 @@
+package engine
+
+// Outputs (Config.Outputs): each worker receives on one queue of the input
+// device and may transmit on the same queue of every output device,
+// through one socket per output that is the worker's port OutputPort(k).
+
+import (
+	"fmt"
+
+	"github.com/xdpeng/xdpeng/internal/netdev"
+	"github.com/xdpeng/xdpeng/internal/xsk"
+)
+
+// output is one of Config.Outputs as the engine set it up.
+type output struct {
+	info *netdev.Info
+	// copy says the output's sockets have UMEMs of their own; why is the
+	// kernel's refusal to share, when sharing was asked for.
+	copy bool
+	why  error
+	// sharedOnce is set when a socket of this output shared its UMEM.
+	sharedOnce bool
+}
+
+// OutputInfo describes one of Config.Outputs as the engine set it up.
+type OutputInfo struct {
+	Port   Port
+	Device Device
+	// Copy reports whether forwarded frames are copied into UMEMs of the
+	// output's own; CopyReason, where sharing was asked for, is the
+	// kernel's refusal to share.
+	Copy       bool
+	CopyReason error
+}
+
+// outFrames is the number of UMEM frames an output socket keeps in its fill
+// ring. The kernel requires a fill ring on every socket that does not share
+// its rings, and fills nothing from it on a socket without an rx ring: the
+// smallest ring (one slot) with one frame wastes least.
+const (
+	outFrames   = 1
+	outFillSize = 1
+)
+
+// lookupOutputs finds the output devices and checks them against the input.
+// Queue q is forwarded out of queue q: queues are not folded, as two input
+// queues on one output queue would need two sockets on it, which the kernel
+// refuses.
+func lookupOutputs(cfg *Config, in *netdev.Info) ([]output, error) {
+	var outs []output
+	for _, o := range cfg.Outputs {
+		info, err := lookup(o.Interface)
+		if err != nil {
+			return nil, fmt.Errorf("output device: %w", err)
+		}
+		if info.Index == in.Index {
+			return nil, fmt.Errorf("input %s and output %s are the same device", in.Name, info.Name)
+		}
+		outQueues := max(info.TxQueues, info.RxQueues)
+		for _, q := range cfg.Queues {
+			if q >= outQueues {
+				return nil, &OutputQueueError{Output: info.Name, Queue: q, OutQueues: outQueues}
+			}
+		}
+		outs = append(outs, output{info: info, copy: o.Copy})
+	}
+	return outs, nil
+}
+
+// bindOutput gives worker w its socket on output k, on the output device's
+// queue of the same number. Sharing the worker's UMEM, the socket takes
+// frame fillFrame of it for its fill ring; copying, or when the kernel
+// refuses to share, it gets a UMEM of its own.
+func (e *Engine) bindOutput(w *worker, k int, fillFrame uint32) error {
+	cfg, o := &e.cfg, &e.outs[k]
+	sc := xsk.SocketConfig{
+		Ifindex:        o.info.Index,
+		Queue:          w.queue,
+		FillSize:       outFillSize,
+		CompletionSize: cfg.CompletionSize,
+		TxSize:         cfg.TxSize,
+	}
+	if !o.copy {
+		shared := sc
+		shared.FirstFrame, shared.NumFrames = fillFrame, outFrames
+		// Bind flags are refused on a socket that shares a UMEM: copy
+		// or zero-copy and need_wakeup come from the UMEM's first socket.
+		s, err := xsk.NewSocket(w.umem, shared)
+		if err == nil {
+			o.sharedOnce = true
+			w.ports = append(w.ports, s)
+			return nil
+		}
+		if o.sharedOnce {
+			// An earlier queue shares its UMEM with this output, this
+			// one cannot: mixing the two would make Copy a half-truth.
+			return fmt.Errorf("queue %d: share UMEM with %s: %w", w.queue, o.info.Name, bindError(err))
+		}
+		o.copy, o.why = true, err
+	}
+	u, err := xsk.NewUmem(xsk.UmemConfig{FrameSize: cfg.FrameSize, NumFrames: cfg.TxSize + outFrames})
+	if err != nil {
+		return fmt.Errorf("queue %d: UMEM for %s: %w", w.queue, o.info.Name, err)
+	}
+	e.umems = append(e.umems, u)
+	sc.Mode, sc.NeedWakeup = cfg.BindMode.xsk(), cfg.NeedWakeup
+	s, err := xsk.NewSocket(u, sc)
+	if err != nil {
+		return fmt.Errorf("queue %d: output socket on %s: %w", w.queue, o.info.Name, bindError(err))
+	}
+	w.ports = append(w.ports, s)
+	return nil
+}
+
+// Outputs describes Config.Outputs as the engine set them up, in order.
+func (e *Engine) Outputs() []OutputInfo {
+	infos := make([]OutputInfo, len(e.outs))
+	for k, o := range e.outs {
+		infos[k] = OutputInfo{Port: OutputPort(k), Device: deviceOf(o.info), Copy: o.copy, CopyReason: o.why}
+	}
+	return infos
+}
+
+// OutputStats sums the XDP_STATISTICS of the sockets of output port p over
+// the queues (TxInvalidDescs and TxRingEmptyDescs are the ones that matter
+// for a socket that only transmits).
+func (e *Engine) OutputStats(p Port) (SocketStats, error) {
+	var sum SocketStats
+	if p == PortIn || int(p) > len(e.outs) {
+		return sum, fmt.Errorf("port %d is not an output", p)
+	}
+	for _, w := range e.workers {
+		st, err := w.ports[p].Statistics()
+		if err != nil {
+			return sum, fmt.Errorf("queue %d output %s: %w", w.queue, e.outs[p-1].info.Name, err)
+		}
+		sum.Add(socketStats(st))
+	}
+	return sum, nil
+}
