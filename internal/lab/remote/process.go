@@ -75,9 +75,10 @@ type Process struct {
 
 // Start runs args (args[0] is the program, e.g. the Path CheckBinary
 // returned) on the DUT with --duration=duration added, and calls onLine
-// with each JSON line of its stdout, in order, on one goroutine, until it
-// ends. onLine must not block for long: while it runs, the remote's output
-// waits. Start returns once the remote process exists.
+// with each JSON line of its stdout, in order, on one goroutine, as the
+// lines come; every call has returned when Wait returns. onLine must not
+// block for long: while it runs, the remote's output waits. Start returns
+// once the remote process exists.
 //
 // duration must be positive: it is what ends the remote command when
 // nothing else can, i.e. when the tester is killed or the connection is
