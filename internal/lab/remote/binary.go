@@ -47,7 +47,9 @@ func LocalBinary() (Binary, error) {
 
 // DefaultInstallPath is where Install puts b on the DUT when given no path:
 // /tmp/xdpeng-<first 12 hex digits of its hash>. A build never overwrites a
-// system binary, nor another build, and a later run finds it again.
+// system binary, nor another build, and a later run finds it again (and
+// so does CheckBinary). On a DUT whose /tmp is mounted noexec, install
+// elsewhere: the binary would be there but not run (exit status 126).
 func DefaultInstallPath(b Binary) string { return "/tmp/xdpeng-" + short(b.SHA256) }
 
 // checkRemotePath refuses a remote path that the scripts below cannot carry

@@ -20,8 +20,16 @@
 // What keeps a DUT clean when the tester dies (kill -9, a lost network) is
 // not this package: it is the run's own --duration, which Start always
 // passes. The remote xdpeng ends by itself when its duration is up whether
-// or not anyone is still connected, and detaches what it attached as on
-// any other exit.
+// or not anyone is still connected (sshd does not signal a session's
+// command when the client goes; a write to the closed session may end it
+// sooner, by SIGPIPE), and the kernel detaches its bpf_link attachments on
+// any exit.
+//
+// The session's packets must get through the DUT's ports: a path that
+// takes every frame of the port ssh uses (XDP drop, an AF_XDP socket
+// without a UDP port filter) cuts the session off until the run ends. Reach
+// the DUT through another port (a lab's management network), or filter the
+// test traffic.
 //
 // Errors say which side failed: an *SSHError (ErrUnreachable, ErrAuth,
 // ErrHostKey, ErrConnectionLost, ErrSSH) when ssh itself failed, an

@@ -84,9 +84,9 @@ type Process struct {
 // nothing else can, i.e. when the tester is killed or the connection is
 // lost. Stop (or cancelling ctx, which calls Stop) ends it earlier. A
 // lost connection is noticed by ssh after the Runner's keep-alives, and
-// ends the Process with ErrConnectionLost; the remote command then runs
-// on until its duration is up, and detaches what it attached as on any
-// other exit.
+// ends the Process with ErrConnectionLost. The remote command then ends
+// by its duration at the latest; a write to the session's closed pipe may
+// end it sooner (SIGPIPE).
 //
 // stdin is empty and no pty is allocated, so the command's output comes
 // byte for byte. Its stderr is kept (the last 64 KiB) for errors.
@@ -122,10 +122,14 @@ func (r *Runner) Start(ctx context.Context, args []string, duration time.Duratio
 	select {
 	case <-p.out.started:
 	case <-p.done:
-		if p.err != nil {
-			return nil, p.err
+		select {
+		case <-p.out.started: // started and already ended
+		default:
+			if p.err != nil {
+				return nil, p.err
+			}
+			return nil, fmt.Errorf("on %s: %s ended before it started (no start marker on stdout)", r.Target, QuoteCommand(full))
 		}
-		return nil, fmt.Errorf("on %s: %s ended before it started (no start marker on stdout)", r.Target, QuoteCommand(full))
 	case <-ctx.Done():
 		p.cmd.Process.Kill()
 		<-p.done

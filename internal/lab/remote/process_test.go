@@ -98,6 +98,21 @@ printf '{"type":"summary","d":"%s"}\n' "$1"`
 	}
 }
 
+// TestStartQuickExit: a command that ends as soon as it starts is started,
+// not "ended before it started", however the two events race.
+func TestStartQuickExit(t *testing.T) {
+	r := fakeRunner(t)
+	for range 20 {
+		p, err := r.Start(context.Background(), []string{"true"}, time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestStartNeedsDuration(t *testing.T) {
 	r := fakeRunner(t)
 	for _, d := range []time.Duration{0, -time.Second} {

@@ -156,7 +156,7 @@ func (r *Runner) run(ctx context.Context, stdin io.Reader, args []string) ([]byt
 		return nil, err
 	}
 	err := c.Wait()
-	if ctx.Err() != nil {
+	if err != nil && ctx.Err() != nil {
 		return stdout.Bytes(), fmt.Errorf("on %s: %s: %w", r.Target, QuoteCommand(args), ctx.Err())
 	}
 	return stdout.Bytes(), r.exitError(err, args, stderr.String())
