@@ -222,13 +222,26 @@ func checkRun(t *testing.T, lines []remote.Line, dev string) summary {
 
 // ended waits until pid has ended, for at most limit. The DUT namespace
 // shares this machine's PID namespace, so the remote PID is one here too.
+// A Go program's main thread may be a zombie while its other threads still
+// exit (and still hold its files, its bpf_links among them): it has ended
+// when it is gone, or a zombie with no thread left.
 func ended(pid int, limit time.Duration) bool {
 	for end := time.Now().Add(limit); ; time.Sleep(50 * time.Millisecond) {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 		if err != nil {
 			return true
 		}
-		if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'Z' {
+		var zombie, threads bool
+		for _, line := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(line, "State:"); ok {
+				zombie = strings.HasPrefix(strings.TrimSpace(v), "Z")
+			}
+			if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+				n, _ := strconv.Atoi(strings.TrimSpace(v))
+				threads = n > 1
+			}
+		}
+		if zombie && !threads {
 			return true
 		}
 		if time.Now().After(end) {
