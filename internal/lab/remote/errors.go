@@ -1,0 +1,151 @@
+package remote
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Kinds of failure, checked with errors.Is. The ssh ones come wrapped in an
+// *SSHError that carries ssh's own message.
+var (
+	// ErrUnreachable: no ssh connection could be made (name not resolved,
+	// connection refused or timed out, no route, closed before login).
+	ErrUnreachable = errors.New("DUT unreachable")
+	// ErrAuth: the DUT refused every key ssh offered (Permission denied).
+	ErrAuth = errors.New("ssh authentication failed")
+	// ErrHostKey: the DUT's host key is unknown or differs from the one in
+	// known_hosts, and ssh, running in batch mode, does not ask.
+	ErrHostKey = errors.New("ssh host key verification failed")
+	// ErrConnectionLost: an established connection broke (the DUT stopped
+	// answering keep-alives, or closed it).
+	ErrConnectionLost = errors.New("ssh connection to the DUT lost")
+	// ErrSSH: ssh failed for another reason (exit status 255), e.g. a bad
+	// option in its configuration.
+	ErrSSH = errors.New("ssh failed")
+	// ErrNotFound: the xdpeng binary (or the program started) is missing on
+	// the DUT.
+	ErrNotFound = errors.New("xdpeng not found on the DUT")
+	// ErrMismatch: the DUT's xdpeng is not the same build as the local one.
+	ErrMismatch = errors.New("xdpeng on the DUT differs from the local one")
+	// ErrKilled: a stopped command did not end within its grace period after
+	// SIGINT and was killed.
+	ErrKilled = errors.New("remote command killed")
+)
+
+// SSHError is a failure of ssh itself (exit status 255), not of the remote
+// command. Kind is one of ErrUnreachable, ErrAuth, ErrHostKey,
+// ErrConnectionLost and ErrSSH; errors.Is matches it.
+type SSHError struct {
+	Target Target
+	Kind   error
+	Stderr string // what ssh printed, trimmed
+}
+
+func (e *SSHError) Error() string {
+	msg := fmt.Sprintf("%s: %v", e.Target, e.Kind)
+	if s := lastLines(e.Stderr, 3); s != "" {
+		msg += ": " + s
+	}
+	return msg
+}
+
+func (e *SSHError) Unwrap() error { return e.Kind }
+
+// ExitError is a remote command that ended with a non-zero status, or by a
+// signal.
+type ExitError struct {
+	Target Target
+	Args   []string // the remote command
+	// Code is the exit status, or -1 when the command was killed by a
+	// signal or exited with 255: ssh reports both as its own status 255.
+	Code   int
+	Stderr string // what it printed on stderr, trimmed (the last 64 KiB)
+}
+
+func (e *ExitError) Error() string {
+	var msg string
+	if e.Code < 0 {
+		msg = fmt.Sprintf("on %s: %s was killed by a signal or exited with status 255 (ssh does not tell them apart)", e.Target, QuoteCommand(e.Args))
+	} else {
+		msg = fmt.Sprintf("on %s: %s exited with status %d", e.Target, QuoteCommand(e.Args), e.Code)
+	}
+	if s := lastLines(e.Stderr, 5); s != "" {
+		msg += ": " + s
+	}
+	return msg
+}
+
+// Is makes an exit status of 127 (the shell's "command not found") match
+// ErrNotFound.
+func (e *ExitError) Is(target error) bool { return target == ErrNotFound && e.Code == 127 }
+
+// MismatchError is returned when the DUT's xdpeng is not the local build; it
+// matches ErrMismatch.
+type MismatchError struct {
+	Target        Target
+	Local, Remote Binary
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("xdpeng on %s (%s, sha256 %s) is not the same build as this one (%s, sha256 %s): both sides must run the same binary; install this one on the DUT",
+		e.Target, e.Remote.Path, short(e.Remote.SHA256), e.Local.Path, short(e.Local.SHA256))
+}
+
+func (e *MismatchError) Unwrap() error { return ErrMismatch }
+
+// classifySSH names the failure in ssh's stderr (ssh exited 255). The
+// messages are OpenSSH's; anything unrecognised is ErrSSH.
+func classifySSH(stderr string) error {
+	s := strings.ToLower(stderr)
+	has := func(subs ...string) bool {
+		for _, sub := range subs {
+			if strings.Contains(s, sub) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("host key verification failed", "remote host identification has changed",
+		"host key is known for", "no matching host key type"):
+		return ErrHostKey
+	case has("permission denied", "too many authentication failures", "no more authentication methods"):
+		return ErrAuth
+	case has("timeout, server", "not responding", "closed by remote host", "client_loop:",
+		"broken pipe", "connection reset by"):
+		// "kex_exchange_identification: Connection closed by remote host"
+		// comes before login: the server would not talk to us.
+		if has("kex_exchange_identification", "banner exchange") {
+			return ErrUnreachable
+		}
+		return ErrConnectionLost
+	case has("could not resolve hostname", "connection refused", "connection timed out",
+		"no route to host", "network is unreachable", "host is unreachable", "operation timed out",
+		"kex_exchange_identification", "banner exchange", "name or service not known"):
+		return ErrUnreachable
+	}
+	return ErrSSH
+}
+
+// lastLines returns the last n non-empty lines of s joined by "; ".
+func lastLines(s string, n int) string {
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "; ")
+}
+
+// short gives the first 12 hex digits of a hash, as git does for commits.
+func short(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
+}
