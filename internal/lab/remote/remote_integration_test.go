@@ -18,8 +18,9 @@ import (
 
 	"github.com/xdpeng/xdpeng/internal/lab/remote"
 	"github.com/xdpeng/xdpeng/internal/lab/remote/remotetest"
-	"github.com/xdpeng/xdpeng/internal/testbed"
-	"github.com/xdpeng/xdpeng/internal/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
 // The xdpeng binary of this worktree, built once for the tests that need it.
@@ -31,7 +32,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := privtest.Main(m)
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
 	}
@@ -55,7 +56,7 @@ func xdpengBinary(t *testing.T) string {
 // dut makes a bed with sshd in its DUT namespace and a Runner for it.
 func dut(t *testing.T) (*testbed.Bed, *remotetest.Server, *remote.Runner) {
 	t.Helper()
-	testbedtest.RequireRoot(t)
+	privtest.Root(t)
 	remotetest.RequireOpenSSH(t)
 	bed := testbedtest.New(t, 1, 1)
 	srv := remotetest.Start(t, bed)
@@ -344,7 +345,7 @@ func TestRemoteStop(t *testing.T) {
 // TestRemoteManagementLink: with sshd on a link of its own, as a lab's
 // management port, the tested link may take every frame.
 func TestRemoteManagementLink(t *testing.T) {
-	testbedtest.RequireRoot(t)
+	privtest.Root(t)
 	remotetest.RequireOpenSSH(t)
 	bed := testbedtest.New(t, 1, 2)
 	srv := remotetest.StartOn(t, bed, 1)

@@ -40,22 +40,27 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/internal/lab/remote"
-	"github.com/xdpeng/xdpeng/internal/testbed"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
 // SSHDPath is where Debian's openssh-server installs sshd, which must be
 // started by its absolute path.
 const SSHDPath = "/usr/sbin/sshd"
 
-// RequireOpenSSH skips the test unless sshd, ssh and ssh-keygen are there.
+// RequireOpenSSH lets the test go on only where sshd, ssh and ssh-keygen
+// are installed; otherwise it skips, or under XDPENG_REQUIRE_PRIV=1 (make
+// test, CI) fails, as a privileged test that cannot run does.
 func RequireOpenSSH(tb testing.TB) {
 	tb.Helper()
 	if _, err := os.Stat(SSHDPath); err != nil {
-		tb.Skipf("needs sshd (apt-get install openssh-server): %v", err)
+		privtest.Unavailable(tb, "needs sshd (apt-get install openssh-server): %v", err)
+		return
 	}
 	for _, prog := range []string{"ssh", "ssh-keygen"} {
 		if _, err := exec.LookPath(prog); err != nil {
-			tb.Skipf("needs %s (apt-get install openssh-client): %v", prog, err)
+			privtest.Unavailable(tb, "needs %s (apt-get install openssh-client): %v", prog, err)
+			return
 		}
 	}
 }
