@@ -1,0 +1,241 @@
+package engine_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"testing"
+
+	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/engine/packet"
+)
+
+// splitter sends frames to even UDP ports out of port a and the rest out of
+// port b, each with a destination MAC of its port's, and drops what is not
+// UDP.
+type splitter struct {
+	a, b       engine.Port
+	macA, macB net.HardwareAddr
+}
+
+func (h splitter) Handle(b *engine.Batch) {
+	var s packet.Summary
+	for i := 0; i < b.Len(); i++ {
+		f := b.Frame(i)
+		if !packet.Parse(f, &s) || s.Proto != packet.ProtoUDP {
+			continue
+		}
+		if s.DstPort%2 == 0 {
+			packet.SetDstMAC(f, h.macA)
+			b.Forward(i, h.a)
+		} else {
+			packet.SetDstMAC(f, h.macB)
+			b.Forward(i, h.b)
+		}
+	}
+}
+
+// TestSimTwoOutputs runs a forwarder with two output ports over more
+// frames than a batch and checks each port's frames byte for byte, in
+// order, and the counters.
+func TestSimTwoOutputs(t *testing.T) {
+	h := splitter{a: engine.OutputPort(0), b: engine.OutputPort(1),
+		macA: net.HardwareAddr{2, 0, 0, 0, 0xa, 0xa}, macB: net.HardwareAddr{2, 0, 0, 0, 0xb, 0xb}}
+	var frames, wantA, wantB [][]byte
+	for i := 0; i < 150; i++ {
+		f := udpFrame(uint16(1000+i), 64)
+		if i%7 == 0 {
+			f[12], f[13] = 0x08, 0x06 // ARP: dropped
+		}
+		frames = append(frames, f)
+		w := append([]byte(nil), f...)
+		switch {
+		case i%7 == 0:
+		case i%2 == 0:
+			copy(w, h.macA)
+			wantA = append(wantA, w)
+		default:
+			copy(w, h.macB)
+			wantB = append(wantB, w)
+		}
+	}
+	in := make([][]byte, len(frames))
+	for i, f := range frames {
+		in[i] = append([]byte(nil), f...)
+	}
+	res, err := engine.Sim{Outputs: 2}.Run(h, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range in {
+		if !bytes.Equal(f, frames[i]) {
+			t.Fatalf("Run changed the caller's frame %d", i)
+		}
+	}
+	for _, c := range []struct {
+		p    engine.Port
+		want [][]byte
+	}{{h.a, wantA}, {h.b, wantB}, {engine.PortIn, nil}} {
+		got := res.SentOn(c.p)
+		if len(got) != len(c.want) {
+			t.Fatalf("port %d: %d frames, want %d", c.p, len(got), len(c.want))
+		}
+		for i := range got {
+			if !bytes.Equal(got[i], c.want[i]) {
+				t.Fatalf("port %d frame %d:\n got %x\nwant %x", c.p, i, got[i], c.want[i])
+			}
+		}
+	}
+	st := res.Stats
+	sent := uint64(len(wantA) + len(wantB))
+	if st.RxPackets != 150 || st.TxPackets != sent || st.Dropped != 150-sent || st.TxRingFull != 0 {
+		t.Errorf("stats %+v, want rx 150, tx %d, dropped %d", st, sent, 150-sent)
+	}
+}
+
+// TestSimUnknownPort: a frame forwarded to a port the engine does not have
+// is dropped and counted, not sent anywhere.
+func TestSimUnknownPort(t *testing.T) {
+	h := engine.HandlerFunc(func(b *engine.Batch) {
+		for i := 0; i < b.Len(); i++ {
+			b.Forward(i, engine.OutputPort(3))
+		}
+	})
+	res, err := engine.Sim{Outputs: 1}.Run(h, [][]byte{udpFrame(9, 64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Frames[0].Sent || res.Stats.Dropped != 1 || res.Stats.TxPackets != 0 {
+		t.Errorf("frame %+v, stats %+v: want it dropped and counted", res.Frames[0], res.Stats)
+	}
+}
+
+// TestBatchHeadAndLength moves frames' starts and ends within their UMEM
+// frames and checks what is sent, and that moves out of bounds are refused
+// and change nothing.
+func TestBatchHeadAndLength(t *testing.T) {
+	var checks []string
+	h := engine.HandlerFunc(func(b *engine.Batch) {
+		for i := 0; i < b.Len(); i++ {
+			hr, tr, n := b.Headroom(i), b.Tailroom(i), len(b.Frame(i))
+			if hr != 256 || hr+n+tr != 4096 {
+				checks = append(checks, fmt.Sprintf("frame %d: headroom %d, tailroom %d, length %d", i, hr, tr, n))
+			}
+			if b.AdjustHead(i, -hr-1) || b.AdjustHead(i, n+1) || b.SetLen(i, n+tr+1) || b.SetLen(i, -1) {
+				checks = append(checks, fmt.Sprintf("frame %d: a move out of bounds was accepted", i))
+			}
+			if b.Headroom(i) != hr || len(b.Frame(i)) != n {
+				checks = append(checks, fmt.Sprintf("frame %d: a refused move changed it", i))
+			}
+			switch i {
+			case 0: // push 8 bytes of 0xee in front
+				b.AdjustHead(i, -8)
+				copy(b.Frame(i), bytes.Repeat([]byte{0xee}, 8))
+			case 1: // pop the Ethernet header
+				b.AdjustHead(i, packet.EthHdrLen)
+			case 2: // trim to 20 bytes
+				b.SetLen(i, 20)
+			case 3: // the whole UMEM frame after the head
+				b.SetLen(i, n+tr)
+			}
+			b.Transmit(i)
+		}
+	})
+	frames := [][]byte{udpFrame(1, 64), udpFrame(2, 64), udpFrame(3, 64), udpFrame(4, 64)}
+	res, err := engine.Simulate(h, frames)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range checks {
+		t.Error(c)
+	}
+	want := [][]byte{
+		append(bytes.Repeat([]byte{0xee}, 8), frames[0]...),
+		frames[1][packet.EthHdrLen:],
+		frames[2][:20],
+	}
+	for i, w := range want {
+		if f := res.Frames[i]; !f.Sent || !bytes.Equal(f.Data, w) {
+			t.Errorf("frame %d sent %v:\n %x\nwant\n %x", i, f.Sent, f.Data, w)
+		}
+	}
+	if f := res.Frames[3]; !f.Sent || len(f.Data) != 4096-256 || !bytes.Equal(f.Data[:64], frames[3]) {
+		t.Errorf("frame 3 sent %v, %d bytes, want the UMEM frame after the headroom starting with the frame", f.Sent, len(f.Data))
+	}
+}
+
+// idleCounter counts batches and idle calls.
+type idleCounter struct{ batches, idles int }
+
+func (c *idleCounter) Handle(*engine.Batch) { c.batches++ }
+func (c *idleCounter) Idle()                { c.idles++ }
+
+func TestSimIdle(t *testing.T) {
+	c := new(idleCounter)
+	frames := make([][]byte, 130)
+	for i := range frames {
+		frames[i] = udpFrame(9, 64)
+	}
+	if _, err := engine.Simulate(c, frames); err != nil {
+		t.Fatal(err)
+	}
+	if c.batches != 3 || c.idles != 1 {
+		t.Errorf("%d batches, %d idle calls; want 3 and 1", c.batches, c.idles)
+	}
+}
+
+// dropHinted declares DropAll: the worker must never call Handle.
+type dropHinted struct{ called bool }
+
+func (d *dropHinted) Handle(*engine.Batch) { d.called = true }
+func (d *dropHinted) Hints() engine.Hints  { return engine.Hints{DropAll: true} }
+
+func TestSimHonoursDropAll(t *testing.T) {
+	d := new(dropHinted)
+	res, err := engine.Simulate(d, [][]byte{udpFrame(9, 64), udpFrame(9, 64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.called || res.Stats.RxPackets != 2 || res.Stats.Dropped != 2 {
+		t.Errorf("Handle called %v, stats %+v: want the drop-all loop", d.called, res.Stats)
+	}
+}
+
+func TestSimPanicIsAnError(t *testing.T) {
+	h := engine.HandlerFunc(func(*engine.Batch) { panic("boom") })
+	if _, err := engine.Simulate(h, [][]byte{udpFrame(9, 64)}); err == nil || !bytes.Contains([]byte(err.Error()), []byte("boom")) {
+		t.Errorf("error %v, want the panic", err)
+	}
+}
+
+func TestSimLoopAllocatesNothing(t *testing.T) {
+	l, err := engine.Sim{Outputs: 1}.NewLoop(engine.HandlerFunc(func(b *engine.Batch) {
+		for i := 0; i < b.Len(); i++ {
+			b.Forward(i, engine.OutputPort(0))
+		}
+	}), [][]byte{udpFrame(9, 64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := testing.AllocsPerRun(100, func() { l.Step() }); a != 0 {
+		t.Errorf("%v allocations per step", a)
+	}
+	if st := l.Stats(); st.TxPackets == 0 || st.RxPackets != st.TxPackets {
+		t.Errorf("stats %+v: every frame received should have gone out", st)
+	}
+}
+
+func TestParseXDPMode(t *testing.T) {
+	for s, want := range map[string]engine.XDPMode{"native": engine.XDPNative, "drv": engine.XDPNative, "generic": engine.XDPGeneric, "skb": engine.XDPGeneric} {
+		if m, err := engine.ParseXDPMode(s); err != nil || m != want {
+			t.Errorf("ParseXDPMode(%q) = %v, %v", s, m, err)
+		}
+	}
+	if _, err := engine.ParseXDPMode("offload"); err == nil {
+		t.Error("offload accepted")
+	}
+	if !errors.Is(&engine.DeviceError{Name: "x"}, engine.ErrNoDevice) {
+		t.Error("a DeviceError is not ErrNoDevice")
+	}
+}
