@@ -65,14 +65,6 @@ func (x *XskRedirect) SetSocket(queue, fd int) error {
 	return nil
 }
 
-// ClearSocket sends rx queue's frames back to the stack.
-func (x *XskRedirect) ClearSocket(queue int) error {
-	if err := x.XsksMap.Delete(uint32(queue)); err != nil {
-		return fmt.Errorf("clear AF_XDP socket of queue %d: %w", queue, err)
-	}
-	return nil
-}
-
 // XskQueueStat is what one CPU counted for one rx queue.
 type XskQueueStat struct {
 	Queue      int    `json:"queue"`

@@ -113,11 +113,9 @@ const adaptiveSpins = 2000
 
 // spinFor is how long WaitAdaptive spins on an empty rx ring, on a CPU of its
 // own, before it sleeps in poll(). It rides out the gaps between NAPI
-// batches under load, including a descheduled vCPU on the sending side; a
-// sleep costs the kernel a wake-up on the receiving CPU and, when it outlasts
-// the fill ring (2048 frames last 400 us at 5 Mpps), dropped frames. With
-// 2000 empty polls instead, rxdrop in layout A slept 900 to
-// 2,900 times a second and dropped up to 1% for an empty fill ring.
+// batches under load, including a descheduled vCPU on the sending side: a
+// sleep costs the kernel a wake-up on the receiving CPU and, when it
+// outlasts what the fill ring holds, dropped frames.
 const spinFor = time.Millisecond
 
 // run is the worker's loop; it returns when stop is set.
@@ -469,9 +467,8 @@ func (w *worker) idle(spins *int) error {
 	first := *spins == 0
 	*spins++
 	if !first {
-		// The clock only every 64th empty poll: time.Now costs 47 ns on
-		// the development VM, an atomic load of the ring's index 1.6, and
-		// spinFor is long next to 64 polls.
+		// The clock only every 64th empty poll: reading it costs tens of
+		// times an empty poll, and spinFor is long next to 64 polls.
 		if *spins&63 != 0 || time.Since(w.idleFrom) < spinFor {
 			return nil
 		}
@@ -610,10 +607,9 @@ func (c *cpuShare) check(now time.Time, naps uint64) bool {
 // observe takes a reading of the run delay: the CPU is shared when the
 // thread waited for it more than shareWait of the time since the last
 // reading, shareSpans times in a row. Only a span in which the worker did
-// not nap counts: the wait to run again after a nap is run delay too (about
-// 6 microseconds a wake-up on the development VM), and at ten thousand naps
-// a second that alone passes the threshold, which kept a worker napping on
-// a CPU it had to itself. So a worker that naps goes back to spinning when
+// not nap counts: the wait to run again after a nap is run delay too, and at
+// ten thousand naps a second that alone can pass the threshold, which would
+// keep a worker napping on a CPU it has to itself. So a worker that naps goes back to spinning when
 // shareHold runs out, and the first spans without a nap decide again.
 // (Sleeps in poll() are rare on a CPU of its own, see spinFor, and on a
 // shared one they are all the worker does before it starts napping, so

@@ -20,9 +20,6 @@ func (f *FillRing) Cancel(n uint32) { f.cancel(n) }
 // Submit hands n reserved slots to the kernel.
 func (f *FillRing) Submit(n uint32) { f.submit(n) }
 
-// Free returns how many slots could be reserved now.
-func (f *FillRing) Free() uint32 { return f.prodFree(f.size) }
-
 // NeedWakeup reports whether the kernel wants a system call (recvfrom or
 // poll) before it receives into the frames of this ring again.
 func (f *FillRing) NeedWakeup() bool { return f.needWakeup() }

@@ -22,9 +22,6 @@ func NewFrameStack(first uint64, frameSize uint32, count int) *FrameStack {
 // Len is the number of free frames.
 func (s *FrameStack) Len() int { return s.n }
 
-// Cap is the number of frames the stack was made for.
-func (s *FrameStack) Cap() int { return len(s.addrs) }
-
 // Push returns a frame to the stack. Pushing more frames than the stack was
 // made for is a bug in the caller and panics.
 func (s *FrameStack) Push(addr uint64) {

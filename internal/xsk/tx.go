@@ -25,9 +25,6 @@ func (t *TxRing) Cancel(n uint32) { t.cancel(n) }
 // Submit hands n reserved slots to the kernel.
 func (t *TxRing) Submit(n uint32) { t.submit(n) }
 
-// Free returns how many slots could be reserved now.
-func (t *TxRing) Free() uint32 { return t.prodFree(t.size) }
-
 // NeedWakeup reports whether the kernel wants a sendto before it transmits.
 // In copy mode the kernel transmits only inside that system call.
 func (t *TxRing) NeedWakeup() bool { return t.needWakeup() }

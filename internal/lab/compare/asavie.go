@@ -198,8 +198,6 @@ func (r *asavieRunner) stop() error {
 func (r *asavieRunner) countedAt() string { return "frames its loop took from the rx ring" }
 func (r *asavieRunner) copies() int       { return 1 }
 
-// unmapSocket unmaps every mapping of this process backed by the socket
-// with inode ino ("socket:[ino]" in /proc/self/maps).
 // newAsavieSocket is xdp.NewSocket, retried for a while when the queue is
 // busy: the kernel releases a closed socket's queue from a workqueue, so a
 // queue the previous path just left can look taken for a moment (xdpeng's
@@ -256,6 +254,8 @@ func mappedSockets() (map[uint64]bool, error) {
 	return inos, nil
 }
 
+// unmapSocket unmaps every mapping of this process backed by the socket
+// with inode ino ("socket:[ino]" in /proc/self/maps).
 func unmapSocket(ino uint64) error {
 	f, err := os.Open("/proc/self/maps")
 	if err != nil {
