@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
@@ -423,12 +424,20 @@ func (b *Bed) enableGRO(end func(Link) string) error {
 	defer et.Close()
 	for _, l := range b.Links {
 		dev := end(l)
-		if err := et.Change(dev, map[string]bool{"rx-gro": true}); err != nil {
-			return fmt.Errorf("enable GRO on %s: %w", dev, err)
-		}
-		feat, err := et.Features(dev)
-		if err != nil {
-			return fmt.Errorf("read features of %s: %w", dev, err)
+		// The kernel recomputes a device's features on other changes too
+		// (the peer coming up, say); a request that was overtaken by one
+		// is made again, a few times.
+		var feat map[string]bool
+		for try := 0; try < 5 && !feat["rx-gro"]; try++ {
+			if try > 0 {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := et.Change(dev, map[string]bool{"rx-gro": true}); err != nil {
+				return fmt.Errorf("enable GRO on %s: %w", dev, err)
+			}
+			if feat, err = et.Features(dev); err != nil {
+				return fmt.Errorf("read features of %s: %w", dev, err)
+			}
 		}
 		if !feat["rx-gro"] {
 			return fmt.Errorf("GRO stays off on %s: XDP-redirected frames would be dropped", dev)
