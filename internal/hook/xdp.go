@@ -17,10 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/cilium/ebpf"
@@ -83,7 +79,7 @@ func (m XDPMode) netlinkFlags() int {
 type attached struct {
 	progID uint32
 	mode   string // as netlink reports it: native, generic, offload, multi
-	linkID link.ID
+	linkID uint32 // the bpf_link that holds it, 0 if attached through netlink
 }
 
 func (a attached) String() string {
@@ -141,29 +137,10 @@ func currentXDP(dev netlink.Link) (attached, bool) {
 		return attached{}, false
 	}
 	a := attached{progID: x.ProgId, mode: netdev.XDPModeName(x.AttachMode)}
-	a.linkID = findXDPLink(dev.Attrs().Index, x.ProgId)
+	a.linkID = netdev.XDPLinkID(dev.Attrs().Index, x.ProgId)
 	return a, true
 }
 
-// findXDPLink returns the id of the XDP bpf_link holding program progID on
-// ifindex, or 0 if there is none (the program was attached through netlink).
-// Link ifindexes are per namespace; the program id (global) disambiguates.
-func findXDPLink(ifindex int, progID uint32) link.ID {
-	var it link.Iterator
-	defer it.Close()
-	for it.Next() {
-		info, err := it.Link.Info()
-		if err != nil || info.Type != link.XDPType || uint32(info.Program) != progID {
-			continue
-		}
-		if x := info.XDP(); x != nil && int(x.Ifindex) == ifindex {
-			return it.ID
-		}
-	}
-	return 0
-}
-
-// takeOver refuses or, with force, removes the program cur on dev.
 // CheckXDPFree returns the error AttachXDP would return because of a program
 // already attached to ifindex, without touching anything: nil if there is
 // none, or if force would replace it. Callers use it to refuse before they
@@ -184,7 +161,7 @@ func refusal(dev netlink.Link, cur attached, force bool) error {
 	name := dev.Attrs().Name
 	if cur.linkID != 0 {
 		who := fmt.Sprintf("bpftool link show id %d shows its pid", cur.linkID)
-		if pid, comm, ok := linkOwner(uint32(cur.linkID)); ok {
+		if pid, comm, ok := netdev.LinkOwner(cur.linkID); ok {
 			who = fmt.Sprintf("it is pid %d, %s", pid, comm)
 		}
 		return fmt.Errorf("interface %s already has %s attached by someone else through bpf_link id %d: "+
@@ -198,6 +175,7 @@ func refusal(dev netlink.Link, cur attached, force bool) error {
 	return nil
 }
 
+// takeOver refuses or, with force, removes the program cur on dev.
 func takeOver(dev netlink.Link, cur attached, force bool) error {
 	if err := refusal(dev, cur, force); err != nil {
 		return err
@@ -315,26 +293,4 @@ func (x *xdpNetlink) Close() error {
 		}
 	})
 	return x.err
-}
-
-// linkOwner finds a process holding bpf_link id: its fdinfo says "link_id:".
-// It reads /proc, so it sees only the processes this one may inspect.
-func linkOwner(id uint32) (pid int, comm string, ok bool) {
-	procs, _ := os.ReadDir("/proc")
-	want := fmt.Sprintf("link_id:\t%d\n", id)
-	for _, p := range procs {
-		n, err := strconv.Atoi(p.Name())
-		if err != nil {
-			continue
-		}
-		fds, _ := os.ReadDir(filepath.Join("/proc", p.Name(), "fdinfo"))
-		for _, fd := range fds {
-			b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "fdinfo", fd.Name()))
-			if err == nil && strings.Contains(string(b), want) {
-				c, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "comm"))
-				return n, strings.TrimSpace(string(c)), true
-			}
-		}
-	}
-	return 0, "", false
 }
