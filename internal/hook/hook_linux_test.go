@@ -2,6 +2,7 @@ package hook
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
@@ -172,6 +174,11 @@ func TestAttachXDPRefusesAndForcesNetlinkProgram(t *testing.T) {
 		if err == nil || err.Error() != want {
 			t.Fatalf("%s mode without force: got error %v, want %q", mode, err, want)
 		}
+		var fe *netdev.ForeignXDPError
+		if !errors.As(err, &fe) || fe.Held() || fe.ProgID != progID(t, theirs.Program) || fe.Interface != a.Name {
+			t.Errorf("%s mode without force: error %#v, want a *netdev.ForeignXDPError naming %s and program %d, not held",
+				mode, fe, a.Name, progID(t, theirs.Program))
+		}
 	}
 
 	var c interface{ Close() error }
@@ -208,6 +215,14 @@ func TestAttachXDPRefusesForeignLinkEvenWithForce(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "through bpf_link id") || !strings.Contains(err.Error(), "not replaced even with --force") {
 		t.Fatalf("got %v, want a refusal naming the bpf_link", err)
+	}
+	var fe *netdev.ForeignXDPError
+	if !errors.As(err, &fe) || !fe.Held() || fe.ProgID != progID(t, theirs.Program) || fe.LinkID == 0 {
+		t.Errorf("error %#v, want a *netdev.ForeignXDPError of program %d held by a bpf_link", fe, progID(t, theirs.Program))
+	}
+	// This process holds the link, and /proc shows it.
+	if fe != nil && fe.OwnerPID != os.Getpid() {
+		t.Errorf("owner pid %d (%s), want this process, %d", fe.OwnerPID, fe.OwnerComm, os.Getpid())
 	}
 	t.Log(err)
 	if id, _ := ns.xdpState(t, a.Index); id != progID(t, theirs.Program) {

@@ -89,8 +89,8 @@ func (a attached) String() string {
 // AttachXDP attaches prog to the interface ifindex in mode and returns what
 // detaches it.
 //
-// If a program is already attached (in any mode) it refuses, naming the
-// program, unless force is set. With force, a program attached through
+// If a program is already attached (in any mode) it refuses with a
+// *netdev.ForeignXDPError naming the program, unless force is set. With force, a program attached through
 // netlink (ip link, libxdp, older tools) is detached through netlink first;
 // a program held by a bpf_link is refused even then, because a live process
 // owns that link (bpftool link show names it).
@@ -156,21 +156,19 @@ func CheckXDPFree(ifindex int, force bool) error {
 	return nil
 }
 
-// refusal is why cur may not be replaced, nil if force may replace it.
+// refusal is why cur may not be replaced, nil if force may replace it: a
+// *netdev.ForeignXDPError, wrapped with what to do about it.
 func refusal(dev netlink.Link, cur attached, force bool) error {
 	name := dev.Attrs().Name
-	if cur.linkID != 0 {
-		who := fmt.Sprintf("bpftool link show id %d shows its pid", cur.linkID)
-		if pid, comm, ok := netdev.LinkOwner(cur.linkID); ok {
-			who = fmt.Sprintf("it is pid %d, %s", pid, comm)
-		}
-		return fmt.Errorf("interface %s already has %s attached by someone else through bpf_link id %d: "+
-			"a running process holds it, so it is not replaced even with --force; stop that process (%s)",
-			name, cur, cur.linkID, who)
+	fe := &netdev.ForeignXDPError{Interface: name, XDPAttachment: netdev.XDPAttachment{
+		XDPState: netdev.XDPState{ProgID: cur.progID, Mode: cur.mode}, LinkID: cur.linkID,
+	}}
+	if fe.Held() {
+		fe.OwnerPID, fe.OwnerComm, _ = netdev.LinkOwner(cur.linkID)
+		return fmt.Errorf("%w, so it is not replaced even with --force; stop that process (%s)", fe, fe.Owner())
 	}
 	if !force {
-		return fmt.Errorf("interface %s already has %s attached by someone else; "+
-			"detach it (ip link set dev %s xdp off) or pass --force", name, cur, name)
+		return fmt.Errorf("%w; detach it (ip link set dev %s xdp off) or pass --force", fe, name)
 	}
 	return nil
 }
@@ -205,12 +203,24 @@ func detachNetlinkAll(dev netlink.Link) error {
 	return nil
 }
 
-// explainXDP turns the kernel's errno into advice.
+// Reasons AttachXDP fails for, wrapped into its error.
+var (
+	// ErrNoNativeXDP: the driver has no native XDP; generic mode works on
+	// every interface.
+	ErrNoNativeXDP = errors.New("the driver has no native XDP support")
+	// ErrMTUTooLarge: the driver takes no XDP program at this MTU in this
+	// mode.
+	ErrMTUTooLarge = errors.New("the MTU is too large for XDP on this driver")
+)
+
+// explainXDP turns the kernel's errno into advice. The advice names the
+// CLI's flags; ErrNoNativeXDP, ErrMTUTooLarge and *netdev.ForeignXDPError
+// tell a caller without flags what happened.
 func explainXDP(err error, dev netlink.Link, mode XDPMode) error {
 	name := dev.Attrs().Name
 	switch {
 	case errors.Is(err, unix.EOPNOTSUPP) && mode == Native:
-		return fmt.Errorf("attach XDP to %s: the driver has no native XDP support; generic mode (-S, or -m generic for kern) works on every interface: %w", name, err)
+		return fmt.Errorf("attach XDP to %s: %w; generic mode (-S, or -m generic for kern) works on every interface: %w", name, ErrNoNativeXDP, err)
 	case errors.Is(err, unix.EBUSY), errors.Is(err, unix.EEXIST):
 		// Someone attached in between, or holds the other mode (native
 		// and generic cannot be active at once).
@@ -225,7 +235,7 @@ func explainXDP(err error, dev netlink.Link, mode XDPMode) error {
 		}
 		return fmt.Errorf("attach XDP to %s: %s is attached (ip link show dev %s; bpftool net): %w", name, who, name, err)
 	case errors.Is(err, unix.ERANGE), errors.Is(err, unix.E2BIG):
-		return fmt.Errorf("attach XDP to %s in %s mode: the MTU is too large for XDP on this driver (lower it, or use generic mode: -S, or -m generic for kern): %w", name, mode, err)
+		return fmt.Errorf("attach XDP to %s in %s mode: %w (lower it, or use generic mode: -S, or -m generic for kern): %w", name, mode, ErrMTUTooLarge, err)
 	case errors.Is(err, unix.EPERM):
 		return fmt.Errorf("attach XDP to %s: permission denied (needs CAP_BPF and CAP_NET_ADMIN): %w", name, err)
 	}
