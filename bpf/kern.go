@@ -48,6 +48,10 @@ func (p KernProgram) IsXDP() bool { return p != TCDrop }
 // from higher queues are handled but not counted.
 const MaxQueues = 256
 
+// MaxPorts is the most egress interfaces RedirectMulti takes (the size of its
+// DEVMAP_HASH).
+const MaxPorts = 64
+
 // ProtoNotIP is the ProtoStat.Proto of frames that are neither IPv4 nor IPv6.
 const ProtoNotIP = 256
 
