@@ -440,14 +440,3 @@ func (n *testNS) hasClsact(t *testing.T, ifindex int) bool {
 	})
 	return found
 }
-
-func TestParseXDPMode(t *testing.T) {
-	for in, want := range map[string]XDPMode{"native": Native, "drv": Native, "generic": Generic, "skb": Generic} {
-		if got, err := ParseXDPMode(in); err != nil || got != want {
-			t.Errorf("ParseXDPMode(%q) = %v, %v", in, got, err)
-		}
-	}
-	if _, err := ParseXDPMode("offload"); err == nil {
-		t.Error("ParseXDPMode(offload): no error")
-	}
-}

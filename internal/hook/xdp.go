@@ -50,17 +50,6 @@ func (m XDPMode) String() string {
 	return fmt.Sprintf("XDPMode(%d)", int(m))
 }
 
-// ParseXDPMode accepts "native" (or "drv", "driver") and "generic" (or "skb").
-func ParseXDPMode(s string) (XDPMode, error) {
-	switch s {
-	case "native", "drv", "driver":
-		return Native, nil
-	case "generic", "skb":
-		return Generic, nil
-	}
-	return 0, fmt.Errorf("unknown XDP mode %q (want native or generic)", s)
-}
-
 func (m XDPMode) linkFlags() link.XDPAttachFlags {
 	if m == Generic {
 		return link.XDPGenericMode
