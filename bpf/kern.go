@@ -5,11 +5,8 @@ package bpf
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/cilium/ebpf"
-
-	"github.com/xdpeng/xdpeng/internal/counter"
 )
 
 // KernProgram names one of the in-kernel paths of kern.c, the xdp-bench set.
@@ -47,6 +44,10 @@ func (p KernProgram) IsXDP() bool { return p != TCDrop }
 // MaxQueues is the number of rx queues the counters have room for; frames
 // from higher queues are handled but not counted.
 const MaxQueues = 256
+
+// MaxPorts is the most egress interfaces RedirectMulti takes (the size of its
+// DEVMAP_HASH).
+const MaxPorts = 64
 
 // ProtoNotIP is the ProtoStat.Proto of frames that are neither IPv4 nor IPv6.
 const ProtoNotIP = 256
@@ -187,13 +188,13 @@ type QueueCPUStat struct {
 }
 
 // QueueCPUStats is a snapshot of the counters: one entry per (queue, CPU)
-// that counted anything, ordered by queue then CPU.
+// that counted anything, ordered by queue then CPU. internal/kern sums them
+// per queue and per CPU.
 type QueueCPUStats []QueueCPUStat
 
-// ReadStats reads the per rx queue, per CPU counters. The counters are
-// cumulative since load; subtract two snapshots (Sub) for a rate. Without
-// KernOptions.Counters it returns an error rather than zeros, so a caller
-// cannot mistake "not counting" for "no traffic".
+// ReadStats reads the per rx queue, per CPU counters, which are cumulative
+// since load. Without KernOptions.Counters it returns an error rather than
+// zeros, so a caller cannot mistake "not counting" for "no traffic".
 func (k *KernObjects) ReadStats() (QueueCPUStats, error) {
 	if !k.counters || k.Stats == nil {
 		return nil, fmt.Errorf("read stats of %s: loaded without counters", k.Kind)
@@ -217,58 +218,6 @@ func (s QueueCPUStats) Total() (packets, bytes uint64) {
 		bytes += e.Bytes
 	}
 	return packets, bytes
-}
-
-// ByQueue sums over CPUs: one entry per queue (CPU is -1), ordered by queue.
-func (s QueueCPUStats) ByQueue() QueueCPUStats {
-	return s.sumBy(func(e QueueCPUStat) QueueCPUStat { e.CPU = -1; return e })
-}
-
-// ByCPU sums over queues: one entry per CPU (Queue is -1), ordered by CPU.
-func (s QueueCPUStats) ByCPU() QueueCPUStats {
-	return s.sumBy(func(e QueueCPUStat) QueueCPUStat { e.Queue = -1; return e })
-}
-
-func (s QueueCPUStats) sumBy(key func(QueueCPUStat) QueueCPUStat) QueueCPUStats {
-	var out QueueCPUStats
-	index := map[[2]int]int{}
-	for _, e := range s {
-		e = key(e)
-		k := [2]int{e.Queue, e.CPU}
-		if i, ok := index[k]; ok {
-			out[i].Packets += e.Packets
-			out[i].Bytes += e.Bytes
-			continue
-		}
-		index[k] = len(out)
-		out = append(out, e)
-	}
-	slices.SortFunc(out, func(a, b QueueCPUStat) int {
-		if a.Queue != b.Queue {
-			return a.Queue - b.Queue
-		}
-		return a.CPU - b.CPU
-	})
-	return out
-}
-
-// Sub returns s minus an earlier snapshot prev: what was counted in between.
-// Entries with nothing new are left out.
-func (s QueueCPUStats) Sub(prev QueueCPUStats) QueueCPUStats {
-	before := map[[2]int]QueueCPUStat{}
-	for _, e := range prev {
-		before[[2]int{e.Queue, e.CPU}] = e
-	}
-	var out QueueCPUStats
-	for _, e := range s {
-		p := before[[2]int{e.Queue, e.CPU}]
-		e.Packets = counter.Sub(e.Packets, p.Packets)
-		e.Bytes = counter.Sub(e.Bytes, p.Bytes)
-		if e.Packets != 0 || e.Bytes != 0 {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // ProtoStat is how many frames of one IP protocol DropCountProto saw.

@@ -101,16 +101,6 @@ func TestQueueCPUStats(t *testing.T) {
 	if n, b := s.Total(); n != 16 || b != 160 {
 		t.Errorf("Total = %d, %d", n, b)
 	}
-	if got := fmt.Sprint(s.ByQueue()); got != "[{0 -1 11 110} {1 -1 5 50}]" {
-		t.Errorf("ByQueue = %s", got)
-	}
-	if got := fmt.Sprint(s.ByCPU()); got != "[{-1 0 10 100} {-1 1 6 60}]" {
-		t.Errorf("ByCPU = %s", got)
-	}
-	prev := QueueCPUStats{{Queue: 0, CPU: 0, Packets: 4, Bytes: 40}, {Queue: 1, CPU: 1, Packets: 5, Bytes: 50}}
-	if got := fmt.Sprint(s.Sub(prev)); got != "[{0 0 6 60} {0 1 1 10}]" {
-		t.Errorf("Sub = %s", got)
-	}
 }
 
 // TestCountUDPDstPort: with CountUDPDstPort the counters count only UDP

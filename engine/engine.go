@@ -41,8 +41,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/hook"
@@ -108,8 +106,8 @@ func New(cfg Config) (_ *Engine, err error) {
 	if err := e.bindAll(); err != nil {
 		return nil, err
 	}
-	if e.link, err = hook.AttachXDP(e.prog.Program, info.Index, hook.XDPMode(cfg.XDPMode), cfg.Force); err != nil {
-		if errors.Is(err, unix.EOPNOTSUPP) && cfg.XDPMode == XDPNative {
+	if e.link, err = hook.AttachXDP(e.prog.Program, info.Index, hookMode(cfg.XDPMode), cfg.Force); err != nil {
+		if errors.Is(err, hook.ErrNoNativeXDP) {
 			return nil, &kindError{ErrNoNativeXDP, err}
 		}
 		return nil, attachedError(err)
@@ -406,9 +404,17 @@ func bindError(err error) error {
 // attachedError turns hook's report of someone else's program into an
 // *AttachedError.
 func attachedError(err error) error {
-	var a *hook.AttachedError
+	var a *netdev.ForeignXDPError
 	if !errors.As(err, &a) {
 		return err
 	}
-	return &AttachedError{Device: a.Device, ProgramID: a.ProgramID, Mode: a.Mode, LinkID: a.LinkID, OwnerPID: a.OwnerPID, OwnerComm: a.OwnerComm}
+	return &AttachedError{Device: a.Interface, ProgramID: a.ProgID, Mode: a.Mode, LinkID: a.LinkID, OwnerPID: a.OwnerPID, OwnerComm: a.OwnerComm}
+}
+
+// hookMode is m as package hook spells it.
+func hookMode(m XDPMode) hook.XDPMode {
+	if m == XDPGeneric {
+		return hook.Generic
+	}
+	return hook.Native
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
 // advise adds to an error of the engine what to do about it on the command
@@ -17,6 +18,7 @@ func advise(err error) error {
 		qe *engine.QueueError
 		me *engine.MTUError
 		ae *engine.AttachedError
+		fe *netdev.ForeignXDPError
 	)
 	switch {
 	case err == nil:
@@ -36,13 +38,9 @@ func advise(err error) error {
 	case errors.As(err, &me):
 		return fmt.Errorf("%w: %s", err, mtuHint(me))
 	case errors.As(err, &ae):
-		if ae.LinkID == 0 {
-			return fmt.Errorf("%w: detach it (ip link set dev %s xdp off), or pass --force to replace it", err, ae.Device)
-		}
-		if ae.OwnerPID != 0 {
-			return fmt.Errorf("%w: it is not replaced even with --force; stop that process", err)
-		}
-		return fmt.Errorf("%w: it is not replaced even with --force; stop that process (bpftool link show id %d shows its pid)", err, ae.LinkID)
+		return foreignAdvice(err, ae.Device, ae.LinkID, ae.OwnerPID)
+	case errors.As(err, &fe):
+		return foreignAdvice(err, fe.Interface, fe.LinkID, fe.OwnerPID)
 	case errors.Is(err, engine.ErrQueueBusy):
 		return fmt.Errorf("%w: stop it, or choose other queues with -q", err)
 	case errors.Is(err, engine.ErrNoZeroCopy):
@@ -51,6 +49,19 @@ func advise(err error) error {
 		return fmt.Errorf("%w: use -S for generic mode, which works on every interface", err)
 	}
 	return err
+}
+
+// foreignAdvice says what to do about someone else's XDP program on dev:
+// one attached through netlink may be replaced with --force, one a running
+// process holds through a bpf_link never is.
+func foreignAdvice(err error, dev string, linkID uint32, ownerPID int) error {
+	if linkID == 0 {
+		return fmt.Errorf("%w: detach it (ip link set dev %s xdp off), or pass --force to replace it", err, dev)
+	}
+	if ownerPID != 0 {
+		return fmt.Errorf("%w: it is not replaced even with --force; stop that process", err)
+	}
+	return fmt.Errorf("%w: it is not replaced even with --force; stop that process (bpftool link show id %d shows its pid)", err, linkID)
 }
 
 // mtuHint says how to make a device's frames fit the UMEM frames: a larger

@@ -131,66 +131,19 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 			cfg.Threads = len(cpus)
 		}
 	}
-	var err error
-	if f.dstIP != "" {
-		if cfg.Frame.DstIP, err = netip.ParseAddr(f.dstIP); err != nil {
-			return fmt.Errorf("--dst-ip %q is not an IP address", f.dstIP)
-		}
-		cfg.Frame.DstIP = cfg.Frame.DstIP.Unmap()
-		benchV6 := netip.MustParsePrefix("2001:2::/48")
-		if !gen.BenchmarkPrefix().Contains(cfg.Frame.DstIP) && !benchV6.Contains(cfg.Frame.DstIP) {
-			return fmt.Errorf("--dst-ip %s is outside %s (IPv6: %s), the ranges reserved for benchmarking (RFC 2544, RFC 5180): "+
-				"gen sends only there so that its traffic cannot hit a real service", cfg.Frame.DstIP, gen.BenchmarkPrefix(), benchV6)
-		}
+	addrs := addrFlags{srcIP: f.srcIP, dstIP: f.dstIP, srcMAC: f.srcMAC, dstMAC: f.dstMAC}
+	if err := addrs.parse(&cfg.Frame, "gen", true); err != nil {
+		return err
 	}
-	if f.srcIP != "" {
-		if cfg.Frame.SrcIP, err = netip.ParseAddr(f.srcIP); err != nil {
-			return fmt.Errorf("--src-ip %q is not an IP address", f.srcIP)
-		}
-		cfg.Frame.SrcIP = cfg.Frame.SrcIP.Unmap()
-	}
-	if f.srcMAC != "" {
-		if cfg.Frame.SrcMAC, err = parseMAC(f.srcMAC); err != nil {
-			return fmt.Errorf("--src-mac: %w", err)
-		}
-	}
-	if f.dstMAC != "" {
-		if cfg.Frame.DstMAC, err = parseMAC(f.dstMAC); err != nil {
-			return fmt.Errorf("--dst-mac: %w", err)
-		}
-	}
-
 	if err := needRoot(typed(cmd), privilege.BPF); err != nil {
 		return err
 	}
-	info, err := netdev.Lookup(f.iface)
-	if err != nil {
-		return fmt.Errorf("-i: %w", err)
+	var info *netdev.Info
+	var err error
+	if cfg.Frame, info, err = resolveAddrs(f.iface, cfg.Frame); err != nil {
+		return err
 	}
 	cfg.Ifindex = info.Index
-	if cfg.Frame.SrcMAC == nil {
-		cfg.Frame.SrcMAC = info.MAC
-	}
-	if !cfg.Frame.SrcIP.IsValid() {
-		cfg.Frame.SrcIP = netip.MustParseAddr("198.18.0.1")
-		if cfg.Frame.DstIP.Is6() {
-			cfg.Frame.SrcIP = netip.MustParseAddr("2001:2::1")
-		} else if ip, ok, err := gen.BenchmarkSrcIP(info.Index); err != nil {
-			return err
-		} else if ok {
-			cfg.Frame.SrcIP = ip
-		}
-	}
-	if !cfg.Frame.DstIP.IsValid() {
-		cfg.Frame.DstIP = gen.PeerIP(cfg.Frame.SrcIP)
-	}
-	if cfg.Frame.DstMAC == nil {
-		mac, _, err := gen.DstMAC(info.Index, cfg.Frame.DstIP)
-		if err != nil {
-			return fmt.Errorf("%w: give the receiver's address with --dst-mac", err)
-		}
-		cfg.Frame.DstMAC = mac
-	}
 	if err := cfg.Validate(); err != nil {
 		return flagError(err)
 	}
@@ -209,6 +162,58 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 		return flagError(err)
 	}
 	return nil
+}
+
+// addrFlags are the address flags of gen and txonly, as typed.
+type addrFlags struct{ srcIP, dstIP, srcMAC, dstMAC string }
+
+// parse puts the addresses given into frame. A destination must lie in the
+// ranges reserved for benchmarking (gen.CheckDst; the IPv6 one too if ipv6);
+// who names the command in that refusal. It needs no device, so bad flags
+// are refused before privilege is checked.
+func (a addrFlags) parse(frame *packet.UDPConfig, who string, ipv6 bool) error {
+	var err error
+	if a.dstIP != "" {
+		if frame.DstIP, err = netip.ParseAddr(a.dstIP); err != nil {
+			return fmt.Errorf("--dst-ip %q is not an IP address", a.dstIP)
+		}
+		frame.DstIP = frame.DstIP.Unmap()
+		if err := gen.CheckDst(frame.DstIP, ipv6); err != nil {
+			return fmt.Errorf("--dst-ip %w: %s sends only there so that its traffic cannot hit a real service", err, who)
+		}
+	}
+	if a.srcIP != "" {
+		if frame.SrcIP, err = netip.ParseAddr(a.srcIP); err != nil {
+			return fmt.Errorf("--src-ip %q is not an IP address", a.srcIP)
+		}
+		frame.SrcIP = frame.SrcIP.Unmap()
+	}
+	if a.srcMAC != "" {
+		if frame.SrcMAC, err = parseMAC(a.srcMAC); err != nil {
+			return fmt.Errorf("--src-mac: %w", err)
+		}
+	}
+	if a.dstMAC != "" {
+		if frame.DstMAC, err = parseMAC(a.dstMAC); err != nil {
+			return fmt.Errorf("--dst-mac: %w", err)
+		}
+	}
+	return nil
+}
+
+// resolveAddrs fills in the addresses frame was not given for frames sent
+// out of iface (gen.ResolveAddrs, the one place that does it for gen and
+// txonly), and names the flag that helps where it cannot.
+func resolveAddrs(iface string, frame packet.UDPConfig) (packet.UDPConfig, *netdev.Info, error) {
+	frame, info, err := gen.ResolveAddrs(iface, frame)
+	var nf *netdev.NoInterfaceError
+	switch {
+	case errors.As(err, &nf):
+		return frame, nil, fmt.Errorf("-i: %w", err)
+	case errors.Is(err, netdev.ErrNoDstMAC):
+		return frame, nil, fmt.Errorf("%w: give the receiver's address with --dst-mac", err)
+	}
+	return frame, info, err
 }
 
 func parseMAC(s string) (net.HardwareAddr, error) {

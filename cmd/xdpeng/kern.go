@@ -10,12 +10,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/vishvananda/netlink"
 
-	"github.com/xdpeng/xdpeng/bpf"
-	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/internal/counter"
-	"github.com/xdpeng/xdpeng/internal/hook"
+	"github.com/xdpeng/xdpeng/internal/kern"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/units"
@@ -94,148 +91,101 @@ replaced unless --force (and never one held by another process's bpf_link).`,
 	return cmd
 }
 
-// kernSetup is a validated kern invocation.
-type kernSetup struct {
-	path    string // drop, pass, tx, redirect
-	name    string // kern-drop, ...: the JSON mode
-	program bpf.KernProgram
-	tc      bool
-	mode    hook.XDPMode
-	in      netlink.Link
-	outs    []netlink.Link
-}
-
-// validate checks every input before anything is loaded or attached.
-func (f *kernFlags) validate(path string) (*kernSetup, error) {
-	s := &kernSetup{path: path, name: "kern-" + path}
+// kernConfig checks the flags of a kern path and makes its kern.Config. It
+// looks the interfaces up (no privilege needed for that), so that bad input
+// is refused before anything else, root included.
+func (f *kernFlags) kernConfig(path string) (kern.Config, error) {
+	cfg := kern.Config{Action: kern.Action(path), Interface: f.iface, Outs: f.out, Force: f.force}
 	if f.skb && f.native {
-		return nil, errors.New("-S (generic) and -N (native) contradict each other")
+		return cfg, errors.New("-S (generic) and -N (native) contradict each other")
 	}
-	mode, err := hook.ParseXDPMode(f.mode)
+	h, err := kern.ParseXDPMode(f.mode)
 	if err != nil {
-		return nil, fmt.Errorf("-m/--mode: %w", err)
+		return cfg, fmt.Errorf("-m/--mode: %w", err)
 	}
 	if f.skb {
-		mode = hook.Generic
+		h = kern.XDPGeneric
 	}
 	if f.native {
-		mode = hook.Native
+		h = kern.XDP
 	}
-	s.mode = mode
 	switch f.hook {
 	case "", "xdp":
 	case "tc":
-		s.tc = true
+		h = kern.TC
 	default:
-		return nil, fmt.Errorf("--hook %q: want xdp or tc", f.hook)
+		return cfg, fmt.Errorf("--hook %q: want xdp or tc", f.hook)
 	}
+	cfg.Hook = h
 	if f.interval <= 0 {
-		return nil, fmt.Errorf("-I/--interval %v: must be positive", f.interval)
+		return cfg, fmt.Errorf("-I/--interval %v: must be positive", f.interval)
 	}
 	if f.duration < 0 {
-		return nil, fmt.Errorf("-d/--duration %v: must not be negative", f.duration)
+		return cfg, fmt.Errorf("-d/--duration %v: must not be negative", f.duration)
 	}
 
 	switch path {
 	case "drop":
-		s.program = bpf.Drop
-		switch {
-		case s.tc && f.countProto:
-			return nil, errors.New("--count-proto is for the XDP hook, not --hook tc")
-		case s.tc:
-			s.program = bpf.TCDrop
-		case f.countProto:
-			s.program = bpf.DropCountProto
+		if h == kern.TC && f.countProto {
+			return cfg, errors.New("--count-proto is for the XDP hook, not --hook tc")
 		}
-	case "pass":
-		s.program = bpf.Pass
-	case "tx":
-		s.program = bpf.TX
+		cfg.CountProto = f.countProto
 	case "redirect":
-		s.program = bpf.Redirect
 		if len(f.out) == 0 {
-			return nil, cliFlagError{errors.New("redirect needs -o OUT (or -o OUT1,OUT2 for a copy to each)")}
+			return cfg, cliFlagError{errors.New("redirect needs -o OUT (or -o OUT1,OUT2 for a copy to each)")}
 		}
-		if len(f.out) > 1 {
-			s.program = bpf.RedirectMulti
-		}
-	default:
-		return nil, fmt.Errorf("unknown path %q", path)
 	}
-
 	if f.iface == "" {
-		return nil, cliFlagError{errors.New("no interface given: use -i DEV")}
-	}
-	if s.in, err = kernLink(f.iface); err != nil {
-		return nil, fmt.Errorf("-i: %w", err)
+		return cfg, cliFlagError{errors.New("no interface given: use -i DEV")}
 	}
 	for i, o := range f.out {
 		if o == f.iface {
-			return nil, fmt.Errorf("-o %s: the egress interface must differ from -i", o)
+			return cfg, fmt.Errorf("-o %s: the egress interface must differ from -i", o)
 		}
 		if slices.Contains(f.out[:i], o) {
-			return nil, fmt.Errorf("-o %s: listed twice", o)
+			return cfg, fmt.Errorf("-o %s: listed twice", o)
 		}
-		l, err := kernLink(o)
-		if err != nil {
-			return nil, fmt.Errorf("-o: %w", err)
-		}
-		s.outs = append(s.outs, l)
 	}
-	if err := needRoot("kern "+path, privilege.BPF); err != nil {
-		return nil, err
+	if err := kern.Check(cfg); err != nil {
+		return cfg, kernError(err, f.iface)
 	}
-	return s, nil
+	return cfg, nil
 }
 
-func kernLink(name string) (netlink.Link, error) {
-	l, err := netlink.LinkByName(name)
-	if err != nil {
-		var nf netlink.LinkNotFoundError
-		if errors.As(err, &nf) {
-			return nil, fmt.Errorf("interface %q not found in this network namespace (list: ip link)", name)
-		}
-		return nil, fmt.Errorf("look up interface %q: %w", name, err)
+// kernError adds to an error of package kern the flag that helps.
+func kernError(err error, iface string) error {
+	var nf *netdev.NoInterfaceError
+	var fe *netdev.ForeignXDPError
+	switch {
+	case errors.As(err, &nf) && nf.Name == iface:
+		return fmt.Errorf("-i: %w", err)
+	case errors.As(err, &nf):
+		return fmt.Errorf("-o: %w", err)
+	case errors.As(err, &fe):
+		return advise(err)
+	case errors.Is(err, kern.ErrNoNativeXDP):
+		return fmt.Errorf("%w; generic mode (-m generic) works on every interface", err)
+	case errors.Is(err, kern.ErrMTUTooLarge):
+		return fmt.Errorf("%w (lower it, or use generic mode: -m generic)", err)
 	}
-	return l, nil
+	return err
 }
 
 func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
-	s, err := f.validate(path)
+	cfg, err := f.kernConfig(path)
 	if err != nil {
 		return err
 	}
-	k, err := bpf.LoadKern(s.program, bpf.KernOptions{Counters: true})
-	if err != nil {
+	if err := needRoot("kern "+path, privilege.BPF); err != nil {
 		return err
 	}
-	defer k.Close()
-	if len(s.outs) > 0 {
-		idx := make([]int, len(s.outs))
-		for i, l := range s.outs {
-			idx[i] = l.Attrs().Index
-		}
-		if err := k.SetPorts(idx...); err != nil {
-			return err
-		}
-	}
-
-	var attachment io.Closer
-	if s.tc {
-		attachment, err = hook.AttachTCIngress(k.Program, s.in.Attrs().Index)
-	} else {
-		attachment, err = hook.AttachXDP(k.Program, s.in.Attrs().Index, s.mode, f.force)
-	}
-	var ae *hook.AttachedError
-	if errors.As(err, &ae) {
-		err = &engine.AttachedError{Device: ae.Device, ProgramID: ae.ProgramID, Mode: ae.Mode, LinkID: ae.LinkID, OwnerPID: ae.OwnerPID, OwnerComm: ae.OwnerComm}
-	}
+	kp, err := kern.Open(cfg)
 	if err != nil {
-		return advise(err)
+		return kernError(err, f.iface)
 	}
 	// Deferred, so it runs on every return and panic; a bpf_link would
 	// also go with the process.
-	defer attachment.Close()
+	defer kp.Close()
 
 	ctx, cancel := signalContext()
 	defer cancel()
@@ -245,7 +195,7 @@ func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
 		defer c2()
 	}
 
-	p := &kernPrinter{w: cmd.OutOrStdout(), s: s, f: f, k: k, start: time.Now()}
+	p := &kernPrinter{w: cmd.OutOrStdout(), path: path, f: f, k: kp, start: time.Now()}
 	p.header()
 	prev, err := p.snapshot()
 	if err != nil {
@@ -262,7 +212,7 @@ func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
 				return err
 			}
 			p.summary(first, last)
-			return attachment.Close()
+			return kp.Close()
 		case <-tick.C:
 			cur, err := p.snapshot()
 			if err != nil {
@@ -276,57 +226,29 @@ func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
 
 // kernSnapshot is every counter kern reports, at one time.
 type kernSnapshot struct {
-	t     time.Time
-	stats bpf.QueueCPUStats
-	proto []bpf.ProtoStat
-	outTx []uint64 // tx packets of each -o interface, from its link statistics
-	// For tx on a veth: XDP_TX frames the driver sent on, and those it
-	// could not (veth's rx_queue_N_xdp_tx and _xdp_tx_errors).
-	xdpTx, xdpTxErr uint64
-	txCounted       bool
+	t time.Time
+	kern.Counters
 }
 
 type kernPrinter struct {
 	w     io.Writer
-	s     *kernSetup
+	path  string // drop, pass, tx, redirect
 	f     *kernFlags
-	k     *bpf.KernObjects
+	k     *kern.Path
 	start time.Time
 }
 
+// name is the JSON mode: kern-drop, ...
+func (p *kernPrinter) name() string { return "kern-" + p.path }
+
 func (p *kernPrinter) snapshot() (kernSnapshot, error) {
-	snap := kernSnapshot{t: time.Now()}
-	var err error
-	if snap.stats, err = p.k.ReadStats(); err != nil {
-		return snap, err
-	}
-	if p.s.program == bpf.DropCountProto {
-		if snap.proto, err = p.k.ReadProtoStats(); err != nil {
-			return snap, err
-		}
-	}
-	for _, o := range p.s.outs {
-		l, err := netlink.LinkByIndex(o.Attrs().Index)
-		if err != nil {
-			return snap, fmt.Errorf("read counters of %s: %w", o.Attrs().Name, err)
-		}
-		var tx uint64
-		if st := l.Attrs().Statistics; st != nil {
-			tx = st.TxPackets
-		}
-		snap.outTx = append(snap.outTx, tx)
-	}
-	if p.s.program == bpf.TX {
-		if qs, err := netdev.VethQueueCounters(p.s.in.Attrs().Name); err == nil {
-			t := netdev.SumVethQueues(qs)
-			snap.xdpTx, snap.xdpTxErr, snap.txCounted = t.RxXDPTx, t.RxXDPTxErrors, true
-		}
-	}
-	return snap, nil
+	c, err := p.k.Read()
+	return kernSnapshot{t: time.Now(), Counters: c}, err
 }
 
+// hookName is "xdp" (native or generic) or "tc".
 func (p *kernPrinter) hookName() string {
-	if p.s.tc {
+	if p.k.Config().Hook == kern.TC {
 		return "tc"
 	}
 	return "xdp"
@@ -336,16 +258,16 @@ func (p *kernPrinter) header() {
 	if p.f.json {
 		return
 	}
-	where := fmt.Sprintf("XDP %s mode", p.s.mode)
-	if p.s.tc {
+	where := fmt.Sprintf("XDP %s mode", p.k.Config().Hook.XDPMode())
+	if p.k.Config().Hook == kern.TC {
 		where = "tc ingress"
 	}
 	extra := ""
-	if len(p.s.outs) > 0 {
+	if len(p.f.out) > 0 {
 		extra = " -> " + strings.Join(p.f.out, ",")
 	}
 	fmt.Fprintf(p.w, "%s (%s) on %s%s, %s; counting per rx queue and CPU every %v; Ctrl-C to stop\n",
-		p.s.name, p.s.program, p.s.in.Attrs().Name, extra, where, p.f.interval)
+		p.name(), p.k.Program(), p.k.Interface().Name, extra, where, p.f.interval)
 }
 
 // kernRate is one row: a queue, a CPU, an egress port or a protocol.
@@ -363,9 +285,9 @@ func intp(v int) *int { return &v }
 
 // statRows are the per queue and per CPU rows of s, counted over dt seconds.
 // Empty, not nil, so JSON shows [] rather than null.
-func statRows(s bpf.QueueCPUStats, dt float64) (perQueue, perCPU []kernRate) {
+func statRows(s kern.Stats, dt float64) (perQueue, perCPU []kernRate) {
 	perQueue, perCPU = []kernRate{}, []kernRate{}
-	rate := func(e bpf.QueueCPUStat) kernRate {
+	rate := func(e kern.QueueCPU) kernRate {
 		r := kernRate{Packets: e.Packets}
 		if dt > 0 {
 			r.PPS, r.BPS = float64(e.Packets)/dt, float64(e.Bytes)*8/dt
@@ -394,15 +316,15 @@ func (p *kernPrinter) extraRows(prev, cur kernSnapshot, dt float64) (outs, proto
 		}
 		return float64(n) / dt
 	}
-	for i, o := range p.s.outs {
-		n := counter.Sub(cur.outTx[i], prev.outTx[i])
-		outs = append(outs, kernRate{Interface: o.Attrs().Name, PPS: per(n), Packets: n})
+	for i, o := range p.k.Outs() {
+		n := counter.Sub(cur.OutTx[i], prev.OutTx[i])
+		outs = append(outs, kernRate{Interface: o.Name, PPS: per(n), Packets: n})
 	}
 	before := map[int]uint64{}
-	for _, e := range prev.proto {
+	for _, e := range prev.Proto {
 		before[e.Proto] = e.Packets
 	}
-	for _, e := range cur.proto {
+	for _, e := range cur.Proto {
 		if n := counter.Sub(e.Packets, before[e.Proto]); n > 0 {
 			protos = append(protos, kernRate{Proto: intp(e.Proto), PPS: per(n), Packets: n})
 		}
@@ -412,29 +334,29 @@ func (p *kernPrinter) extraRows(prev, cur kernSnapshot, dt float64) (outs, proto
 
 func (p *kernPrinter) interval(prev, cur kernSnapshot) {
 	dt := cur.t.Sub(prev.t).Seconds()
-	d := cur.stats.Sub(prev.stats)
+	d := cur.Stats.Sub(prev.Stats)
 	pkts, bytes := d.Total()
 	perQueue, perCPU := statRows(d, dt)
 	outs, protos := p.extraRows(prev, cur, dt)
-	total, _ := cur.stats.Total()
+	total, _ := cur.Stats.Total()
 	elapsed := cur.t.Sub(p.start).Seconds()
 	if p.f.json {
 		line := map[string]any{
-			"type": "interval", "mode": p.s.name, "hook": p.hookName(), "t": round3(elapsed),
+			"type": "interval", "mode": p.name(), "hook": p.hookName(), "t": round3(elapsed),
 			"rx_pps": float64(pkts) / dt, "rx_bps": float64(bytes) * 8 / dt, "rx_packets": total,
 			"per_queue": perQueue, "per_cpu": perCPU, "out": outs, "proto": protos,
 		}
-		if cur.txCounted {
-			line["xdp_tx_pps"] = float64(cur.xdpTx-prev.xdpTx) / dt
-			line["xdp_tx_errors_pps"] = float64(cur.xdpTxErr-prev.xdpTxErr) / dt
+		if sent, failed, ok := xdpTxSince(prev, cur); ok {
+			line["xdp_tx_pps"] = float64(sent) / dt
+			line["xdp_tx_errors_pps"] = float64(failed) / dt
 		}
 		writeJSON(p.w, line)
 		return
 	}
 	fmt.Fprintf(p.w, "[%7.2fs] %-14s %12s %12s %14d total\n", elapsed, "rx", units.PPS(float64(pkts)/dt), units.BPS(float64(bytes)*8/dt), total)
-	if cur.txCounted {
-		fmt.Fprintf(p.w, "%10s %-14s %12s %12s errors\n", "", "xdp_tx sent", units.PPS(float64(cur.xdpTx-prev.xdpTx)/dt),
-			units.PPS(float64(cur.xdpTxErr-prev.xdpTxErr)/dt))
+	if sent, failed, ok := xdpTxSince(prev, cur); ok {
+		fmt.Fprintf(p.w, "%10s %-14s %12s %12s errors\n", "", "xdp_tx sent", units.PPS(float64(sent)/dt),
+			units.PPS(float64(failed)/dt))
 	}
 	p.rows(perQueue, perCPU, outs, protos, true)
 }
@@ -462,7 +384,7 @@ func (p *kernPrinter) rows(perQueue, perCPU, outs, protos []kernRate, rates bool
 	}
 	for _, r := range protos {
 		label := fmt.Sprintf("proto %d", *r.Proto)
-		if *r.Proto == bpf.ProtoNotIP {
+		if *r.Proto == kern.ProtoNotIP {
 			label = "not IP"
 		}
 		line(label, r)
@@ -497,25 +419,21 @@ func (p *kernPrinter) summary(first, last kernSnapshot) {
 	dur := last.t.Sub(p.start).Seconds()
 	// Counters start at zero at load; the first snapshot is the baseline
 	// for the egress ports only.
-	pkts, bytes := last.stats.Total()
-	perQueue, perCPU := statRows(last.stats, dur)
-	zero := kernSnapshot{outTx: first.outTx}
+	pkts, bytes := last.Stats.Total()
+	perQueue, perCPU := statRows(last.Stats, dur)
+	zero := kernSnapshot{Counters: kern.Counters{OutTx: first.OutTx}}
 	outs, protos := p.extraRows(zero, last, dur)
 	sum := kernSummary{
-		Type: "summary", Mode: p.s.name, Program: string(p.s.program), Hook: p.hookName(),
-		Interface: p.s.in.Attrs().Name, Out: p.f.out, DurationS: round3(dur),
+		Type: "summary", Mode: p.name(), Program: p.k.Program(), Hook: p.hookName(),
+		Interface: p.k.Interface().Name, Out: p.f.out, DurationS: round3(dur),
 		RxPackets: pkts, RxBytes: bytes, PerQueue: perQueue, PerCPU: perCPU, OutTx: outs, PerProto: protos,
-		CountProto: p.s.program == bpf.DropCountProto,
-	}
-	if !p.s.tc {
-		sum.XDPMode = p.s.mode.String()
+		CountProto: p.k.Config().CountProto, XDPMode: p.k.Config().Hook.XDPMode(),
 	}
 	if dur > 0 {
 		sum.RxPPS = float64(pkts) / dur
 	}
-	var sent, failed uint64
-	if last.txCounted && first.txCounted {
-		sent, failed = last.xdpTx-first.xdpTx, last.xdpTxErr-first.xdpTxErr
+	sent, failed, ok := xdpTxSince(first, last)
+	if ok {
 		sum.XDPTx, sum.XDPTxErrors = &sent, &failed
 	}
 	if p.f.json {
@@ -523,15 +441,24 @@ func (p *kernPrinter) summary(first, last kernSnapshot) {
 		return
 	}
 	fmt.Fprintf(p.w, "\n%s on %s: %.2f s, rx %d packets, %d bytes (%s on average)\n",
-		p.s.name, sum.Interface, dur, pkts, bytes, units.PPS(sum.RxPPS))
+		p.name(), sum.Interface, dur, pkts, bytes, units.PPS(sum.RxPPS))
 	if sum.XDPTx != nil {
 		fmt.Fprintf(p.w, "  xdp_tx: %d sent back, %d failed\n", sent, failed)
 		if failed > 0 {
 			fmt.Fprintf(p.w, "  (a veth delivers XDP_TX frames only to a peer that runs an XDP program: attach one there, e.g. xdpeng kern pass -i %s in the peer's namespace)\n",
-				peerHint(p.s.in.Attrs().Name))
+				peerHint(sum.Interface))
 		}
 	}
 	p.rows(perQueue, perCPU, outs, protos, false)
+}
+
+// xdpTxSince is what tx sent back between two snapshots, and whether the
+// interface counts it.
+func xdpTxSince(prev, cur kernSnapshot) (sent, failed uint64, ok bool) {
+	if prev.XDPTx == nil || cur.XDPTx == nil {
+		return 0, 0, false
+	}
+	return cur.XDPTx.Sent - prev.XDPTx.Sent, cur.XDPTx.Failed - prev.XDPTx.Failed, true
 }
 
 // peerHint names the test bed peer of a dutK interface, or says "the peer".

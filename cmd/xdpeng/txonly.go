@@ -6,14 +6,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 
 	"github.com/spf13/cobra"
 
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/packet"
-	"github.com/xdpeng/xdpeng/internal/lab/gen"
-	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/units"
 )
@@ -110,59 +107,16 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 		return err
 	}
 	frame := packet.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort, VLAN: f.vlan, Size: f.size, Fill: f.fill}
-	if f.dstIP != "" {
-		if frame.DstIP, err = netip.ParseAddr(f.dstIP); err != nil {
-			return fmt.Errorf("--dst-ip %q is not an IP address", f.dstIP)
-		}
-		frame.DstIP = frame.DstIP.Unmap()
-		if !frame.DstIP.Is4() || !gen.BenchmarkPrefix().Contains(frame.DstIP) {
-			return fmt.Errorf("--dst-ip %s is outside %s, the range reserved for benchmarking (RFC 2544): txonly sends only there so that its traffic cannot hit a real service",
-				frame.DstIP, gen.BenchmarkPrefix())
-		}
-	}
-	if f.srcIP != "" {
-		if frame.SrcIP, err = netip.ParseAddr(f.srcIP); err != nil {
-			return fmt.Errorf("--src-ip %q is not an IP address", f.srcIP)
-		}
-		frame.SrcIP = frame.SrcIP.Unmap()
-	}
-	if f.srcMAC != "" {
-		if frame.SrcMAC, err = parseMAC(f.srcMAC); err != nil {
-			return fmt.Errorf("--src-mac: %w", err)
-		}
-	}
-	if f.dstMAC != "" {
-		if frame.DstMAC, err = parseMAC(f.dstMAC); err != nil {
-			return fmt.Errorf("--dst-mac: %w", err)
-		}
+	addrs := addrFlags{srcIP: f.srcIP, dstIP: f.dstIP, srcMAC: f.srcMAC, dstMAC: f.dstMAC}
+	if err := addrs.parse(&frame, "txonly", false); err != nil {
+		return err
 	}
 	if err := needRoot(typed(cmd), privilege.AFXDP); err != nil {
 		return err
 	}
-	info, err := netdev.Lookup(cfg.Interface)
+	frame, info, err := resolveAddrs(cfg.Interface, frame)
 	if err != nil {
-		return fmt.Errorf("-i: %w", err)
-	}
-	if frame.SrcMAC == nil {
-		frame.SrcMAC = info.MAC
-	}
-	if !frame.SrcIP.IsValid() {
-		frame.SrcIP = netip.MustParseAddr("198.18.0.1")
-		if ip, ok, err := gen.BenchmarkSrcIP(info.Index); err != nil {
-			return err
-		} else if ok {
-			frame.SrcIP = ip
-		}
-	}
-	if !frame.DstIP.IsValid() {
-		frame.DstIP = gen.PeerIP(frame.SrcIP)
-	}
-	if frame.DstMAC == nil {
-		mac, _, err := gen.DstMAC(info.Index, frame.DstIP)
-		if err != nil {
-			return fmt.Errorf("%w: give the receiver's address with --dst-mac", err)
-		}
-		frame.DstMAC = mac
+		return err
 	}
 	if err := frame.ValidateUDP(); err != nil {
 		return flagError(err)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
@@ -168,10 +169,10 @@ func TestAttachXDPRefusesAndForcesNetlinkProgram(t *testing.T) {
 			}
 			return err
 		})
-		want := AttachedError{Device: a.Name, ProgramID: progID(t, theirs.Program), Mode: "native"}
-		var got *AttachedError
-		if !errors.As(err, &got) || *got != want {
-			t.Fatalf("%s mode without force: got error %v, want %+v", mode, err, want)
+		var fe *netdev.ForeignXDPError
+		if !errors.As(err, &fe) || fe.Held() || fe.ProgID != progID(t, theirs.Program) || fe.Interface != a.Name {
+			t.Errorf("%s mode without force: error %#v, want a *netdev.ForeignXDPError naming %s and program %d, not held",
+				mode, fe, a.Name, progID(t, theirs.Program))
 		}
 	}
 
@@ -207,9 +208,16 @@ func TestAttachXDPRefusesForeignLinkEvenWithForce(t *testing.T) {
 		}
 		return err
 	})
-	var got *AttachedError
-	if !errors.As(err, &got) || got.LinkID == 0 || got.OwnerPID != os.Getpid() || !strings.Contains(err.Error(), "through bpf_link id") {
-		t.Fatalf("got %v, want a refusal naming the bpf_link and this process", err)
+	if err == nil || !strings.Contains(err.Error(), "through bpf_link id") {
+		t.Fatalf("got %v, want a refusal naming the bpf_link", err)
+	}
+	var fe *netdev.ForeignXDPError
+	if !errors.As(err, &fe) || !fe.Held() || fe.ProgID != progID(t, theirs.Program) || fe.LinkID == 0 {
+		t.Errorf("error %#v, want a *netdev.ForeignXDPError of program %d held by a bpf_link", fe, progID(t, theirs.Program))
+	}
+	// This process holds the link, and /proc shows it.
+	if fe != nil && fe.OwnerPID != os.Getpid() {
+		t.Errorf("owner pid %d (%s), want this process, %d", fe.OwnerPID, fe.OwnerComm, os.Getpid())
 	}
 	t.Log(err)
 	if id, _ := ns.xdpState(t, a.Index); id != progID(t, theirs.Program) {
@@ -426,15 +434,4 @@ func (n *testNS) hasClsact(t *testing.T, ifindex int) bool {
 		return err
 	})
 	return found
-}
-
-func TestParseXDPMode(t *testing.T) {
-	for in, want := range map[string]XDPMode{"native": Native, "drv": Native, "generic": Generic, "skb": Generic} {
-		if got, err := ParseXDPMode(in); err != nil || got != want {
-			t.Errorf("ParseXDPMode(%q) = %v, %v", in, got, err)
-		}
-	}
-	if _, err := ParseXDPMode("offload"); err == nil {
-		t.Error("ParseXDPMode(offload): no error")
-	}
 }

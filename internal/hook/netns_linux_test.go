@@ -5,15 +5,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
 	"runtime"
 	"testing"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
-
-	"github.com/xdpeng/xdpeng/engine/packet"
 
 	"github.com/xdpeng/xdpeng/internal/netdev"
 )
@@ -160,20 +157,4 @@ func (n *testNS) xdpState(t *testing.T, ifindex int) (progID uint32, mode string
 		return nil
 	})
 	return progID, mode
-}
-
-// udpFrame is a UDP/IPv4 test frame from src to dst, in 198.18.0.0/15.
-func udpFrame(t *testing.T, src, dst net.HardwareAddr, size int) []byte {
-	t.Helper()
-	buf := make([]byte, size)
-	_, err := packet.BuildUDP(buf, packet.UDPConfig{
-		SrcMAC: src, DstMAC: dst,
-		SrcIP: netip.MustParseAddr("198.18.0.1"), DstIP: netip.MustParseAddr("198.18.0.2"),
-		SrcPort: 9, DstPort: 9999,
-		Size: size,
-	})
-	if err != nil {
-		t.Fatalf("build frame: %v", err)
-	}
-	return buf
 }

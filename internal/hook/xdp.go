@@ -17,10 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/cilium/ebpf"
@@ -54,17 +50,6 @@ func (m XDPMode) String() string {
 	return fmt.Sprintf("XDPMode(%d)", int(m))
 }
 
-// ParseXDPMode accepts "native" (or "drv", "driver") and "generic" (or "skb").
-func ParseXDPMode(s string) (XDPMode, error) {
-	switch s {
-	case "native", "drv", "driver":
-		return Native, nil
-	case "generic", "skb":
-		return Generic, nil
-	}
-	return 0, fmt.Errorf("unknown XDP mode %q (want native or generic)", s)
-}
-
 func (m XDPMode) linkFlags() link.XDPAttachFlags {
 	if m == Generic {
 		return link.XDPGenericMode
@@ -83,7 +68,7 @@ func (m XDPMode) netlinkFlags() int {
 type attached struct {
 	progID uint32
 	mode   string // as netlink reports it: native, generic, offload, multi
-	linkID link.ID
+	linkID uint32 // the bpf_link that holds it, 0 if attached through netlink
 }
 
 func (a attached) String() string {
@@ -93,8 +78,8 @@ func (a attached) String() string {
 // AttachXDP attaches prog to the interface ifindex in mode and returns what
 // detaches it.
 //
-// If a program is already attached (in any mode) it refuses, naming the
-// program, unless force is set. With force, a program attached through
+// If a program is already attached (in any mode) it refuses with a
+// *netdev.ForeignXDPError naming the program, unless force is set. With force, a program attached through
 // netlink (ip link, libxdp, older tools) is detached through netlink first;
 // a program held by a bpf_link is refused even then, because a live process
 // owns that link (bpftool link show names it).
@@ -141,29 +126,10 @@ func currentXDP(dev netlink.Link) (attached, bool) {
 		return attached{}, false
 	}
 	a := attached{progID: x.ProgId, mode: netdev.XDPModeName(x.AttachMode)}
-	a.linkID = findXDPLink(dev.Attrs().Index, x.ProgId)
+	a.linkID = netdev.XDPLinkID(dev.Attrs().Index, x.ProgId)
 	return a, true
 }
 
-// findXDPLink returns the id of the XDP bpf_link holding program progID on
-// ifindex, or 0 if there is none (the program was attached through netlink).
-// Link ifindexes are per namespace; the program id (global) disambiguates.
-func findXDPLink(ifindex int, progID uint32) link.ID {
-	var it link.Iterator
-	defer it.Close()
-	for it.Next() {
-		info, err := it.Link.Info()
-		if err != nil || info.Type != link.XDPType || uint32(info.Program) != progID {
-			continue
-		}
-		if x := info.XDP(); x != nil && int(x.Ifindex) == ifindex {
-			return it.ID
-		}
-	}
-	return 0
-}
-
-// takeOver refuses or, with force, removes the program cur on dev.
 // CheckXDPFree returns the error AttachXDP would return because of a program
 // already attached to ifindex, without touching anything: nil if there is
 // none, or if force would replace it. Callers use it to refuse before they
@@ -179,46 +145,24 @@ func CheckXDPFree(ifindex int, force bool) error {
 	return nil
 }
 
-// AttachedError is an XDP program someone else attached to a device, which
-// AttachXDP and CheckXDPFree refuse to replace: a program held by a bpf_link
-// (a live process owns it) always, one attached through netlink unless
-// force.
-type AttachedError struct {
-	Device    string
-	ProgramID uint32
-	Mode      string // as netlink reports it: native, generic, offload, multi
-	// LinkID is the bpf_link holding the program, 0 for netlink; OwnerPID
-	// and OwnerComm the process holding that link, where it was found.
-	LinkID    uint32
-	OwnerPID  int
-	OwnerComm string
-}
-
-func (e *AttachedError) Error() string {
-	s := fmt.Sprintf("interface %s already has XDP program id %d (%s mode) attached by someone else", e.Device, e.ProgramID, e.Mode)
-	if e.LinkID != 0 {
-		s += fmt.Sprintf(" through bpf_link id %d, held by a running process", e.LinkID)
-		if e.OwnerPID != 0 {
-			s += fmt.Sprintf(" (pid %d, %s)", e.OwnerPID, e.OwnerComm)
-		}
-	}
-	return s
-}
-
-// refusal is why cur may not be replaced, nil if force may replace it.
+// refusal is why cur may not be replaced, nil if force may replace it: a
+// *netdev.ForeignXDPError.
 func refusal(dev netlink.Link, cur attached, force bool) error {
-	if cur.linkID == 0 && force {
-		return nil
+	name := dev.Attrs().Name
+	fe := &netdev.ForeignXDPError{Interface: name, XDPAttachment: netdev.XDPAttachment{
+		XDPState: netdev.XDPState{ProgID: cur.progID, Mode: cur.mode}, LinkID: cur.linkID,
+	}}
+	if fe.Held() {
+		fe.OwnerPID, fe.OwnerComm, _ = netdev.LinkOwner(cur.linkID)
+		return fe
 	}
-	e := &AttachedError{Device: dev.Attrs().Name, ProgramID: cur.progID, Mode: cur.mode, LinkID: uint32(cur.linkID)}
-	if cur.linkID != 0 {
-		if pid, comm, ok := linkOwner(uint32(cur.linkID)); ok {
-			e.OwnerPID, e.OwnerComm = pid, comm
-		}
+	if !force {
+		return fe
 	}
-	return e
+	return nil
 }
 
+// takeOver refuses or, with force, removes the program cur on dev.
 func takeOver(dev netlink.Link, cur attached, force bool) error {
 	if err := refusal(dev, cur, force); err != nil {
 		return err
@@ -248,12 +192,23 @@ func detachNetlinkAll(dev netlink.Link) error {
 	return nil
 }
 
-// explainXDP turns the kernel's errno into advice.
+// Reasons AttachXDP fails for, wrapped into its error.
+var (
+	// ErrNoNativeXDP: the driver has no native XDP; generic mode works on
+	// every interface.
+	ErrNoNativeXDP = errors.New("the driver has no native XDP support")
+	// ErrMTUTooLarge: the driver takes no XDP program at this MTU in this
+	// mode.
+	ErrMTUTooLarge = errors.New("the MTU is too large for XDP on this driver")
+)
+
+// explainXDP says what the kernel's errno means for this attachment;
+// ErrNoNativeXDP and ErrMTUTooLarge let a caller tell the cases apart.
 func explainXDP(err error, dev netlink.Link, mode XDPMode) error {
 	name := dev.Attrs().Name
 	switch {
 	case errors.Is(err, unix.EOPNOTSUPP) && mode == Native:
-		return fmt.Errorf("attach XDP to %s: the driver has no native XDP support (generic mode works on every interface): %w", name, err)
+		return fmt.Errorf("attach XDP to %s: %w (generic mode works on every interface): %w", name, ErrNoNativeXDP, err)
 	case errors.Is(err, unix.EBUSY), errors.Is(err, unix.EEXIST):
 		// Someone attached in between, or holds the other mode (native
 		// and generic cannot be active at once).
@@ -268,7 +223,7 @@ func explainXDP(err error, dev netlink.Link, mode XDPMode) error {
 		}
 		return fmt.Errorf("attach XDP to %s: %s is attached (ip link show dev %s; bpftool net): %w", name, who, name, err)
 	case errors.Is(err, unix.ERANGE), errors.Is(err, unix.E2BIG):
-		return fmt.Errorf("attach XDP to %s in %s mode: the MTU is too large for XDP on this driver (lower it, or use generic mode): %w", name, mode, err)
+		return fmt.Errorf("attach XDP to %s in %s mode: %w (lower it, or use generic mode): %w", name, mode, ErrMTUTooLarge, err)
 	case errors.Is(err, unix.EPERM):
 		return fmt.Errorf("attach XDP to %s: permission denied (needs CAP_BPF and CAP_NET_ADMIN): %w", name, err)
 	}
@@ -336,26 +291,4 @@ func (x *xdpNetlink) Close() error {
 		}
 	})
 	return x.err
-}
-
-// linkOwner finds a process holding bpf_link id: its fdinfo says "link_id:".
-// It reads /proc, so it sees only the processes this one may inspect.
-func linkOwner(id uint32) (pid int, comm string, ok bool) {
-	procs, _ := os.ReadDir("/proc")
-	want := fmt.Sprintf("link_id:\t%d\n", id)
-	for _, p := range procs {
-		n, err := strconv.Atoi(p.Name())
-		if err != nil {
-			continue
-		}
-		fds, _ := os.ReadDir(filepath.Join("/proc", p.Name(), "fdinfo"))
-		for _, fd := range fds {
-			b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "fdinfo", fd.Name()))
-			if err == nil && strings.Contains(string(b), want) {
-				c, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "comm"))
-				return n, strings.TrimSpace(string(c)), true
-			}
-		}
-	}
-	return 0, "", false
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/safchain/ethtool"
+	"github.com/vishvananda/netlink"
 )
 
 // Counters returns the driver statistics of the interface called name, what
@@ -164,4 +165,26 @@ func SumVethQueues(qs []VethQueue) VethQueue {
 		s.TxXDPXmitErrors += q.TxXDPXmitErrors
 	}
 	return s
+}
+
+// LinkStats are the generic counters the kernel keeps for every interface
+// (`ip -s link`), those xdpeng reads. They count from when the interface was
+// created.
+type LinkStats struct {
+	TxPackets uint64 // frames the interface sent
+	TxDropped uint64 // frames its transmit path dropped
+}
+
+// ReadLinkStats reads the generic counters of the interface with index
+// ifindex.
+func ReadLinkStats(ifindex int) (LinkStats, error) {
+	link, err := netlink.LinkByIndex(ifindex)
+	if err != nil {
+		return LinkStats{}, fmt.Errorf("read the counters of interface index %d: %w", ifindex, err)
+	}
+	st := link.Attrs().Statistics
+	if st == nil {
+		return LinkStats{}, fmt.Errorf("read the counters of %s: the kernel sent none", link.Attrs().Name)
+	}
+	return LinkStats{TxPackets: st.TxPackets, TxDropped: st.TxDropped}, nil
 }

@@ -57,6 +57,29 @@ type XDPAttachment struct {
 	OwnerComm string
 }
 
+// ForeignXDPError reports that an interface already has an XDP program
+// someone else attached, which the caller does not replace.
+type ForeignXDPError struct {
+	Interface string
+	XDPAttachment
+}
+
+// Held reports whether a bpf_link holds the program: a running process owns
+// the attachment and would not notice it had been taken away, so it is not
+// replaced even when the caller would replace one attached through netlink.
+func (e *ForeignXDPError) Held() bool { return e.LinkID != 0 }
+
+func (e *ForeignXDPError) Error() string {
+	msg := fmt.Sprintf("interface %s already has XDP program id %d (%s mode) attached by someone else", e.Interface, e.ProgID, e.Mode)
+	if e.Held() {
+		msg += fmt.Sprintf(" through bpf_link id %d, held by a running process", e.LinkID)
+		if e.OwnerPID != 0 {
+			msg += fmt.Sprintf(" (pid %d, %s)", e.OwnerPID, e.OwnerComm)
+		}
+	}
+	return msg
+}
+
 // Probe gathers the Facts about the interface called name in the current
 // network namespace. A missing interface is a *NoInterfaceError. Where the
 // kernel does not report XDP features, Features is nil and Probe succeeds.

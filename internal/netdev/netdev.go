@@ -2,8 +2,9 @@
 // thread's network namespace: its index, MAC, driver, MTU and how many queues it
 // really has, which XDP program is attached, the XDP features the kernel
 // reports for it, the driver's `ethtool -S` counters (veth's per-queue XDP
-// counters close xdpeng's packet accounting) and the NAPI instances that serve
-// it. Probe gathers the facts that decide how xdpeng runs on a device, and
+// counters close xdpeng's packet accounting), the NAPI instances that serve
+// it, its addresses and the MAC address of whoever receives what it sends
+// (AddrIn, DstMAC). Probe gathers the facts that decide how xdpeng runs on a device, and
 // Facts.Plan derives those decisions.
 //
 // Every function works in the network namespace of the calling OS thread. To ask

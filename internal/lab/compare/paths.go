@@ -6,15 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/handler"
-	"github.com/xdpeng/xdpeng/internal/hook"
+	"github.com/xdpeng/xdpeng/internal/kern"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
@@ -22,11 +20,11 @@ import (
 func newRunner(name string, e *env) (runner, error) {
 	switch name {
 	case "xdp-drop":
-		return &kernRunner{e: e, prog: bpf.Drop, mode: hook.Native}, nil
+		return &kernRunner{e: e, action: kern.Drop, hook: kern.XDP}, nil
 	case "xdp-drop-generic":
-		return &kernRunner{e: e, prog: bpf.Drop, mode: hook.Generic}, nil
+		return &kernRunner{e: e, action: kern.Drop, hook: kern.XDPGeneric}, nil
 	case "tc-drop":
-		return &kernRunner{e: e, prog: bpf.TCDrop, tc: true}, nil
+		return &kernRunner{e: e, action: kern.Drop, hook: kern.TC}, nil
 	case "xsk-drop":
 		return &xskRunner{e: e}, nil
 	case "xsk-l2fwd":
@@ -40,11 +38,11 @@ func newRunner(name string, e *env) (runner, error) {
 	case "bridge":
 		return &bridgeRunner{e: e}, nil
 	case "xdp-redirect":
-		return &kernRunner{e: e, prog: bpf.Redirect, mode: hook.Native, outs: []int{1}}, nil
+		return &kernRunner{e: e, action: kern.Redirect, hook: kern.XDP, outs: []int{1}}, nil
 	case "xdp-redirect-generic":
-		return &kernRunner{e: e, prog: bpf.Redirect, mode: hook.Generic, outs: []int{1}}, nil
+		return &kernRunner{e: e, action: kern.Redirect, hook: kern.XDPGeneric, outs: []int{1}}, nil
 	case "xdp-redirect-multi":
-		return &kernRunner{e: e, prog: bpf.RedirectMulti, mode: hook.Native, outs: []int{1, 2}}, nil
+		return &kernRunner{e: e, action: kern.Redirect, hook: kern.XDP, outs: []int{1, 2}}, nil
 	}
 	return nil, fmt.Errorf("no runner for path %q", name)
 }
@@ -60,8 +58,7 @@ func newRunner(name string, e *env) (runner, error) {
 // veth makes the kernel copy every skb into a page-pool frame before it runs
 // (skb_pp_cow_data), work that would be charged to the path under test.
 type sinks struct {
-	objs []*bpf.KernObjects
-	atts []io.Closer
+	paths []*kern.Path
 }
 
 // sinkKind says how the frames reach a sink.
@@ -75,28 +72,18 @@ const (
 // attachSinks puts a sink on the generator end of each link in links.
 func attachSinks(e *env, links []int, kind sinkKind) (*sinks, error) {
 	s := &sinks{}
-	prog := bpf.Drop
+	h := kern.XDP
 	if kind == skbFrames {
-		prog = bpf.TCDrop
+		h = kern.TC
 	}
 	err := e.inGen(func() error {
 		for _, k := range links {
 			l := e.bed.Links[k]
-			obj, err := bpf.LoadKern(prog, bpf.KernOptions{Counters: true, CountUDPDstPort: genDstPort})
+			p, err := kern.Open(kern.Config{Action: kern.Drop, Interface: l.Gen, Hook: h, CountUDPDstPort: genDstPort})
 			if err != nil {
 				return fmt.Errorf("sink on %s: %w", l.Gen, err)
 			}
-			s.objs = append(s.objs, obj)
-			var att io.Closer
-			if kind == skbFrames {
-				att, err = hook.AttachTCIngress(obj.Program, l.GenIndex)
-			} else {
-				att, err = hook.AttachXDP(obj.Program, l.GenIndex, hook.Native, false)
-			}
-			if err != nil {
-				return fmt.Errorf("sink on %s: %w", l.Gen, err)
-			}
-			s.atts = append(s.atts, att)
+			s.paths = append(s.paths, p)
 		}
 		return nil
 	})
@@ -108,8 +95,8 @@ func attachSinks(e *env, links []int, kind sinkKind) (*sinks, error) {
 
 func (s *sinks) count() (uint64, error) {
 	var n uint64
-	for _, o := range s.objs {
-		st, err := o.ReadStats()
+	for _, p := range s.paths {
+		st, err := p.Stats()
 		if err != nil {
 			return 0, err
 		}
@@ -125,13 +112,10 @@ func (s *sinks) close() error {
 		return nil
 	}
 	var errs []error
-	for _, a := range s.atts {
-		errs = append(errs, a.Close())
+	for _, p := range s.paths {
+		errs = append(errs, p.Close())
 	}
-	for _, o := range s.objs {
-		errs = append(errs, o.Close())
-	}
-	s.atts, s.objs = nil, nil
+	s.paths = nil
 	return errors.Join(errs...)
 }
 
@@ -146,29 +130,25 @@ func (e *env) egressDrops(links []int, reasons map[string]uint64) error {
 			if qs, err := netdev.VethQueueCounters(name); err == nil {
 				reasons["egress_xmit_errors"] += netdev.SumVethQueues(qs).TxXDPXmitErrors
 			}
-			l, err := netlink.LinkByName(name)
+			st, err := netdev.ReadLinkStats(e.bed.Links[k].DUTIndex)
 			if err != nil {
-				return fmt.Errorf("read counters of %s: %w", name, err)
+				return err
 			}
-			if st := l.Attrs().Statistics; st != nil {
-				reasons["egress_tx_dropped"] += st.TxDropped
-			}
+			reasons["egress_tx_dropped"] += st.TxDropped
 		}
 		return nil
 	})
 }
 
-// kernRunner is an in-kernel path of bpf/kern.c: a drop, or a redirect
+// kernRunner is an in-kernel path (internal/kern): a drop, or a redirect
 // counted by sinks.
 type kernRunner struct {
-	e    *env
-	prog bpf.KernProgram
-	mode hook.XDPMode
-	tc   bool
-	outs []int // egress links of a redirect
+	e      *env
+	action kern.Action
+	hook   kern.Hook
+	outs   []int // egress links of a redirect
 
-	k    *bpf.KernObjects
-	att  io.Closer
+	k    *kern.Path
 	sink *sinks
 }
 
@@ -180,24 +160,12 @@ func (r *kernRunner) start(context.Context) (err error) {
 			return err
 		}
 	}
+	cfg := kern.Config{Action: r.action, Interface: r.e.dut, Hook: r.hook}
+	for _, k := range r.outs {
+		cfg.Outs = append(cfg.Outs, r.e.bed.Links[k].DUT)
+	}
 	return r.e.inDUT(func() error {
-		if r.k, err = bpf.LoadKern(r.prog, bpf.KernOptions{Counters: true}); err != nil {
-			return err
-		}
-		if len(r.outs) > 0 {
-			idx := make([]int, len(r.outs))
-			for i, k := range r.outs {
-				idx[i] = r.e.bed.Links[k].DUTIndex
-			}
-			if err := r.k.SetPorts(idx...); err != nil {
-				return err
-			}
-		}
-		if r.tc {
-			r.att, err = hook.AttachTCIngress(r.k.Program, r.e.dutIndex)
-		} else {
-			r.att, err = hook.AttachXDP(r.k.Program, r.e.dutIndex, r.mode, false)
-		}
+		r.k, err = kern.Open(cfg)
 		return err
 	})
 }
@@ -212,7 +180,7 @@ func (r *kernRunner) sample() (s sample, err error) {
 			return s, err
 		}
 	} else {
-		st, err := r.k.ReadStats()
+		st, err := r.k.Stats()
 		if err != nil {
 			return s, err
 		}
@@ -226,10 +194,6 @@ func (r *kernRunner) sample() (s sample, err error) {
 
 func (r *kernRunner) stop() error {
 	var errs []error
-	if r.att != nil {
-		errs = append(errs, r.att.Close())
-		r.att = nil
-	}
 	if r.k != nil {
 		errs = append(errs, r.k.Close())
 		r.k = nil
@@ -242,7 +206,7 @@ func (r *kernRunner) countedAt() string {
 	switch {
 	case len(r.outs) > 0:
 		return "XDP counter on the generator end of each egress link"
-	case r.tc:
+	case r.hook == kern.TC:
 		return "the tc program's per-CPU counter"
 	}
 	return "the XDP program's per-CPU counter"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"runtime"
@@ -485,22 +484,5 @@ func TestRunPeerWithoutXDP(t *testing.T) {
 	if !s.DeviceCounters || s.Sent != 10000 || s.Xmit != 0 || s.Errors != 0 || s.Unaccounted() != 10000 {
 		t.Errorf("device counters %v: sent %d, xmit %d, errors %d, unaccounted %d; want 10000 sent, all unaccounted",
 			s.DeviceCounters, s.Sent, s.Xmit, s.Errors, s.Unaccounted())
-	}
-}
-
-func TestDstMACFindsPeerInOtherNamespace(t *testing.T) {
-	p := newVethPair(t, 1)
-	var mac net.HardwareAddr
-	var how string
-	err := inNS(t, p.genNS, func() error {
-		var err error
-		mac, how, err = DstMAC(p.gen.Index, netip.MustParseAddr("198.18.0.2"))
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if mac.String() != p.dut.MAC.String() || how != "veth peer" {
-		t.Errorf("DstMAC = %s (%s), want dut0's %s", mac, how, p.dut.MAC)
 	}
 }

@@ -1,4 +1,4 @@
-package gen
+package netdev
 
 import (
 	"errors"
@@ -11,45 +11,28 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// BenchmarkPrefix is 198.18.0.0/15, the range RFC 2544 reserves for
-// benchmarking network devices: traffic to it cannot reach anyone's service.
-func BenchmarkPrefix() netip.Prefix { return netip.MustParsePrefix("198.18.0.0/15") }
-
-// BenchmarkSrcIP returns the first IPv4 address of the interface that lies
-// in BenchmarkPrefix; ok is false when it has none.
-func BenchmarkSrcIP(ifindex int) (addr netip.Addr, ok bool, err error) {
+// AddrIn returns the first address of the interface ifindex that lies in
+// prefix (IPv4 or IPv6, as prefix is); ok is false when it has none.
+func AddrIn(ifindex int, prefix netip.Prefix) (addr netip.Addr, ok bool, err error) {
 	link, err := netlink.LinkByIndex(ifindex)
 	if err != nil {
 		return netip.Addr{}, false, fmt.Errorf("interface index %d: %w", ifindex, err)
 	}
-	addrs, err := netlink.AddrList(link, netlink.FAMILY_V4)
+	family := netlink.FAMILY_V4
+	if prefix.Addr().Is6() {
+		family = netlink.FAMILY_V6
+	}
+	addrs, err := netlink.AddrList(link, family)
 	if err != nil {
 		return netip.Addr{}, false, fmt.Errorf("list addresses of %s: %w", link.Attrs().Name, err)
 	}
 	for _, a := range addrs {
-		ip, ok := netip.AddrFromSlice(a.IP.To4())
-		if ok && BenchmarkPrefix().Contains(ip) {
-			return ip, true, nil
+		ip, ok := netip.AddrFromSlice(a.IP)
+		if ok && prefix.Contains(ip.Unmap()) {
+			return ip.Unmap(), true, nil
 		}
 	}
 	return netip.Addr{}, false, nil
-}
-
-// PeerIP is the default destination for frames from src: the other host of
-// a test-bed link (198.18.K.1 <-> 198.18.K.2), else 198.18.0.2.
-func PeerIP(src netip.Addr) netip.Addr {
-	if src.Is4() && BenchmarkPrefix().Contains(src) {
-		b := src.As4()
-		switch b[3] {
-		case 1:
-			b[3] = 2
-			return netip.AddrFrom4(b)
-		case 2:
-			b[3] = 1
-			return netip.AddrFrom4(b)
-		}
-	}
-	return netip.MustParseAddr("198.18.0.2")
 }
 
 // ErrNoDstMAC is returned by DstMAC when it finds no address to send to.

@@ -1,0 +1,300 @@
+// Package kern runs the in-kernel paths that xdpeng's AF_XDP engine is
+// compared with, the xdp-bench set of bpf/kern.c: XDP drop, pass, tx (swap
+// the MAC addresses, send back) and redirect (out of one port through a
+// DEVMAP, or a copy out of each of several through a DEVMAP_HASH broadcast),
+// in native or generic mode, and drop at tc ingress.
+//
+// It is the one place that loads these programs and attaches them. Open
+// loads a path's program, sets its egress ports and attaches it through
+// internal/hook: a bpf_link, which the kernel detaches when the process ends
+// however it ends, and TCX at tc. It never replaces an XDP program someone
+// else attached unless Config.Force, and never one held by a bpf_link. Close
+// detaches the program and frees it.
+//
+// Every path counts packets and bytes per rx queue and per CPU, like
+// xdp_rxq_info; a drop can also count per IP protocol, and any path can count
+// only the UDP frames to one destination port, which makes a drop a counting
+// sink for a generator's frames.
+//
+// Interfaces are named, and looked up, in the network namespace of the
+// calling thread.
+package kern
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/xdpeng/xdpeng/internal/counter"
+)
+
+// Action is what a path does with every frame.
+type Action string
+
+// The actions of the in-kernel paths.
+const (
+	Drop     Action = "drop"     // XDP_DROP, or TC_ACT_SHOT at tc
+	Pass     Action = "pass"     // XDP_PASS: on to the stack
+	TX       Action = "tx"       // swap the MAC addresses, XDP_TX back out
+	Redirect Action = "redirect" // XDP_REDIRECT out of Config.Outs
+)
+
+var actions = []Action{Drop, Pass, TX, Redirect}
+
+// Hook is where a path's program runs.
+type Hook int
+
+const (
+	// XDP runs the program in the driver (native mode), before an skb
+	// exists. veth has it.
+	XDP Hook = iota
+	// XDPGeneric runs the program on the skb (generic mode), after the
+	// driver: every interface has it, and it is slower.
+	XDPGeneric
+	// TC runs the program at tc ingress, attached with TCX, after the
+	// programs already there. Only Drop runs there.
+	TC
+)
+
+// String returns "xdp", "xdp-generic" or "tc".
+func (h Hook) String() string {
+	switch h {
+	case XDP:
+		return "xdp"
+	case XDPGeneric:
+		return "xdp-generic"
+	case TC:
+		return "tc"
+	}
+	return fmt.Sprintf("Hook(%d)", int(h))
+}
+
+// XDPMode names the XDP attach mode of h: "native" or "generic", "" for TC.
+func (h Hook) XDPMode() string {
+	switch h {
+	case XDP:
+		return "native"
+	case XDPGeneric:
+		return "generic"
+	}
+	return ""
+}
+
+// ParseXDPMode returns the hook of an XDP attach mode named as the kernel's
+// tools name it: "native" (or "drv", "driver") or "generic" (or "skb").
+func ParseXDPMode(s string) (Hook, error) {
+	switch s {
+	case "native", "drv", "driver":
+		return XDP, nil
+	case "generic", "skb":
+		return XDPGeneric, nil
+	}
+	return 0, fmt.Errorf("unknown XDP mode %q (want native or generic)", s)
+}
+
+// MaxOuts is the most egress interfaces a redirect takes.
+const MaxOuts = 64
+
+// Config describes an in-kernel path.
+type Config struct {
+	Action Action
+	// Interface is where the program runs.
+	Interface string
+	// Hook is where on Interface: XDP (native, the zero value), XDPGeneric
+	// or TC.
+	Hook Hook
+	// Force replaces an XDP program someone else attached through netlink
+	// (ip link, libxdp); one held by a bpf_link is never replaced. TCX
+	// replaces nothing, so at TC it does nothing.
+	Force bool
+	// Outs are Redirect's egress interfaces: one, or up to MaxOuts for a
+	// copy of every frame out of each (never back out of Interface).
+	Outs []string
+	// CountProto makes a Drop at XDP count per IP protocol too, which
+	// costs it reading the headers.
+	CountProto bool
+	// CountUDPDstPort, if not zero, makes the per-queue counters count
+	// only UDP frames (IPv4 or IPv6, up to two VLAN tags) to this
+	// destination port; the path still handles every frame alike.
+	CountUDPDstPort uint16
+}
+
+// Validate checks c without touching the kernel.
+func (c Config) Validate() error {
+	if !slices.Contains(actions, c.Action) {
+		return fmt.Errorf("kern: unknown action %q (want drop, pass, tx or redirect)", c.Action)
+	}
+	if c.Interface == "" {
+		return errors.New("kern: no interface given")
+	}
+	switch c.Hook {
+	case XDP, XDPGeneric:
+	case TC:
+		if c.Action != Drop {
+			return fmt.Errorf("kern: %s does not run at tc ingress: only drop does", c.Action)
+		}
+	default:
+		return fmt.Errorf("kern: unknown hook %v", c.Hook)
+	}
+	if c.CountProto && (c.Action != Drop || c.Hook == TC) {
+		return fmt.Errorf("kern: counting per IP protocol is for drop at XDP, not %s at %v", c.Action, c.Hook)
+	}
+	if c.Action != Redirect {
+		if len(c.Outs) > 0 {
+			return fmt.Errorf("kern: %s sends nothing out of another interface: egress interfaces are for redirect", c.Action)
+		}
+		return nil
+	}
+	switch {
+	case len(c.Outs) == 0:
+		return errors.New("kern: redirect needs an egress interface")
+	case len(c.Outs) > MaxOuts:
+		return fmt.Errorf("kern: redirect takes at most %d egress interfaces, not %d", MaxOuts, len(c.Outs))
+	}
+	for i, o := range c.Outs {
+		switch {
+		case o == "":
+			return errors.New("kern: an egress interface without a name")
+		case o == c.Interface:
+			return fmt.Errorf("kern: egress interface %s is the interface the path runs on", o)
+		case slices.Contains(c.Outs[:i], o):
+			return fmt.Errorf("kern: egress interface %s listed twice", o)
+		}
+	}
+	return nil
+}
+
+// Program names the program of bpf/kern.c that runs the path: "drop",
+// "drop-count-proto", "tc-drop", "pass", "tx", "redirect" or
+// "redirect-multi"; "" if c is not valid.
+func (c Config) Program() string {
+	if c.Validate() != nil {
+		return ""
+	}
+	switch {
+	case c.Hook == TC:
+		return "tc-drop"
+	case c.CountProto:
+		return "drop-count-proto"
+	case c.Action == Redirect && len(c.Outs) > 1:
+		return "redirect-multi"
+	}
+	return string(c.Action)
+}
+
+// QueueCPU is what one CPU counted for one rx queue. In a sum over CPUs
+// (Stats.ByQueue) CPU is -1, in a sum over queues (Stats.ByCPU) Queue is -1.
+type QueueCPU struct {
+	Queue   int    `json:"queue"`
+	CPU     int    `json:"cpu"`
+	Packets uint64 `json:"packets"`
+	Bytes   uint64 `json:"bytes"`
+}
+
+// Stats is a snapshot of a path's per rx queue, per CPU counters: one entry
+// per (queue, CPU) that counted anything, ordered by queue then CPU. The
+// counters start at zero when the path is opened.
+type Stats []QueueCPU
+
+// Total sums all entries.
+func (s Stats) Total() (packets, bytes uint64) {
+	for _, e := range s {
+		packets += e.Packets
+		bytes += e.Bytes
+	}
+	return packets, bytes
+}
+
+// ByQueue sums over CPUs: one entry per queue (CPU is -1), ordered by queue.
+func (s Stats) ByQueue() Stats {
+	return s.sumBy(func(e QueueCPU) QueueCPU { e.CPU = -1; return e })
+}
+
+// ByCPU sums over queues: one entry per CPU (Queue is -1), ordered by CPU.
+func (s Stats) ByCPU() Stats {
+	return s.sumBy(func(e QueueCPU) QueueCPU { e.Queue = -1; return e })
+}
+
+func (s Stats) sumBy(key func(QueueCPU) QueueCPU) Stats {
+	var out Stats
+	index := map[[2]int]int{}
+	for _, e := range s {
+		e = key(e)
+		k := [2]int{e.Queue, e.CPU}
+		if i, ok := index[k]; ok {
+			out[i].Packets += e.Packets
+			out[i].Bytes += e.Bytes
+			continue
+		}
+		index[k] = len(out)
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b QueueCPU) int {
+		if a.Queue != b.Queue {
+			return a.Queue - b.Queue
+		}
+		return a.CPU - b.CPU
+	})
+	return out
+}
+
+// Sub returns s minus an earlier snapshot prev: what was counted in between.
+// Entries with nothing new are left out.
+func (s Stats) Sub(prev Stats) Stats {
+	before := map[[2]int]QueueCPU{}
+	for _, e := range prev {
+		before[[2]int{e.Queue, e.CPU}] = e
+	}
+	var out Stats
+	for _, e := range s {
+		p := before[[2]int{e.Queue, e.CPU}]
+		e.Packets = counter.Sub(e.Packets, p.Packets)
+		e.Bytes = counter.Sub(e.Bytes, p.Bytes)
+		if e.Packets != 0 || e.Bytes != 0 {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// ProtoNotIP is the ProtoCount.Proto of frames that are neither IPv4 nor
+// IPv6 (or too short to tell).
+const ProtoNotIP = 256
+
+// ProtoCount is how many frames of one IP protocol a path counted since it
+// was opened (Config.CountProto).
+type ProtoCount struct {
+	// Proto is the IPv4 protocol or IPv6 next header, or ProtoNotIP.
+	Proto   int    `json:"proto"`
+	Packets uint64 `json:"packets"`
+}
+
+// Counters are all the counters of a path, read at one time (Path.Read).
+type Counters struct {
+	// Stats are the per rx queue, per CPU counters.
+	Stats Stats
+	// Proto are the per-protocol counts, ordered by protocol, of a path
+	// opened with CountProto; nil otherwise.
+	Proto []ProtoCount
+	// OutTx are the packets each egress interface (Path.Outs) has sent, as
+	// its generic counters count them: since the interface was created,
+	// not since the path was opened, and what it sent besides the path's
+	// frames included.
+	OutTx []uint64
+	// XDPTx are, for TX on an interface that counts XDP_TX per queue
+	// (veth), the frames it sent back and those it could not; nil for
+	// other paths and interfaces. veth counts them in native mode only:
+	// in generic mode the frames go back out as skbs, and these stay.
+	XDPTx *XDPTx
+}
+
+// XDPTx counts the frames a TX path sent back, as the driver counts them
+// (veth's rx_queue_N_xdp_tx and rx_queue_N_xdp_tx_errors, summed over
+// queues), since the interface was created.
+type XDPTx struct {
+	// Sent counts the XDP_TX frames the driver sent on.
+	Sent uint64
+	// Failed counts those it could not send on: a veth delivers them only
+	// to a peer that runs an XDP program or has GRO on.
+	Failed uint64
+}

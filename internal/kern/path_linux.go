@@ -1,0 +1,235 @@
+package kern
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/xdpeng/xdpeng/bpf"
+	"github.com/xdpeng/xdpeng/internal/hook"
+	"github.com/xdpeng/xdpeng/internal/netdev"
+)
+
+// The limits and constants here and in bpf must agree.
+const (
+	_ = uint(bpf.MaxPorts - MaxOuts)
+	_ = uint(MaxOuts - bpf.MaxPorts)
+	_ = uint(bpf.ProtoNotIP - ProtoNotIP)
+	_ = uint(ProtoNotIP - bpf.ProtoNotIP)
+)
+
+// Reasons Open fails for, besides a bad Config, a missing interface (a
+// *netdev.NoInterfaceError) and an XDP program someone else attached (a
+// *netdev.ForeignXDPError).
+var (
+	// ErrNoNativeXDP: the driver has no native XDP; XDPGeneric works on
+	// every interface.
+	ErrNoNativeXDP = hook.ErrNoNativeXDP
+	// ErrMTUTooLarge: the driver takes no XDP program at the interface's
+	// MTU in this mode.
+	ErrMTUTooLarge = hook.ErrMTUTooLarge
+)
+
+// Path is an in-kernel path attached to an interface. Its methods may be
+// called from any goroutine, but not after Close.
+type Path struct {
+	cfg  Config
+	in   netdev.Info
+	outs []netdev.Info
+	objs *bpf.KernObjects
+	att  io.Closer
+
+	once     sync.Once
+	closeErr error
+}
+
+// Check validates cfg and looks up its interfaces as Open would, refusing
+// what Open would refuse for the same reasons, but loads and attaches
+// nothing and needs no privilege: a caller can refuse bad input before it
+// asks for privilege.
+func Check(cfg Config) error {
+	_, _, err := lookup(cfg)
+	return err
+}
+
+// lookup validates cfg and looks up its interfaces.
+func lookup(cfg Config) (*netdev.Info, []netdev.Info, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	in, err := netdev.Lookup(cfg.Interface)
+	if err != nil {
+		return nil, nil, err
+	}
+	var outs []netdev.Info
+	for _, name := range cfg.Outs {
+		o, err := netdev.Lookup(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		outs = append(outs, *o)
+	}
+	return in, outs, nil
+}
+
+// Open loads the program of the path cfg describes, with its counters on,
+// sets its egress interfaces and attaches it. On error nothing stays loaded
+// or attached. A missing interface is a *netdev.NoInterfaceError; an XDP
+// program someone else attached, a *netdev.ForeignXDPError; see also
+// ErrNoNativeXDP and ErrMTUTooLarge.
+//
+// The path stays attached until Close, or until the process ends: it is
+// attached through a bpf_link (at tc through TCX). Only on kernels without
+// those (before 5.9 for XDP, 6.6 for tc) does it fall back to netlink, and
+// then a killed process leaves the program attached.
+func Open(cfg Config) (_ *Path, err error) {
+	in, outs, err := lookup(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Outs = slices.Clone(cfg.Outs)
+	p := &Path{cfg: cfg, in: *in, outs: outs}
+	defer func() {
+		if err != nil {
+			p.Close()
+		}
+	}()
+	opts := bpf.KernOptions{Counters: true, CountUDPDstPort: cfg.CountUDPDstPort}
+	if p.objs, err = bpf.LoadKern(bpf.KernProgram(cfg.Program()), opts); err != nil {
+		return nil, err
+	}
+	if len(outs) > 0 {
+		idx := make([]int, len(outs))
+		for i, o := range outs {
+			idx[i] = o.Index
+		}
+		if err := p.objs.SetPorts(idx...); err != nil {
+			return nil, err
+		}
+	}
+	switch cfg.Hook {
+	case TC:
+		p.att, err = hook.AttachTCIngress(p.objs.Program, in.Index)
+	case XDPGeneric:
+		p.att, err = hook.AttachXDP(p.objs.Program, in.Index, hook.Generic, cfg.Force)
+	default:
+		p.att, err = hook.AttachXDP(p.objs.Program, in.Index, hook.Native, cfg.Force)
+	}
+	if err != nil {
+		return nil, attachError(err, in.Name, cfg.Hook)
+	}
+	return p, nil
+}
+
+// attachError is hook's error without the CLI advice it carries.
+func attachError(err error, name string, h Hook) error {
+	var fe *netdev.ForeignXDPError
+	switch {
+	case errors.As(err, &fe):
+		return fe
+	case errors.Is(err, ErrNoNativeXDP):
+		return fmt.Errorf("attach XDP to %s: %w", name, ErrNoNativeXDP)
+	case errors.Is(err, ErrMTUTooLarge):
+		return fmt.Errorf("attach XDP to %s in %s mode: %w", name, h.XDPMode(), ErrMTUTooLarge)
+	}
+	return err
+}
+
+// Config returns the path's configuration.
+func (p *Path) Config() Config {
+	c := p.cfg
+	c.Outs = slices.Clone(c.Outs)
+	return c
+}
+
+// Program names the program the path runs (Config.Program).
+func (p *Path) Program() string { return p.cfg.Program() }
+
+// Interface is the interface the path runs on, as it was when opened.
+func (p *Path) Interface() netdev.Info { return p.in }
+
+// Outs are the egress interfaces of a redirect, in the order of
+// Config.Outs, as they were when opened.
+func (p *Path) Outs() []netdev.Info { return slices.Clone(p.outs) }
+
+// Stats reads the per rx queue, per CPU counters.
+func (p *Path) Stats() (Stats, error) {
+	raw, err := p.objs.ReadStats()
+	if err != nil {
+		return nil, err
+	}
+	s := make(Stats, len(raw))
+	for i, e := range raw {
+		s[i] = QueueCPU{Queue: e.Queue, CPU: e.CPU, Packets: e.Packets, Bytes: e.Bytes}
+	}
+	return s, nil
+}
+
+// ProtoStats reads the per-protocol counters, summed over CPUs, of the
+// protocols seen, ordered by protocol. Only a path opened with CountProto
+// has them.
+func (p *Path) ProtoStats() ([]ProtoCount, error) {
+	if !p.cfg.CountProto {
+		return nil, fmt.Errorf("kern: %s does not count per protocol", p.cfg.Program())
+	}
+	raw, err := p.objs.ReadProtoStats()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ProtoCount, len(raw))
+	for i, e := range raw {
+		out[i] = ProtoCount{Proto: e.Proto, Packets: e.Packets}
+	}
+	return out, nil
+}
+
+// Read reads all the path's counters (see Counters). The interfaces'
+// counters are read in the calling thread's network namespace, which must
+// be the one the path was opened in.
+func (p *Path) Read() (Counters, error) {
+	var c Counters
+	var err error
+	if c.Stats, err = p.Stats(); err != nil {
+		return c, err
+	}
+	if p.cfg.CountProto {
+		if c.Proto, err = p.ProtoStats(); err != nil {
+			return c, err
+		}
+	}
+	for _, o := range p.outs {
+		st, err := netdev.ReadLinkStats(o.Index)
+		if err != nil {
+			return c, err
+		}
+		c.OutTx = append(c.OutTx, st.TxPackets)
+	}
+	if p.cfg.Action == TX {
+		// Only veth counts XDP_TX per queue; other drivers have nothing
+		// to read here.
+		if qs, err := netdev.VethQueueCounters(p.in.Name); err == nil {
+			t := netdev.SumVethQueues(qs)
+			c.XDPTx = &XDPTx{Sent: t.RxXDPTx, Failed: t.RxXDPTxErrors}
+		}
+	}
+	return c, nil
+}
+
+// Close detaches the program and frees it and its maps; later calls return
+// the first result. Where the program was attached through netlink (old
+// kernels), Close must run in the network namespace of Open.
+func (p *Path) Close() error {
+	p.once.Do(func() {
+		var errs []error
+		if p.att != nil {
+			errs = append(errs, p.att.Close())
+		}
+		if p.objs != nil {
+			errs = append(errs, p.objs.Close())
+		}
+		p.closeErr = errors.Join(errs...)
+	})
+	return p.closeErr
+}
