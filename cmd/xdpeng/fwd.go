@@ -13,7 +13,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/handler"
-	"github.com/xdpeng/xdpeng/internal/lab/gen"
+	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/units"
 )
@@ -94,7 +94,7 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 		if err != nil {
 			return advise(fmt.Errorf("output device: %w", err))
 		}
-		if dstMAC, _, err = gen.DstMAC(out.Index, netip.Addr{}); err != nil {
+		if dstMAC, _, err = netdev.DstMAC(out.Index, netip.Addr{}); err != nil {
 			return fmt.Errorf("destination MAC for %s: %w: give it with --dst-mac", out.Name, err)
 		}
 	}

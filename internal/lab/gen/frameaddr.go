@@ -2,7 +2,6 @@ package gen
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 
 	"github.com/xdpeng/xdpeng/engine/packet"
@@ -113,12 +112,4 @@ func ResolveAddrs(ifname string, frame packet.UDPConfig) (packet.UDPConfig, *net
 		frame.DstMAC = mac
 	}
 	return frame, info, nil
-}
-
-// DstMAC is netdev.DstMAC.
-//
-// Deprecated: use netdev.DstMAC. This stays only until engine/fwd.go calls
-// it there.
-func DstMAC(ifindex int, dst netip.Addr) (mac net.HardwareAddr, how string, err error) {
-	return netdev.DstMAC(ifindex, dst)
 }
