@@ -10,7 +10,7 @@ PKGS    := ./...
 # worker is mid-run (go.dev/issue/75804, fixed in Go 1.27).
 FUZZTIME ?= 20000x
 
-.PHONY: all build test fuzz generate generate-check bench demo lint soak clean
+.PHONY: all build test unit fuzz generate generate-check bench demo lint soak clean
 
 all: build
 
@@ -36,6 +36,13 @@ test: build lint
 		      if (ran == 0) { print "make test: no privileged test ran" > "/dev/stderr"; exit 1 } \
 		      if (skipped != 0) exit 1 }' "$$report" && exit $$status
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
+
+# The unit tests alone, as any user: every test that needs privilege skips,
+# and each package says how many it skipped and why.
+unit:
+	@out=$$(mktemp); $(GO) test -race -count=1 -v $(PKGS) > "$$out" 2>&1; status=$$?; \
+	if [ $$status = 0 ]; then grep -E '^(ok|privtest)' "$$out"; else grep -v -E '^(=== |--- PASS|--- SKIP|PASS$$)' "$$out"; fi; \
+	rm -f "$$out"; exit $$status
 
 fuzz:
 	@set -e; for t in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs grep -ho '^func Fuzz[A-Za-z0-9_]*' | sed 's/^func //' | sort -u); do \
