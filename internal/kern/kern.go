@@ -26,6 +26,7 @@ import (
 	"slices"
 
 	"github.com/xdpeng/xdpeng/internal/counter"
+	"github.com/xdpeng/xdpeng/internal/hook"
 )
 
 // Action is what a path does with every frame.
@@ -41,44 +42,16 @@ const (
 
 var actions = []Action{Drop, Pass, TX, Redirect}
 
-// Hook is where a path's program runs.
-type Hook int
+// Hook is where a path's program runs: XDP (native mode), XDPGeneric, or
+// TC (tc ingress, TCX; only Drop runs there).
+type Hook = hook.Point
 
+// The hooks, as package hook names them.
 const (
-	// XDP runs the program in the driver (native mode), before an skb
-	// exists. veth has it.
-	XDP Hook = iota
-	// XDPGeneric runs the program on the skb (generic mode), after the
-	// driver: every interface has it, and it is slower.
-	XDPGeneric
-	// TC runs the program at tc ingress, attached with TCX, after the
-	// programs already there. Only Drop runs there.
-	TC
+	XDP        = hook.XDP
+	XDPGeneric = hook.XDPGeneric
+	TC         = hook.TC
 )
-
-// String returns "xdp", "xdp-generic" or "tc".
-func (h Hook) String() string {
-	switch h {
-	case XDP:
-		return "xdp"
-	case XDPGeneric:
-		return "xdp-generic"
-	case TC:
-		return "tc"
-	}
-	return fmt.Sprintf("Hook(%d)", int(h))
-}
-
-// XDPMode names the XDP attach mode of h: "native" or "generic", "" for TC.
-func (h Hook) XDPMode() string {
-	switch h {
-	case XDP:
-		return "native"
-	case XDPGeneric:
-		return "generic"
-	}
-	return ""
-}
 
 // ParseXDPMode returns the hook of an XDP attach mode named as the kernel's
 // tools name it: "native" (or "drv", "driver") or "generic" (or "skb").

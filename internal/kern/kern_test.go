@@ -29,7 +29,7 @@ func TestValidate(t *testing.T) {
 		{"no action", Config{Interface: "dut0"}, `unknown action ""`},
 		{"unknown action", Config{Action: "bounce", Interface: "dut0"}, `unknown action "bounce"`},
 		{"no interface", Config{Action: Drop}, "no interface"},
-		{"unknown hook", Config{Action: Drop, Interface: "dut0", Hook: 7}, "unknown hook Hook(7)"},
+		{"unknown hook", Config{Action: Drop, Interface: "dut0", Hook: 7}, "unknown hook Point(7)"},
 		{"pass at tc", Config{Action: Pass, Interface: "dut0", Hook: TC}, "pass does not run at tc"},
 		{"count protocols at tc", Config{Action: Drop, Interface: "dut0", Hook: TC, CountProto: true}, "for drop at XDP, not drop at tc"},
 		{"count protocols in tx", Config{Action: TX, Interface: "dut0", CountProto: true}, "for drop at XDP"},
@@ -85,7 +85,7 @@ func TestHookNames(t *testing.T) {
 		{XDP, "xdp", "native"},
 		{XDPGeneric, "xdp-generic", "generic"},
 		{TC, "tc", ""},
-		{Hook(9), "Hook(9)", ""},
+		{Hook(9), "Point(9)", ""},
 	} {
 		if tc.h.String() != tc.name || tc.h.XDPMode() != tc.xdpMode {
 			t.Errorf("Hook %d: %q, %q; want %q, %q", int(tc.h), tc.h.String(), tc.h.XDPMode(), tc.name, tc.xdpMode)

@@ -109,32 +109,10 @@ func Open(cfg Config) (_ *Path, err error) {
 			return nil, err
 		}
 	}
-	switch cfg.Hook {
-	case TC:
-		p.att, err = hook.AttachTCIngress(p.objs.Program, in.Index)
-	case XDPGeneric:
-		p.att, err = hook.AttachXDP(p.objs.Program, in.Index, hook.Generic, cfg.Force)
-	default:
-		p.att, err = hook.AttachXDP(p.objs.Program, in.Index, hook.Native, cfg.Force)
-	}
-	if err != nil {
-		return nil, attachError(err, in.Name, cfg.Hook)
+	if p.att, err = hook.Attach(p.objs.Program, in.Index, cfg.Hook, cfg.Force); err != nil {
+		return nil, err
 	}
 	return p, nil
-}
-
-// attachError is hook's error without the CLI advice it carries.
-func attachError(err error, name string, h Hook) error {
-	var fe *netdev.ForeignXDPError
-	switch {
-	case errors.As(err, &fe):
-		return fe
-	case errors.Is(err, ErrNoNativeXDP):
-		return fmt.Errorf("attach XDP to %s: %w", name, ErrNoNativeXDP)
-	case errors.Is(err, ErrMTUTooLarge):
-		return fmt.Errorf("attach XDP to %s in %s mode: %w", name, h.XDPMode(), ErrMTUTooLarge)
-	}
-	return err
 }
 
 // Config returns the path's configuration.

@@ -20,44 +20,23 @@ const (
 	_ = uint(Buckets - len(bpf.LatencyCpuStats{}.Hist))
 )
 
-// Hook is where the receiver takes frames.
-type Hook int
+// Hook is where the receiver takes frames: XDP (native mode) for frames
+// that come back through ndo_xdp_xmit or the driver (XDP_TX into a veth, a
+// NIC's receive), XDPGeneric, or TC for frames that come back as skbs
+// (AF_XDP copy-mode transmit, the stack, a bridge, a tc redirect). On veth,
+// frames a peer sends back with XDP_TX reach this end only if it runs an XDP
+// program: measure those at XDP.
+type Hook = hook.Point
 
+// The hooks, as package hook names them.
 const (
-	// XDP attaches in native mode: frames that come back through
-	// ndo_xdp_xmit or the driver (XDP_TX into a veth, a NIC's receive).
-	XDP Hook = iota
-	// XDPGeneric attaches XDP in generic (skb) mode.
-	XDPGeneric
-	// TC attaches at tc ingress (TCX): frames that come back as skbs
-	// (AF_XDP copy-mode transmit, the stack, a bridge, a tc redirect). On
-	// veth, frames a peer sends back with XDP_TX reach this end only if it
-	// runs an XDP program: measure those at XDP.
-	TC
+	XDP        = hook.XDP
+	XDPGeneric = hook.XDPGeneric
+	TC         = hook.TC
 )
 
-// String returns "xdp", "xdp-generic" or "tc".
-func (h Hook) String() string {
-	switch h {
-	case XDP:
-		return "xdp"
-	case XDPGeneric:
-		return "xdp-generic"
-	case TC:
-		return "tc"
-	}
-	return fmt.Sprintf("Hook(%d)", int(h))
-}
-
-// ParseHook accepts the names String returns.
-func ParseHook(s string) (Hook, error) {
-	for _, h := range []Hook{XDP, XDPGeneric, TC} {
-		if s == h.String() {
-			return h, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown receiver hook %q (want xdp, xdp-generic or tc)", s)
-}
+// ParseHook accepts the names Hook.String returns.
+func ParseHook(s string) (Hook, error) { return hook.ParsePoint(s) }
 
 // NewRunID returns a random non-zero run id, for gen.Config.RunID and
 // ReceiverConfig.RunID.
@@ -108,26 +87,18 @@ func Attach(cfg ReceiverConfig) (*Receiver, error) {
 	if cfg.Streams == 0 {
 		cfg.Streams = 1
 	}
-	var mode hook.XDPMode
-	switch cfg.Hook {
-	case XDP:
-		mode = hook.Native
-	case XDPGeneric:
-		mode = hook.Generic
-	case TC:
-	default:
+	if cfg.Hook != XDP && cfg.Hook != XDPGeneric && cfg.Hook != TC {
 		return nil, fmt.Errorf("latency receiver: unknown hook %v", cfg.Hook)
 	}
 	objs, err := bpf.NewLatencyReceiver(bpf.LatencyOptions{RunID: cfg.RunID, Streams: cfg.Streams, Capacity: cfg.Capacity})
 	if err != nil {
 		return nil, fmt.Errorf("latency receiver: %w", err)
 	}
-	var l io.Closer
+	prog := objs.XDP
 	if cfg.Hook == TC {
-		l, err = hook.AttachTCIngress(objs.TC, cfg.Ifindex)
-	} else {
-		l, err = hook.AttachXDP(objs.XDP, cfg.Ifindex, mode, false)
+		prog = objs.TC
 	}
+	l, err := hook.Attach(prog, cfg.Ifindex, cfg.Hook, false)
 	if err != nil {
 		objs.Close()
 		return nil, fmt.Errorf("latency receiver: %w", err)
