@@ -180,6 +180,11 @@ type Config struct {
 	Outputs []Output
 	// PollTimeout bounds each poll() so that a stop is noticed promptly.
 	PollTimeout time.Duration
+	// OnLinkChange, if set, hears the device or an output going down
+	// (set down, carrier lost) and coming back while Run runs; the run goes
+	// on through it. It is called from Run's goroutine and must return
+	// quickly. A device that goes away ends Run instead (ErrDeviceGone).
+	OnLinkChange func(LinkChange)
 }
 
 // DefaultConfig returns xdpsock's defaults (batch 64, rings of 2048, native
