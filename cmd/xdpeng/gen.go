@@ -3,6 +3,7 @@ package main
 // xdpeng gen: the live-frames generator (internal/lab/gen), flags and printing.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -150,18 +152,62 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 
 	ctx, stop := signalContext()
 	defer stop()
-	p := &genPrinter{w: cmd.OutOrStdout(), json: f.json, iface: info.Name, size: cfg.Frame.Size}
+	w := &lockedWriter{w: cmd.OutOrStdout()} // the link watch prints too
+	p := &genPrinter{w: w, json: f.json, iface: info.Name, size: cfg.Frame.Size}
 	if !f.json {
 		fmt.Fprintf(p.w, "gen %s: %d-byte UDP %s:%d -> %s:%d (%s), %d port(s), %d thread(s) on CPU %s\n",
 			info.Name, cfg.Frame.Size, cfg.Frame.SrcIP, cfg.Frame.SrcPort, cfg.Frame.DstIP, cfg.Frame.DstPort,
 			cfg.Frame.DstMAC, cfg.Ports, cfg.Threads, cpuset.Format(cfg.CPUs))
 	}
+	watch, err := watchDevices(*info)
+	if err != nil {
+		return err
+	}
+	defer watch.Close()
+	start := time.Now()
+	lp := newLinkPrinter(w, f.json, "gen", func() time.Time { return start })
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var gone error
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case c := <-watch.changes:
+				lp.change(c)
+			case g := <-watch.gone:
+				gone = g
+				cancel()
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	s, err := gen.Run(ctx, cfg, p.interval)
+	cancel()
+	<-watched
 	p.summary(s)
+	if gone != nil {
+		return lp.gone(gone)
+	}
 	if err != nil {
 		return flagError(err)
 	}
 	return nil
+}
+
+// lockedWriter lets two goroutines print whole lines to one writer.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 // addrFlags are the address flags of gen and txonly, as typed.

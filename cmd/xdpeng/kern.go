@@ -186,6 +186,11 @@ func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
 	// Deferred, so it runs on every return and panic; a bpf_link would
 	// also go with the process.
 	defer kp.Close()
+	watch, err := watchDevices(append([]netdev.Info{kp.Interface()}, kp.Outs()...)...)
+	if err != nil {
+		return err
+	}
+	defer watch.Close()
 
 	ctx, cancel := signalContext()
 	defer cancel()
@@ -196,6 +201,7 @@ func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
 	}
 
 	p := &kernPrinter{w: cmd.OutOrStdout(), path: path, f: f, k: kp, start: time.Now()}
+	lp := newLinkPrinter(p.w, f.json, p.name(), func() time.Time { return p.start })
 	p.header()
 	prev, err := p.snapshot()
 	if err != nil {
@@ -213,6 +219,20 @@ func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
 			}
 			p.summary(first, last)
 			return kp.Close()
+		case c := <-watch.changes:
+			lp.change(c)
+		case gone := <-watch.gone:
+			// The program's counters stay readable; a gone device's own
+			// counters do not, and then the last ones read stand.
+			last, err := p.snapshot()
+			if err != nil {
+				last = kernSnapshot{t: gone.Time, Counters: prev.Counters}
+				if st, serr := kp.Stats(); serr == nil {
+					last.Stats = st
+				}
+			}
+			p.summary(first, last)
+			return errors.Join(lp.gone(gone), kp.Close())
 		case <-tick.C:
 			cur, err := p.snapshot()
 			if err != nil {

@@ -135,12 +135,14 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	if err := gcfg.Validate(); err != nil {
 		return err
 	}
+	links, onLink := linkChanges()
+	gcfg.OnLinkChange = onLink
 	g, err := engine.NewGenerator(gcfg)
 	if err != nil {
 		return advise(err)
 	}
 	defer g.Close()
-	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "txonly", f: &f.xskFlags, run: g}
+	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "txonly", f: &f.xskFlags, run: g, links: links}
 	if !f.json {
 		fmt.Fprintf(p.w, "txonly on %s (%s): %s, %s, batch %d, %d-byte UDP %s:%d -> %s:%d (%s), %d port(s), count %s, rate %s, need_wakeup %v\n",
 			info.Name, info.Driver, queuesOnCPUs(g.Config().Queues, g.Config().CPUs), bindModeName(g.ZeroCopy()), cfg.Batch,

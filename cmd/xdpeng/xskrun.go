@@ -182,13 +182,15 @@ func runXskWith(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config,
 	if err := needRoot(typed(cmd), privilege.AFXDP); err != nil {
 		return err
 	}
+	links, onLink := linkChanges()
+	cfg.OnLinkChange = onLink
 	eng, err := engine.New(cfg)
 	if err != nil {
 		return advise(err)
 	}
 	defer eng.Close()
 
-	p := &xskPrinter{w: cmd.OutOrStdout(), mode: mode, f: f, eng: eng, run: eng, hooks: hooks}
+	p := &xskPrinter{w: cmd.OutOrStdout(), mode: mode, f: f, eng: eng, run: eng, hooks: hooks, links: links}
 	p.header()
 	last, err := runEngine(eng, f, p)
 	p.summary(last)
@@ -196,9 +198,10 @@ func runXskWith(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config,
 }
 
 // runEngine runs eng until it ends by itself (a count sent), the duration
-// ends, or Ctrl-C/SIGTERM, printing intervals through p; it returns the
-// last statistics.
+// ends, Ctrl-C/SIGTERM, or a device goes away, printing intervals and link
+// changes through p; it returns the last statistics.
 func runEngine(eng runner, f *xskFlags, p *xskPrinter) (engine.Snapshot, error) {
+	lp := newLinkPrinter(p.w, f.json, p.mode, eng.Started)
 	ctx, cancel := signalContext()
 	defer cancel()
 	if f.duration > 0 {
@@ -214,8 +217,18 @@ func runEngine(eng runner, f *xskFlags, p *xskPrinter) (engine.Snapshot, error) 
 	for {
 		select {
 		case err := <-done:
+			for drained := false; !drained; {
+				select {
+				case c := <-p.links:
+					lp.change(c)
+				default:
+					drained = true
+				}
+			}
 			last, serr := eng.Stats()
-			return last, errors.Join(err, serr)
+			return last, errors.Join(lp.gone(err), serr)
+		case c := <-p.links:
+			lp.change(c)
 		case <-tick.C:
 			cur, err := eng.Stats()
 			if err != nil {
@@ -242,6 +255,7 @@ type xskPrinter struct {
 	eng   *engine.Engine // the receiving modes' engine, nil for txonly
 	run   runner         // what the intervals are read from
 	hooks xskHooks
+	links <-chan engine.LinkChange // the engine's OnLinkChange; nil if none
 }
 
 func (p *xskPrinter) header() {
