@@ -85,6 +85,13 @@ func New(cfg Config) (_ *Engine, err error) {
 	if err := dev.CheckQueues(cfg.Queues); err != nil {
 		return nil, err
 	}
+	plan, err := devicePlan(info)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.resolveXDPMode(info, plan); err != nil {
+		return nil, err
+	}
 	if err := checkMTU(info, cfg.FrameSize); err != nil {
 		return nil, err
 	}

@@ -160,6 +160,13 @@ func NewGenerator(cfg GeneratorConfig) (_ *Generator, err error) {
 	if len(cfg.Queues) == 0 {
 		return nil, fmt.Errorf("%s reports no tx queues", cfg.Interface)
 	}
+	plan, err := devicePlan(info)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkZeroCopy(info, plan, cfg.BindMode); err != nil {
+		return nil, err
+	}
 	for _, q := range cfg.Queues {
 		if q < 0 || q >= queues {
 			return nil, &QueueError{Device: info.Name, Driver: info.Driver, Queue: q, RxQueues: queues}

@@ -79,7 +79,7 @@ with the receiver threads.`,
 	fs.StringVarP(&f.queues, "queues", "q", "", "with -i: rx queues for the AF_XDP paths (default: all)")
 	fs.StringVar(&f.paths, "paths", "", "comma-separated paths to run (default: the --family's)")
 	fs.StringVar(&f.family, "family", "drop", "drop, forward or all")
-	fs.DurationVarP(&f.duration, "duration", "d", 5*time.Second, "measurement time per path")
+	secondsVarP(fs, &f.duration, "duration", "d", 5*time.Second, "measurement time per path (seconds, or a duration like 500ms)")
 	fs.Uint64Var(&f.rate, "rate", 0, "test bed: offered load in frames per second (default: as fast as the generator goes)")
 	fs.IntVar(&f.size, "size", 64, "test bed: frame size in bytes, without FCS")
 	fs.BoolVar(&f.testbed, "testbed", false, "make a test bed, drive the generator, remove the bed afterwards")

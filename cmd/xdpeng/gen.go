@@ -81,7 +81,7 @@ many were lost before the driver (device down, peer without XDP).`,
 	fs := cmd.Flags()
 	fs.StringVarP(&f.iface, "interface", "i", "", "device to send out of (required)")
 	fs.Uint64Var(&f.count, "count", 0, "frames to send in total, split exactly across threads")
-	fs.DurationVarP(&f.duration, "duration", "d", 0, "stop after this long")
+	secondsVarP(fs, &f.duration, "duration", "d", 0, "stop after this long (seconds, or a duration like 500ms)")
 	fs.Uint64Var(&f.rate, "rate", 0, "upper bound in frames per second over all threads (default: as fast as possible)")
 	fs.IntVar(&f.size, "size", 64, fmt.Sprintf("frame size in bytes without FCS, %d..%d", packet.MinFrameSize, packet.MaxFrameSize))
 	fs.IntVar(&f.ports, "ports", 1, "cycle the UDP destination port over this many values from --dst-port")
@@ -94,7 +94,7 @@ many were lost before the driver (device down, peer without XDP).`,
 	fs.StringVar(&f.srcMAC, "src-mac", "", "source MAC (default: DEV's)")
 	fs.StringVar(&f.dstMAC, "dst-mac", "", "destination MAC (default: the veth peer's, else the neighbour entry of --dst-ip)")
 	fs.Uint16Var(&f.vlan, "vlan", 0, "802.1Q VLAN ID to tag frames with, 1..4094 (default: untagged)")
-	fs.DurationVarP(&f.interval, "interval", "I", time.Second, "progress interval")
+	intervalFlags(fs, &f.interval, "progress interval")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per line")
 	_ = cmd.MarkFlagRequired("interface")
 	return cmd

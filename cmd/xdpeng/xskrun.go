@@ -59,8 +59,8 @@ func (f *xskFlags) register(fs *pflag.FlagSet) {
 	fs.Uint32Var(&f.compSize, "comp-size", 0, "completion ring size (default: --ring-size)")
 	fs.Uint32Var(&f.rxSize, "rx-size", 0, "rx ring size (default: --ring-size)")
 	fs.Uint32Var(&f.txSize, "tx-size", 0, "tx ring size (default: --ring-size)")
-	fs.BoolVarP(&f.native, "native", "N", false, "attach XDP in native (driver) mode (the default)")
-	fs.BoolVarP(&f.generic, "generic", "S", false, "attach XDP in generic (SKB) mode")
+	fs.BoolVarP(&f.native, "native", "N", false, "attach XDP in native (driver) mode; refused where the driver has none (default: native where the device has it, else generic)")
+	fs.BoolVarP(&f.generic, "generic", "S", false, "attach XDP in generic (SKB) mode, which every device has")
 	fs.BoolVarP(&f.copyMode, "copy", "c", false, "force copy mode")
 	fs.BoolVarP(&f.zeroCopy, "zero-copy", "z", false, "require zero-copy (default: auto, zero-copy where the driver has it)")
 	fs.BoolVar(&f.noNeedWakeup, "no-need-wakeup", false, "turn off need_wakeup: kick the kernel on every batch")
@@ -72,8 +72,8 @@ func (f *xskFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.sharedUmem, "shared-umem", false, "one UMEM shared by all queues' sockets (XDP_SHARED_UMEM)")
 	fs.BoolVar(&f.force, "force", false, "replace an XDP program someone else attached")
 	fs.Uint16Var(&f.udpPort, "udp-port", 0, "steer only UDP to this destination port to userspace; the rest goes to the stack")
-	fs.DurationVarP(&f.duration, "duration", "d", 0, "run this long, then exit (default: until Ctrl-C)")
-	fs.DurationVarP(&f.interval, "interval", "I", time.Second, "statistics interval")
+	secondsVarP(fs, &f.duration, "duration", "d", 0, "run this long, then exit (seconds, or a duration like 500ms; default: until Ctrl-C)")
+	intervalFlags(fs, &f.interval, "statistics interval")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per line")
 	fs.BoolVarP(&f.extraStats, "extra-stats", "x", false, "show the six XDP_STATISTICS counters")
 	fs.BoolVarP(&f.appStats, "app-stats", "a", false, "show wakeups, polls, naps and batches per second")
@@ -115,6 +115,8 @@ func (f *xskFlags) config() (engine.Config, error) {
 		return cfg, fmt.Errorf("-N (native) and -S (generic) exclude each other")
 	case f.generic:
 		cfg.XDPMode = engine.XDPGeneric
+	case f.native:
+		cfg.XDPMode = engine.XDPNative
 	}
 	switch {
 	case f.copyMode && f.zeroCopy:
