@@ -43,6 +43,7 @@ type genFlags struct {
 	vlan             uint16
 	interval         time.Duration
 	json             bool
+	xdpPass          string
 }
 
 // genFlagOf maps gen.Config fields to the flag that sets them, so that a
@@ -63,8 +64,16 @@ mode: the kernel copies the frame and hands it to the device's ndo_xdp_xmit,
 no socket or skb involved. A run needs --count or --duration.
 
 Addresses are from 198.18.0.0/15, the range RFC 2544 reserves for benchmarking,
-so that generated traffic cannot reach a real service. On a veth the frames
-arrive only if the peer has an XDP program attached (or GRO on).
+so that generated traffic cannot reach a real service.
+
+What the device needs before it takes XDP frames comes from its XDP features
+(xdpeng probe -i DEV): many drivers (i40e, ice, ixgbe, igb, igc, bnxt, ena,
+virtio_net, ...) take them only while an XDP program is attached, and gen
+then attaches XDP_PASS to DEV for the run (a bpf_link, removed at exit, never
+replacing another program) and says so (--xdp-pass never turns that off,
+always forces it). A veth passes them on only while its peer has an XDP
+program attached or GRO on: gen refuses one whose peer has neither, as it
+does a device without XDP transmit (lo, most wifi).
 
 "sent" counts frames the program redirected to DEV; on a veth, gen also reads
 the device's counters and says how many it accepted (tx_queue_N_xdp_xmit),
@@ -96,6 +105,7 @@ many were lost before the driver (device down, peer without XDP).`,
 	fs.Uint16Var(&f.vlan, "vlan", 0, "802.1Q VLAN ID to tag frames with, 1..4094 (default: untagged)")
 	intervalFlags(fs, &f.interval, "progress interval")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per line")
+	xdpPassFlag(fs, &f.xdpPass)
 	_ = cmd.MarkFlagRequired("interface")
 	return cmd
 }
@@ -106,6 +116,9 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 	}
 	if f.interval <= 0 {
 		return fmt.Errorf("--interval %v: must be positive", f.interval)
+	}
+	if err := checkXDPPass(f.xdpPass); err != nil {
+		return err
 	}
 	cfg := gen.Config{
 		Ports: f.ports, Count: f.count, Duration: f.duration, Rate: f.rate, Threads: f.threads, Interval: f.interval,
@@ -154,6 +167,12 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 	defer stop()
 	w := &lockedWriter{w: cmd.OutOrStdout()} // the link watch prints too
 	p := &genPrinter{w: w, json: f.json, iface: info.Name, size: cfg.Frame.Size}
+	helper, err := setupTx(info.Name, f.xdpPass, true, false, sayTo(w, cmd.ErrOrStderr(), f.json))
+	if err != nil {
+		return err
+	}
+	defer helper.Close()
+	p.xdpPass = helper.Attached()
 	if !f.json {
 		fmt.Fprintf(p.w, "gen %s: %d-byte UDP %s:%d -> %s:%d (%s), %d port(s), %d thread(s) on CPU %s\n",
 			info.Name, cfg.Frame.Size, cfg.Frame.SrcIP, cfg.Frame.SrcPort, cfg.Frame.DstIP, cfg.Frame.DstPort,
@@ -195,7 +214,7 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 	if err != nil {
 		return flagError(err)
 	}
-	return nil
+	return helper.Close()
 }
 
 // lockedWriter lets two goroutines print whole lines to one writer.
@@ -288,6 +307,8 @@ type genPrinter struct {
 	iface string
 	size  int
 	prev  gen.Stats
+	// xdpPass says XDP_PASS was attached to the device for the run.
+	xdpPass bool
 }
 
 type genThreadJSON struct {
@@ -326,6 +347,7 @@ type genSummaryJSON struct {
 	DeviceXmit  *uint64         `json:"device_xmit"`
 	XmitErrors  *uint64         `json:"xmit_errors"`
 	Unaccounted *uint64         `json:"lost_before_driver"`
+	XDPPass     bool            `json:"xdp_pass"`
 }
 
 func (p *genPrinter) interval(s gen.Stats) {
@@ -385,7 +407,7 @@ func (p *genPrinter) summary(s gen.Stats) {
 	}
 	if p.json {
 		out := genSummaryJSON{Type: "summary", Mode: "gen", Interface: p.iface, FrameSize: p.size,
-			TxPackets: s.Sent, TxBytes: s.Bytes, DurationS: secs, TxPPS: pps, PerThread: threads}
+			TxPackets: s.Sent, TxBytes: s.Bytes, DurationS: secs, TxPPS: pps, PerThread: threads, XDPPass: p.xdpPass}
 		if s.DeviceCounters {
 			xmit, errs, lost := s.Xmit, s.Errors, s.Unaccounted()
 			out.DeviceXmit, out.XmitErrors, out.Unaccounted = &xmit, &errs, &lost

@@ -27,6 +27,7 @@ type txOnlyFlags struct {
 	srcMAC, dstMAC   string
 	fill             uint8
 	vlan             uint16
+	xdpPass          string
 }
 
 func newTxOnlyCmd() *cobra.Command {
@@ -34,8 +35,8 @@ func newTxOnlyCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "txonly -i DEV (--count N | -d DURATION) [flags]",
 		Short: "Send UDP frames from AF_XDP sockets (xdpsock -t)",
-		Long: `txonly binds one transmit-only AF_XDP socket per queue (no rx ring, no XDP
-program) and runs one pinned worker per queue. The frames are built once into
+		Long: `txonly binds one transmit-only AF_XDP socket per queue (no rx ring, no
+steering program) and runs one pinned worker per queue. The frames are built once into
 each socket's UMEM; the workers only move descriptors: a batch onto the tx ring,
 a kick (sendto) when the kernel asks for one (in copy mode, every time: the copy
 happens inside sendto), completions reaped.
@@ -45,8 +46,15 @@ worker in small bursts. A run needs --count or --duration. Addresses are from
 198.18.0.0/15 (RFC 2544); the destination MAC defaults to the veth peer's, else
 the neighbour entry of --dst-ip.
 
-tx counts are completions: frames the kernel has finished with. On a veth they
-arrive only if the peer has an XDP program attached or GRO on.`,
+tx counts are completions: frames the kernel has finished with.
+
+Copy mode hands the device an skb per frame and works on every device.
+Zero-copy transmit goes through the driver's XDP transmit rings, which many
+drivers (i40e, ice, ixgbe, igb, igc, bnxt, ...) set up only while an XDP
+program is attached: where the device's XDP features say so and zero-copy
+may be used, txonly attaches XDP_PASS to it for the run (a bpf_link, removed
+at exit, never replacing another program) and says so; --xdp-pass never
+turns that off, always forces it.`,
 		Example: `  xdpeng txonly -i dut0 --count 1000000
   xdpeng txonly -i dut0 -d 5s --rate 500000 --ports 16 --size 128 --json
   ip netns exec xdpeng-dut xdpeng txonly -i dut0 -q 0 --count 100 -c`,
@@ -72,6 +80,8 @@ arrive only if the peer has an XDP program attached or GRO on.`,
 	fs.StringVar(&f.dstMAC, "dst-mac", "", "destination MAC (default: the veth peer's, else the neighbour entry of --dst-ip)")
 	fs.Uint8Var(&f.fill, "fill", 0, "payload byte")
 	fs.Uint16Var(&f.vlan, "vlan", 0, "802.1Q VLAN ID to tag frames with, 1..4094 (default: untagged)")
+	xdpPassFlag(fs, &f.xdpPass)
+	fs.Lookup("xdp-pass").Usage += "; copy mode transmits without it, zero-copy mode through the driver's XDP transmit"
 	for _, n := range txOnlyIgnores {
 		_ = fs.MarkHidden(n.flag)
 	}
@@ -101,6 +111,9 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	}
 	if f.ports < 1 || f.ports > 65536 {
 		return fmt.Errorf("--ports %d: need 1..65536", f.ports)
+	}
+	if err := checkXDPPass(f.xdpPass); err != nil {
+		return err
 	}
 	cfg, err := f.config()
 	if err != nil {
@@ -135,6 +148,11 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	if err := gcfg.Validate(); err != nil {
 		return err
 	}
+	helper, err := setupTx(info.Name, f.xdpPass, false, cfg.BindMode != engine.BindCopy, sayTo(cmd.OutOrStdout(), cmd.ErrOrStderr(), f.json))
+	if err != nil {
+		return err
+	}
+	defer helper.Close()
 	links, onLink := linkChanges()
 	gcfg.OnLinkChange = onLink
 	g, err := engine.NewGenerator(gcfg)
@@ -156,7 +174,7 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 		Type: "summary", Mode: "txonly", Interface: info.Name, Driver: info.Driver, Queues: g.Config().Queues,
 		ZeroCopy: g.ZeroCopy(), Batch: cfg.Batch, Size: frame.Size, Ports: f.ports,
 		Count: f.count, Rate: f.rate, DurationS: round3(dur), TxPackets: t.TxPackets, TxBytes: t.TxBytes,
-		PerQueue: last.Queues, XDPStats: t.XDP,
+		PerQueue: last.Queues, XDPStats: t.XDP, XDPPass: helper.Attached(),
 		App: map[string]uint64{"tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches},
 	}
 	if dur > 0 {
@@ -197,6 +215,8 @@ type txOnlySummary struct {
 	PerQueue  []engine.QueueStats `json:"per_queue"`
 	XDPStats  engine.SocketStats  `json:"xdp_stats"`
 	App       map[string]uint64   `json:"app_stats"`
+	// XDPPass says XDP_PASS was attached to the device for the run.
+	XDPPass bool `json:"xdp_pass"`
 }
 
 func orUnbounded(v uint64) string {
