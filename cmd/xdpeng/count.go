@@ -50,6 +50,7 @@ totals.`,
 			return runXskWith(cmd, "count", &f, cfg, countHooks(&g, top))
 		},
 	}
+	c.Long += "\n\n" + fcsNote
 	f.register(c.Flags())
 	c.Flags().IntVar(&top, "top", 5, "protocols and ports shown per interval (0: all)")
 	return c

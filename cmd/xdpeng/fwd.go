@@ -52,6 +52,7 @@ dropped (handler verdict) or tx_ring_full (OUT's ring or UMEM had no room).`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runFwd(cmd, f) },
 	}
 	fs := c.Flags()
+	c.Long += "\n\n" + fcsNote
 	f.register(fs)
 	fs.StringVarP(&f.out, "out", "o", "", "device to send out of (required)")
 	fs.StringVar(&f.dstMAC, "dst-mac", "", "destination MAC of forwarded frames (default: OUT's veth peer's)")

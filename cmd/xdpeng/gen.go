@@ -29,27 +29,27 @@ import (
 func init() { addCommand(newGenCmd()) }
 
 type genFlags struct {
+	frameFlags
 	iface            string
 	count            uint64
 	duration         time.Duration
 	rate             uint64
-	size             int
 	ports            int
 	threads          int
 	cpus             string
 	srcIP, dstIP     string
 	srcPort, dstPort uint16
 	srcMAC, dstMAC   string
-	vlan             uint16
 	interval         time.Duration
 	json             bool
+	quiet            bool
 	xdpPass          string
 }
 
 // genFlagOf maps gen.Config fields to the flag that sets them, so that a
 // validation error names what the user typed.
 var genFlagOf = map[string]string{
-	"Frame.Size": "--size", "Frame.VLAN": "--vlan", "Frame.SrcMAC": "--src-mac", "Frame.DstMAC": "--dst-mac",
+	"Frame.Size": "--size", "Frame.VLAN": "-J/--vlan", "Frame.SrcMAC": "-H/--src-mac", "Frame.DstMAC": "-G/--dst-mac",
 	"Frame.SrcIP": "--src-ip", "Frame.DstIP": "--dst-ip", "Ports": "--ports", "Threads": "--threads",
 	"CPUs": "--cpus", "Rate": "--rate", "Duration": "--duration", "Interval": "--interval",
 }
@@ -89,10 +89,9 @@ many were lost before the driver (device down, peer without XDP).`,
 	}
 	fs := cmd.Flags()
 	fs.StringVarP(&f.iface, "interface", "i", "", "device to send out of (required)")
-	fs.Uint64Var(&f.count, "count", 0, "frames to send in total, split exactly across threads")
+	fs.Uint64VarP(&f.count, "count", "C", 0, "frames to send in total, split exactly across threads")
 	secondsVarP(fs, &f.duration, "duration", "d", 0, "stop after this long (seconds, or a duration like 500ms)")
 	fs.Uint64Var(&f.rate, "rate", 0, "upper bound in frames per second over all threads (default: as fast as possible)")
-	fs.IntVar(&f.size, "size", 64, fmt.Sprintf("frame size in bytes without FCS, %d..%d", packet.MinFrameSize, packet.MaxFrameSize))
 	fs.IntVar(&f.ports, "ports", 1, "cycle the UDP destination port over this many values from --dst-port")
 	fs.IntVar(&f.threads, "threads", 1, "sending threads, one per CPU")
 	fs.StringVar(&f.cpus, "cpus", "", "CPU of each thread, in thread order, e.g. 0 or 1,0 (default: the first --threads online CPUs)")
@@ -100,11 +99,12 @@ many were lost before the driver (device down, peer without XDP).`,
 	fs.StringVar(&f.dstIP, "dst-ip", "", "destination address, in 198.18.0.0/15 or 2001:2::/48 (default: the other host of the source's test-bed link, 198.18.K.1 <-> .2)")
 	fs.Uint16Var(&f.srcPort, "src-port", 1234, "UDP source port")
 	fs.Uint16Var(&f.dstPort, "dst-port", 9, "UDP destination port (9 is discard), the first of --ports")
-	fs.StringVar(&f.srcMAC, "src-mac", "", "source MAC (default: DEV's)")
-	fs.StringVar(&f.dstMAC, "dst-mac", "", "destination MAC (default: the veth peer's, else the neighbour entry of --dst-ip)")
-	fs.Uint16Var(&f.vlan, "vlan", 0, "802.1Q VLAN ID to tag frames with, 1..4094 (default: untagged)")
+	fs.StringVarP(&f.srcMAC, "src-mac", "H", "", "source MAC (default: DEV's)")
+	fs.StringVarP(&f.dstMAC, "dst-mac", "G", "", "destination MAC (default: the veth peer's, else the neighbour entry of --dst-ip)")
+	f.frameFlags.register(fs)
 	intervalFlags(fs, &f.interval, "progress interval")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per line")
+	fs.BoolVarP(&f.quiet, "quiet", "Q", false, "no progress lines: only the summary (and link changes)")
 	xdpPassFlag(fs, &f.xdpPass)
 	_ = cmd.MarkFlagRequired("interface")
 	return cmd
@@ -122,13 +122,12 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 	}
 	cfg := gen.Config{
 		Ports: f.ports, Count: f.count, Duration: f.duration, Rate: f.rate, Threads: f.threads, Interval: f.interval,
-		Frame: packet.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort, VLAN: f.vlan, Size: f.size},
+		Frame: packet.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort},
 	}
 	// The exact bounds depend on the frame (IPv6, VLAN) and are checked
 	// again by Validate; this catches the obvious before any lookup.
-	if f.size < packet.MinFrameSize || f.size > packet.MaxFrameSize+packet.VLANTagLen {
-		return fmt.Errorf("--size %d out of range: frame size without FCS must be %d..%d (%d with --vlan)",
-			f.size, packet.MinFrameSize, packet.MaxFrameSize, packet.MaxFrameSize+packet.VLANTagLen)
+	if err := f.frameFlags.apply(&cfg.Frame); err != nil {
+		return err
 	}
 	if f.ports < 1 {
 		return fmt.Errorf("--ports %d: need at least 1", f.ports)
@@ -166,7 +165,7 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 	ctx, stop := signalContext()
 	defer stop()
 	w := &lockedWriter{w: cmd.OutOrStdout()} // the link watch prints too
-	p := &genPrinter{w: w, json: f.json, iface: info.Name, size: cfg.Frame.Size}
+	p := &genPrinter{w: w, json: f.json, quiet: f.quiet, iface: info.Name, size: cfg.Frame.Size}
 	helper, err := setupTx(info.Name, f.xdpPass, true, false, sayTo(w, cmd.ErrOrStderr(), f.json))
 	if err != nil {
 		return err
@@ -174,8 +173,8 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 	defer helper.Close()
 	p.xdpPass = helper.Attached()
 	if !f.json {
-		fmt.Fprintf(p.w, "gen %s: %d-byte UDP %s:%d -> %s:%d (%s), %d port(s), %d thread(s) on CPU %s\n",
-			info.Name, cfg.Frame.Size, cfg.Frame.SrcIP, cfg.Frame.SrcPort, cfg.Frame.DstIP, cfg.Frame.DstPort,
+		fmt.Fprintf(p.w, "gen %s: %d-byte frames (%d bytes + FCS), UDP %s:%d -> %s:%d (%s), %d port(s), %d thread(s) on CPU %s\n",
+			info.Name, wireSize(cfg.Frame.Size), cfg.Frame.Size, cfg.Frame.SrcIP, cfg.Frame.SrcPort, cfg.Frame.DstIP, cfg.Frame.DstPort,
 			cfg.Frame.DstMAC, cfg.Ports, cfg.Threads, cpuset.Format(cfg.CPUs))
 	}
 	watch, err := watchDevices(*info)
@@ -304,8 +303,9 @@ func flagError(err error) error {
 type genPrinter struct {
 	w     io.Writer
 	json  bool
+	quiet bool
 	iface string
-	size  int
+	size  int // without FCS
 	prev  gen.Stats
 	// xdpPass says XDP_PASS was attached to the device for the run.
 	xdpPass bool
@@ -338,7 +338,8 @@ type genSummaryJSON struct {
 	Type        string          `json:"type"`
 	Mode        string          `json:"mode"`
 	Interface   string          `json:"interface"`
-	FrameSize   int             `json:"frame_size"`
+	FrameSize   int             `json:"frame_size"`  // with FCS, as --size
+	FrameBytes  int             `json:"frame_bytes"` // without: what tx_bytes counts
 	TxPackets   uint64          `json:"tx_packets"`
 	TxBytes     uint64          `json:"tx_bytes"`
 	DurationS   float64         `json:"duration_s"`
@@ -352,7 +353,7 @@ type genSummaryJSON struct {
 
 func (p *genPrinter) interval(s gen.Stats) {
 	dt := (s.Duration - p.prev.Duration).Seconds()
-	if dt <= 0 {
+	if dt <= 0 || p.quiet {
 		return
 	}
 	sent := counter.Sub(s.Sent, p.prev.Sent)
@@ -406,7 +407,7 @@ func (p *genPrinter) summary(s gen.Stats) {
 		pps = float64(s.Sent) / secs
 	}
 	if p.json {
-		out := genSummaryJSON{Type: "summary", Mode: "gen", Interface: p.iface, FrameSize: p.size,
+		out := genSummaryJSON{Type: "summary", Mode: "gen", Interface: p.iface, FrameSize: wireSize(p.size), FrameBytes: p.size,
 			TxPackets: s.Sent, TxBytes: s.Bytes, DurationS: secs, TxPPS: pps, PerThread: threads, XDPPass: p.xdpPass}
 		if s.DeviceCounters {
 			xmit, errs, lost := s.Xmit, s.Errors, s.Unaccounted()
@@ -415,8 +416,8 @@ func (p *genPrinter) summary(s gen.Stats) {
 		p.emit(out)
 		return
 	}
-	fmt.Fprintf(p.w, "sent %d frames (%d bytes each, %d bytes) in %.3fs: %.3f Mpps, %s on the wire\n",
-		s.Sent, p.size, s.Bytes, secs, units.Mpps(s.Sent, secs), units.BPS(pps*float64(units.WireBits(uint64(p.size)))))
+	fmt.Fprintf(p.w, "sent %d %d-byte frames (%d bytes each without FCS, %d bytes) in %.3fs: %.3f Mpps, %s on the wire\n",
+		s.Sent, wireSize(p.size), p.size, s.Bytes, secs, units.Mpps(s.Sent, secs), units.BPS(pps*float64(units.WireBits(uint64(p.size)))))
 	for _, t := range threads {
 		fmt.Fprintf(p.w, "  cpu %d: %d frames, %.3f Mpps\n", t.CPU, t.TxPackets, t.TxPPS/1e6)
 	}

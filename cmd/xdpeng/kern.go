@@ -33,6 +33,7 @@ type kernFlags struct {
 	duration   time.Duration
 	interval   time.Duration
 	json       bool
+	quiet      bool
 }
 
 func newKernCmd() *cobra.Command {
@@ -86,6 +87,7 @@ replaced unless --force (and never one held by another process's bpf_link).`,
 		secondsVarP(fs, &f.duration, "duration", "d", 0, "stop after this long (seconds, or a duration like 500ms; 0: until Ctrl-C)")
 		intervalFlags(fs, &f.interval, "statistics interval")
 		fs.BoolVar(&f.json, "json", false, "one JSON object per line: interval lines, then a summary")
+		fs.BoolVarP(&f.quiet, "quiet", "Q", false, "no per-interval lines: only the summary (and link changes)")
 		switch path.name {
 		case "drop":
 			fs.StringVar(&f.hook, "hook", "xdp", "where to drop: xdp or tc (ingress, TCX)")
@@ -371,6 +373,9 @@ func (p *kernPrinter) extraRows(prev, cur kernSnapshot, dt float64) (outs, proto
 }
 
 func (p *kernPrinter) interval(prev, cur kernSnapshot) {
+	if p.f.quiet {
+		return
+	}
 	dt := cur.t.Sub(prev.t).Seconds()
 	d := cur.Stats.Sub(prev.Stats)
 	pkts, bytes := d.Total()

@@ -42,6 +42,7 @@ type xskFlags struct {
 	udpPort                            uint16
 	duration, interval                 time.Duration
 	json, extraStats, appStats         bool
+	quiet                              bool
 
 	fs *pflag.FlagSet // to tell an empty -q "" from no -q
 }
@@ -63,10 +64,10 @@ func (f *xskFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVarP(&f.generic, "generic", "S", false, "attach XDP in generic (SKB) mode, which every device has")
 	fs.BoolVarP(&f.copyMode, "copy", "c", false, "force copy mode")
 	fs.BoolVarP(&f.zeroCopy, "zero-copy", "z", false, "require zero-copy (default: auto, zero-copy where the driver has it)")
-	fs.BoolVar(&f.noNeedWakeup, "no-need-wakeup", false, "turn off need_wakeup: kick the kernel on every batch")
+	fs.BoolVarP(&f.noNeedWakeup, "no-need-wakeup", "m", false, "turn off need_wakeup: kick the kernel on every batch (xdpsock -m)")
 	fs.BoolVarP(&f.poll, "poll", "p", false, "call poll() before every batch (xdpsock -p)")
 	fs.BoolVar(&f.busy, "busy", false, "busy-loop without ever sleeping (only for a CPU that does nothing else)")
-	fs.BoolVar(&f.busyPoll, "busy-poll", false, "busy-poll sockets: SO_PREFER_BUSY_POLL, the driver's NAPI runs in the worker")
+	fs.BoolVarP(&f.busyPoll, "busy-poll", "B", false, "busy-poll sockets: SO_PREFER_BUSY_POLL, the driver's NAPI runs in the worker (xdpsock -B)")
 	fs.IntVar(&f.busyPollUsecs, "busy-poll-usecs", 20, "SO_BUSY_POLL time in microseconds (with --busy-poll)")
 	fs.IntVar(&f.busyPollBudget, "busy-poll-budget", 64, "SO_BUSY_POLL_BUDGET in packets (with --busy-poll)")
 	fs.BoolVar(&f.sharedUmem, "shared-umem", false, "one UMEM shared by all queues' sockets (XDP_SHARED_UMEM)")
@@ -75,6 +76,7 @@ func (f *xskFlags) register(fs *pflag.FlagSet) {
 	secondsVarP(fs, &f.duration, "duration", "d", 0, "run this long, then exit (seconds, or a duration like 500ms; default: until Ctrl-C)")
 	intervalFlags(fs, &f.interval, "statistics interval")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per line")
+	fs.BoolVarP(&f.quiet, "quiet", "Q", false, "no per-interval lines: only the summary (and link changes), as xdpsock -Q")
 	fs.BoolVarP(&f.extraStats, "extra-stats", "x", false, "show the six XDP_STATISTICS counters")
 	fs.BoolVarP(&f.appStats, "app-stats", "a", false, "show wakeups, polls, naps and batches per second")
 }
@@ -344,7 +346,7 @@ func rates(prev, cur engine.QueueStats, dt float64, f *xskFlags) queueRates {
 
 func (p *xskPrinter) interval(prev, cur engine.Snapshot) {
 	dt := cur.Time.Sub(prev.Time).Seconds()
-	if dt <= 0 {
+	if dt <= 0 || p.f.quiet {
 		return
 	}
 	rows := make([]queueRates, 0, len(cur.Queues)+1)
