@@ -21,11 +21,11 @@ func TestPlanTx(t *testing.T) {
 		vethNone = netdev.XDPBasic | netdev.XDPRedirect
 	)
 	for _, tc := range []struct {
-		name     string
-		f        *netdev.Facts
-		mode     string
-		xdp, zc  bool
-		attach   bool
+		name      string
+		f         *netdev.Facts
+		mode      string
+		xdp, zc   bool
+		attach    bool
 		note, err string
 	}{
 		{name: "gen on i40e", f: facts("i40e", i40e, ""), mode: xdpPassAuto, xdp: true, attach: true},
