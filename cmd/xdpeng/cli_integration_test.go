@@ -66,6 +66,8 @@ func TestCLIBadInput(t *testing.T) {
 			want: []string{"must differ from -i"}},
 		{name: "gen rate below a frame per thread", gen: true, args: []string{"gen", "-i", "gen0", "--count", "10", "--threads", "2", "--rate", "1"},
 			want: []string{"--rate", "less than 1 pps per thread"}},
+		{name: "gen out of lo", gen: true, args: []string{"gen", "-i", "lo", "--count", "10", "-G", "02:00:00:00:00:01", "-H", "02:00:00:00:00:02"},
+			want: []string{"lo (device) takes no XDP frames (its driver has no ndo_xdp_xmit", "txonly can, in copy mode"}},
 		{name: "gen no such interface", gen: true, args: []string{"gen", "-i", "nosuch0", "--count", "10"},
 			want: []string{`interface "nosuch0" not found`}},
 		// kern looks up -i before it checks for root.
