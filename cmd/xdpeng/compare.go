@@ -81,7 +81,7 @@ with the receiver threads.`,
 	fs.StringVar(&f.family, "family", "drop", "drop, forward or all")
 	secondsVarP(fs, &f.duration, "duration", "d", 5*time.Second, "measurement time per path (seconds, or a duration like 500ms)")
 	fs.Uint64Var(&f.rate, "rate", 0, "test bed: offered load in frames per second (default: as fast as the generator goes)")
-	fs.IntVar(&f.size, "size", 64, "test bed: frame size in bytes, without FCS")
+	fs.IntVar(&f.size, "size", 64, "test bed: frame length in bytes without the FCS (unlike gen and txonly -s, which count it: 64 here is their -s 68)")
 	fs.BoolVar(&f.testbed, "testbed", false, "make a test bed, drive the generator, remove the bed afterwards")
 	fs.StringVar(&f.name, "name", "", "test bed name (default: a unique one)")
 	fs.StringVar(&f.layout, "layout", "A", "test bed layout: A (DUT NAPI in softirq on the generator CPU) or B (threaded NAPI on the DUT CPU)")
