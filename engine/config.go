@@ -50,25 +50,36 @@ const (
 	// XDPGeneric runs it on the skb (XDP_FLAGS_SKB_MODE): every device
 	// has it, at the cost of an skb per frame.
 	XDPGeneric
+	// XDPAuto is native where the kernel reports native XDP for the device
+	// (the basic XDP feature, Linux 6.3 and later), generic where it does
+	// not; native where the kernel does not report XDP features. New
+	// resolves it: Engine.Config says which it became.
+	XDPAuto
 )
 
+// String returns "native", "generic" or "auto".
 func (m XDPMode) String() string {
-	if m == XDPGeneric {
+	switch m {
+	case XDPGeneric:
 		return "generic"
+	case XDPAuto:
+		return "auto"
 	}
 	return "native"
 }
 
-// ParseXDPMode reads an XDP mode by name: "native" or "generic", or the
-// names ip-link and the kernel use for them, "drv" and "skb".
+// ParseXDPMode reads an XDP mode by name: "native", "generic" or "auto",
+// or the names ip-link and the kernel use, "drv" and "skb".
 func ParseXDPMode(s string) (XDPMode, error) {
 	switch s {
 	case "native", "drv", "driver":
 		return XDPNative, nil
 	case "generic", "skb":
 		return XDPGeneric, nil
+	case "auto":
+		return XDPAuto, nil
 	}
-	return 0, fmt.Errorf("XDP mode %q: want native or generic", s)
+	return 0, fmt.Errorf("XDP mode %q: want native, generic or auto", s)
 }
 
 // BindMode chooses how the kernel moves frames between the device and the
@@ -151,9 +162,13 @@ type Config struct {
 	NumFrames uint32
 	// Ring sizes, powers of two.
 	FillSize, CompletionSize, RxSize, TxSize uint32
-	// XDPMode is where the steering program runs.
+	// XDPMode is where the steering program runs. XDPNative on a device
+	// the kernel reports without native XDP is refused before anything is
+	// set up (ErrNoNativeXDP).
 	XDPMode XDPMode
-	// BindMode chooses copy or zero-copy.
+	// BindMode chooses copy or zero-copy. BindZeroCopy on a device the
+	// kernel reports without xsk-zerocopy is refused before anything is
+	// set up (ErrNoZeroCopy).
 	BindMode BindMode
 	// NeedWakeup lets the kernel tell when a system call is needed.
 	NeedWakeup bool
@@ -180,10 +195,16 @@ type Config struct {
 	Outputs []Output
 	// PollTimeout bounds each poll() so that a stop is noticed promptly.
 	PollTimeout time.Duration
+	// OnLinkChange, if set, hears the device or an output going down
+	// (set down, carrier lost) and coming back while Run runs; the run goes
+	// on through it. It is called from Run's goroutine and must return
+	// quickly. A device that goes away ends Run instead (ErrDeviceGone).
+	OnLinkChange func(LinkChange)
 }
 
-// DefaultConfig returns xdpsock's defaults (batch 64, rings of 2048, native
-// XDP, auto copy/zero-copy, need_wakeup on) but 2048-byte frames, not 4096:
+// DefaultConfig returns xdpsock's defaults (batch 64, rings of 2048, auto
+// copy/zero-copy, need_wakeup on) but XDP in native or generic mode as the
+// device allows (XDPAuto), and 2048-byte frames, not 4096:
 // in copy mode the kernel writes every frame it receives, and with 4096-byte
 // frames the data of every frame falls in the same few cache sets.
 func DefaultConfig() Config {
@@ -194,7 +215,7 @@ func DefaultConfig() Config {
 		CompletionSize: 2048,
 		RxSize:         2048,
 		TxSize:         2048,
-		XDPMode:        XDPNative,
+		XDPMode:        XDPAuto,
 		BindMode:       BindAuto,
 		NeedWakeup:     true,
 		Wait:           WaitAdaptive,

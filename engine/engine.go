@@ -28,6 +28,11 @@
 // detaches it too if the process dies. Errors a caller can act on are typed
 // (ErrNoDevice, ErrNoQueue, ErrMTU, ErrAttached, ErrQueueBusy,
 // ErrNoZeroCopy, ErrNoNativeXDP; see errors.Is).
+//
+// While it runs, an engine watches its devices' links: one that goes down
+// and comes back is told to Config.OnLinkChange and the run goes on; one
+// that is deleted, or leaves the network namespace, ends Run with
+// ErrDeviceGone at once.
 package engine
 
 import (
@@ -80,6 +85,13 @@ func New(cfg Config) (_ *Engine, err error) {
 	if err := dev.CheckQueues(cfg.Queues); err != nil {
 		return nil, err
 	}
+	plan, err := devicePlan(info)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.resolveXDPMode(info, plan); err != nil {
+		return nil, err
+	}
 	if err := checkMTU(info, cfg.FrameSize); err != nil {
 		return nil, err
 	}
@@ -112,6 +124,14 @@ func New(cfg Config) (_ *Engine, err error) {
 		}
 		return nil, attachedError(err)
 	}
+	devs := []*netdev.Info{info}
+	for _, o := range outs {
+		devs = append(devs, o.info)
+	}
+	if err := e.watchLinks(devs...); err != nil {
+		return nil, err
+	}
+	e.onLinkChange = cfg.OnLinkChange
 	return e, nil
 }
 
@@ -252,7 +272,11 @@ func (e *Engine) ZeroCopy() bool { return e.zeroCopy() }
 
 // Run starts the workers and returns when ctx is done or when a worker
 // fails (a handler panic included: the error names the queue and carries
-// the panic value and stack). Counters stay readable after Run returns.
+// the panic value and stack). When the device or an output is deleted, or
+// leaves the network namespace, Run stops at once with a *DeviceGoneError
+// (errors.Is(err, ErrDeviceGone)); a device that goes down and comes back
+// is told to Config.OnLinkChange, and the run goes on. Counters stay
+// readable after Run returns.
 func (e *Engine) Run(ctx context.Context) error { return e.run(ctx) }
 
 // Started is when Run started the workers; zero before.
@@ -261,6 +285,7 @@ func (e *Engine) Started() time.Time { return e.startedAt() }
 // Close detaches the program and closes the sockets. It is safe to call
 // more than once and after a failed New.
 func (e *Engine) Close() error {
+	e.closeLinks()
 	var errs []error
 	if e.link != nil {
 		errs = append(errs, e.link.Close())
@@ -282,6 +307,9 @@ type core struct {
 	umems   []*xsk.Umem
 	stop    atomic.Bool
 	started atomic.Int64 // UnixNano when run started, 0 before
+
+	links        *netdev.LinkWatch // the devices' link state; nil if not watched
+	onLinkChange func(LinkChange)
 }
 
 func (c *core) zeroCopy() bool { return len(c.workers) > 0 && c.workers[0].sock.ZeroCopy() }
@@ -316,9 +344,16 @@ wait:
 		select {
 		case <-ctx.Done():
 			break wait
+		case ev, ok := <-c.linkEvents():
+			if err = c.onLink(ev, ok); err != nil {
+				break wait
+			}
 		case err = <-errs:
 			ended++
 			if err != nil {
+				if gone := c.goneAfterError(); gone != nil {
+					err = gone
+				}
 				break wait
 			}
 		}

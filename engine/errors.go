@@ -22,9 +22,13 @@ var (
 	ErrAttached = errors.New("an XDP program is attached")
 	// ErrQueueBusy: another AF_XDP socket is bound to the queue.
 	ErrQueueBusy = errors.New("queue busy")
-	// ErrNoZeroCopy: BindZeroCopy on a device or queue without zero-copy.
+	// ErrNoZeroCopy: BindZeroCopy on a device or queue without zero-copy;
+	// refused before anything is set up where the kernel reports the
+	// device's XDP features.
 	ErrNoZeroCopy = errors.New("zero-copy not supported")
-	// ErrNoNativeXDP: XDPNative on a driver without XDP support.
+	// ErrNoNativeXDP: XDPNative on a driver without XDP support; refused
+	// before anything is set up where the kernel reports the device's XDP
+	// features.
 	ErrNoNativeXDP = errors.New("no native XDP")
 )
 

@@ -57,6 +57,9 @@ type GeneratorConfig struct {
 	// queues. Each worker paces its share in bursts of at most 50 µs worth
 	// of frames (and at most a batch), never catching up in a big burst.
 	Rate uint64
+	// OnLinkChange, if set, hears the device going down and coming back
+	// while Run runs, as Config.OnLinkChange does.
+	OnLinkChange func(LinkChange)
 }
 
 // DefaultGeneratorConfig returns the defaults of DefaultConfig for the
@@ -157,6 +160,13 @@ func NewGenerator(cfg GeneratorConfig) (_ *Generator, err error) {
 	if len(cfg.Queues) == 0 {
 		return nil, fmt.Errorf("%s reports no tx queues", cfg.Interface)
 	}
+	plan, err := devicePlan(info)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkZeroCopy(info, plan, cfg.BindMode); err != nil {
+		return nil, err
+	}
 	for _, q := range cfg.Queues {
 		if q < 0 || q >= queues {
 			return nil, &QueueError{Device: info.Name, Driver: info.Driver, Queue: q, RxQueues: queues}
@@ -208,6 +218,10 @@ func NewGenerator(cfg GeneratorConfig) (_ *Generator, err error) {
 			}
 		}
 	}
+	if err := g.watchLinks(info); err != nil {
+		return nil, err
+	}
+	g.onLinkChange = cfg.OnLinkChange
 	return g, nil
 }
 
@@ -222,8 +236,9 @@ func (g *Generator) Device() Device { return deviceOf(g.dev) }
 func (g *Generator) ZeroCopy() bool { return g.zeroCopy() }
 
 // Run sends until every worker has sent its share of Count (and seen it
-// completed), or ctx is done, or a worker fails. Counters stay readable
-// after Run returns.
+// completed), or ctx is done, or a worker fails, or the device goes away
+// (a *DeviceGoneError, as for Engine.Run). Counters stay readable after
+// Run returns.
 func (g *Generator) Run(ctx context.Context) error { return g.run(ctx) }
 
 // Started is when Run started the workers; zero before.
@@ -231,7 +246,10 @@ func (g *Generator) Started() time.Time { return g.startedAt() }
 
 // Close closes the sockets. It is safe to call more than once and after a
 // failed NewGenerator.
-func (g *Generator) Close() error { return g.closeSockets() }
+func (g *Generator) Close() error {
+	g.closeLinks()
+	return g.closeSockets()
+}
 
 // writeTxFrames writes variant j % len(frames) into frame j of u's first n
 // frames.

@@ -44,9 +44,9 @@ func advise(err error) error {
 	case errors.Is(err, engine.ErrQueueBusy):
 		return fmt.Errorf("%w: stop it, or choose other queues with -q", err)
 	case errors.Is(err, engine.ErrNoZeroCopy):
-		return fmt.Errorf("%w: use -c for copy mode, or leave the default auto", err)
+		return fmt.Errorf("%w: use -c for copy mode, or leave the default auto (xdpeng probe -i DEV shows what a device has)", err)
 	case errors.Is(err, engine.ErrNoNativeXDP):
-		return fmt.Errorf("%w: use -S for generic mode, which works on every interface", err)
+		return fmt.Errorf("%w: use -S for generic mode, which works on every interface, or leave -N out to get it where native is missing (xdpeng probe -i DEV shows what a device has)", err)
 	}
 	return err
 }

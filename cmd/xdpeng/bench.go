@@ -84,7 +84,7 @@ Scenarios (for CPUs 0 and 1):
 	}
 	f := c.Flags()
 	f.IntVar(&runs, "runs", 3, "runs of each scenario (the median is kept)")
-	f.DurationVarP(&duration, "duration", "d", 3*time.Second, "measurement time per path and run")
+	secondsVarP(f, &duration, "duration", "d", 3*time.Second, "measurement time per path and run (seconds, or a duration like 500ms)")
 	f.StringVar(&scenarios, "scenarios", "", "scenarios to run, e.g. A,B (default: all)")
 	f.BoolVar(&asJSON, "json", false, "print JSON lines: a setup line, a row line per scenario and path, a summary line")
 	return c

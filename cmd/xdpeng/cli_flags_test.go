@@ -15,7 +15,7 @@ import (
 // commands is every subcommand of xdpeng. TestCLICommands fails when the
 // binary has another one, so that a new command comes with its cases here
 // rather than being skipped by them.
-var commands = []string{"bench", "compare", "count", "demo", "fwd", "gen", "kern", "l2fwd", "progbench", "rxdrop", "testbed", "txonly"}
+var commands = []string{"bench", "compare", "count", "demo", "fwd", "gen", "kern", "l2fwd", "probe", "progbench", "rxdrop", "testbed", "txonly"}
 
 func TestCLICommands(t *testing.T) {
 	var got []string
@@ -69,7 +69,13 @@ func TestCLIFlagErrors(t *testing.T) {
 			want: []string{"batch size 0: must be between 1 and"}},
 		{name: "copy and zero-copy", args: []string{"rxdrop", "-i", "dut0", "-c", "-z", "-d", "1s"},
 			want: []string{"-c (copy) and -z (zero-copy) exclude each other"}},
-		{name: "interval", args: []string{"rxdrop", "-i", "dut0", "-I", "0s", "-d", "1s"}, want: []string{"must be positive"}},
+		{name: "interval", args: []string{"rxdrop", "-i", "dut0", "-n", "0", "-d", "1s"}, want: []string{"must be positive"}},
+		{name: "duration neither seconds nor a duration", args: []string{"rxdrop", "-i", "dut0", "-d", "5x"},
+			want: []string{`"5x" is neither seconds (5, 0.5) nor a duration (5s, 500ms, 1m)`}},
+		{name: "kern interval", args: []string{"kern", "drop", "-i", "dut0", "-n", "-1"}, want: []string{"-n/--interval -1s: must be positive"}},
+		{name: "xdpsock's -I", args: []string{"rxdrop", "-i", "dut0", "-I", "i40e-eth0-TxRx-0"},
+			want: []string{"xdpsock's -I (an IRQ string", "the statistics interval is -n"}},
+		{name: "probe without -i", args: []string{"probe"}, want: []string{"no interface given: use -i DEV", "usage: xdpeng probe"}},
 		{name: "rxdrop not root", user: true, args: []string{"rxdrop", "-i", "dut0", "-d", "1s"},
 			want: []string{"xdpeng: rxdrop needs root", "CAP_NET_ADMIN", "run it with sudo"}},
 		{name: "unknown flag", args: []string{"rxdrop", "-i", "dut0", "--bogus"}, want: []string{"unknown flag: --bogus", "--help"}},
@@ -77,6 +83,10 @@ func TestCLIFlagErrors(t *testing.T) {
 		{name: "unknown kern path", args: []string{"kern", "bogus"}, want: []string{`unknown subcommand "bogus"`, "drop, pass"}},
 		{name: "kern mode", args: []string{"kern", "drop", "-i", "dut0", "-m", "bogus", "-d", "1s"},
 			want: []string{`unknown XDP mode "bogus" (want native or generic)`}},
+		{name: "kern native and generic", args: []string{"kern", "drop", "-i", "dut0", "-N", "-S"},
+			want: []string{"-S (generic) and -N (native) contradict each other"}},
+		{name: "native and generic", args: []string{"rxdrop", "-i", "dut0", "-N", "-S"},
+			want: []string{"-N (native) and -S (generic) exclude each other"}},
 		{name: "kern hook", args: []string{"kern", "drop", "-i", "dut0", "--hook", "bogus", "-d", "1s"},
 			want: []string{`--hook "bogus": want xdp or tc`}},
 		{name: "kern redirect without -o", args: []string{"kern", "redirect", "-i", "dut0", "-d", "1s"},
@@ -90,9 +100,27 @@ func TestCLIFlagErrors(t *testing.T) {
 		{name: "gen bad port", args: []string{"gen", "-i", "gen0", "--count", "10", "--dst-port", "70000"},
 			want: []string{`invalid argument "70000" for "--dst-port"`}},
 		{name: "gen size", args: []string{"gen", "-i", "gen0", "--count", "10", "--size", "10"},
-			want: []string{"--size", "60..1514"}},
+			want: []string{"--size 10 out of range: frame size with FCS must be 64..1518 (1522 with a VLAN tag)"}},
+		{name: "gen size below 64 with FCS", args: []string{"gen", "-i", "gen0", "-C", "10", "-s", "63"},
+			want: []string{"--size 63 out of range"}},
+		{name: "txonly VLAN priority", args: []string{"txonly", "-i", "gen0", "-C", "10", "-V", "-K", "8"},
+			want: []string{"-K/--vlan-pri 8 out of range: 0..7"}},
+		{name: "txonly priority without a tag", args: []string{"txonly", "-i", "gen0", "-C", "10", "-K", "3"},
+			want: []string{"-K/--vlan-pri 3: untagged frames have no priority; tag them with -V or -J ID"}},
+		{name: "gen VLAN ID", args: []string{"gen", "-i", "gen0", "-C", "10", "-J", "5000"},
+			want: []string{"-J/--vlan 5000 out of range: 1..4094"}},
+		{name: "txonly pattern", args: []string{"txonly", "-i", "gen0", "-C", "10", "-P", "zz"},
+			want: []string{`-P/--pattern "zz": want 32 bits in hex`}},
+		{name: "txonly pattern and fill", args: []string{"txonly", "-i", "gen0", "-C", "10", "-P", "1234", "--fill", "7"},
+			want: []string{"--fill and -P/--pattern both fill the payload"}},
+		{name: "gen quiet takes no value", args: []string{"gen", "-i", "gen0", "-C", "10", "-Q=maybe"},
+			want: []string{`invalid argument "maybe"`}},
 		{name: "gen ports", args: []string{"gen", "-i", "gen0", "--count", "10", "--ports", "0"},
 			want: []string{"--ports 0: need at least 1"}},
+		{name: "gen xdp-pass", args: []string{"gen", "-i", "gen0", "--count", "10", "--xdp-pass", "sometimes"},
+			want: []string{`--xdp-pass "sometimes": want auto, always or never`}},
+		{name: "txonly xdp-pass", args: []string{"txonly", "-i", "gen0", "--count", "10", "--xdp-pass", "sometimes"},
+			want: []string{`--xdp-pass "sometimes": want auto, always or never`}},
 		{name: "gen unbounded", args: []string{"gen", "-i", "gen0"},
 			want: []string{"gen needs a bound: give --count N or --duration D"}},
 		{name: "gen not root", user: true, args: []string{"gen", "-i", "gen0", "--count", "10"},

@@ -49,13 +49,25 @@ func TestCLIBadInput(t *testing.T) {
 		{name: "offline CPU", args: []string{"rxdrop", "-i", "dut0", "-q", "0", "--cpus", "4000", "-d", "1s"},
 			want: []string{"CPU 4000 is not online", "online: " + cpuset.Format(online)}},
 		{name: "zero-copy on veth", args: []string{"rxdrop", "-i", "dut0", "-z", "-d", "1s"},
-			want: []string{"bind AF_XDP socket to dut0 queue 0", "does not support zero-copy", "use -c for copy mode, or leave the default auto"}},
+			want: []string{"dut0 (veth) has no AF_XDP zero-copy: the kernel does not report xsk-zerocopy", "use -c for copy mode, or leave the default auto"}},
+		{name: "txonly zero-copy on veth", args: []string{"txonly", "-i", "dut0", "-z", "--count", "10"},
+			want: []string{"dut0 (veth) has no AF_XDP zero-copy", "use -c for copy mode"}},
+		{name: "native XDP on lo", args: []string{"rxdrop", "-i", "lo", "-N", "-d", "1"},
+			want: []string{"lo has no native XDP: the kernel does not report the basic XDP feature for it", "use -S for generic mode"}},
+		{name: "kern native XDP on lo", args: []string{"kern", "drop", "-i", "lo", "-N", "-d", "1"},
+			want: []string{"lo: the driver has no native XDP support: the kernel does not report the basic XDP feature", "generic mode (-S)"}},
+		{name: "kern native XDP on lo, old spelling", args: []string{"kern", "drop", "-i", "lo", "-m", "native", "-d", "1"},
+			want: []string{"lo: the driver has no native XDP support"}},
+		{name: "probe no such interface", args: []string{"probe", "-i", "nosuch0"},
+			want: []string{`-i: interface "nosuch0" not found`, "ip link"}},
 		{name: "kern no such interface", args: []string{"kern", "drop", "-i", "nosuch0", "-d", "1s"},
 			want: []string{`interface "nosuch0" not found`}},
 		{name: "kern redirect to itself", args: []string{"kern", "redirect", "-i", "dut0", "-o", "dut0", "-d", "1s"},
 			want: []string{"must differ from -i"}},
 		{name: "gen rate below a frame per thread", gen: true, args: []string{"gen", "-i", "gen0", "--count", "10", "--threads", "2", "--rate", "1"},
 			want: []string{"--rate", "less than 1 pps per thread"}},
+		{name: "gen out of lo", gen: true, args: []string{"gen", "-i", "lo", "--count", "10", "-G", "02:00:00:00:00:01", "-H", "02:00:00:00:00:02"},
+			want: []string{"lo (device) takes no XDP frames (its driver has no ndo_xdp_xmit", "txonly can, in copy mode"}},
 		{name: "gen no such interface", gen: true, args: []string{"gen", "-i", "nosuch0", "--count", "10"},
 			want: []string{`interface "nosuch0" not found`}},
 		// kern looks up -i before it checks for root.
@@ -246,7 +258,7 @@ func TestCLILeaveNoTrace(t *testing.T) {
 		}{{"normal", 0}, {"SIGINT", syscall.SIGINT}, {"SIGTERM", syscall.SIGTERM}, {"SIGKILL", syscall.SIGKILL}} {
 			t.Run(cmd.name+"/"+end.name, func(t *testing.T) {
 				before := readHooks(t, ns, "dut0")
-				args := append(append([]string{bin}, cmd.args...), "--json", "-I", "100ms")
+				args := append(append([]string{bin}, cmd.args...), "--json", "-n", "0.1")
 				if end.sig == 0 {
 					args = append(args, "-d", "1500ms")
 				}

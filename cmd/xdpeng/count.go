@@ -31,7 +31,7 @@ totals.`,
 		Example: `  # all queues of dut0, until Ctrl-C
   xdpeng count -i dut0
   # the ten busiest protocols and ports every 2 s, for 10 s
-  xdpeng count -i dut0 --top 10 -I 2s -d 10s
+  xdpeng count -i dut0 --top 10 -n 2 -d 10
   # on a real NIC: only UDP to port 9 leaves the kernel, SSH keeps working
   xdpeng count -i eth1 --udp-port 9 --json
   # on the test bed
@@ -50,6 +50,7 @@ totals.`,
 			return runXskWith(cmd, "count", &f, cfg, countHooks(&g, top))
 		},
 	}
+	c.Long += "\n\n" + fcsNote
 	f.register(c.Flags())
 	c.Flags().IntVar(&top, "top", 5, "protocols and ports shown per interval (0: all)")
 	return c

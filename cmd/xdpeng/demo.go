@@ -51,7 +51,7 @@ it and removes everything it set up.`,
 			return runCompare(cmd, cfg, false, false, true)
 		},
 	}
-	cmd.Flags().DurationVarP(&duration, "duration", "d", demoPerPath, "measurement time per path")
+	secondsVarP(cmd.Flags(), &duration, "duration", "d", demoPerPath, "measurement time per path (seconds, or a duration like 500ms)")
 	cmd.Flags().StringVar(&layout, "layout", "A", "test bed layout, A or B (see xdpeng compare --help)")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
 	return cmd

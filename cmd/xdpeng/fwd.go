@@ -52,6 +52,7 @@ dropped (handler verdict) or tx_ring_full (OUT's ring or UMEM had no room).`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runFwd(cmd, f) },
 	}
 	fs := c.Flags()
+	c.Long += "\n\n" + fcsNote
 	f.register(fs)
 	fs.StringVarP(&f.out, "out", "o", "", "device to send out of (required)")
 	fs.StringVar(&f.dstMAC, "dst-mac", "", "destination MAC of forwarded frames (default: OUT's veth peer's)")
@@ -100,6 +101,8 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 	}
 	fwd := &handler.Forward{Port: engine.OutputPort(0), DstMAC: dstMAC}
 	cfg.Handler = func(int) engine.Handler { h := *fwd; return &h }
+	links, onLink := linkChanges()
+	cfg.OnLinkChange = onLink
 	eng, err := engine.New(cfg)
 	if err != nil {
 		return advise(err)
@@ -111,7 +114,7 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 	if out.Copy {
 		umem = "copy"
 	}
-	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "fwd", f: &f.xskFlags, eng: eng, run: eng}
+	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "fwd", f: &f.xskFlags, eng: eng, run: eng, links: links}
 	if !f.json {
 		fmt.Fprintf(p.w, "fwd %s (%s) -> %s (%s): %s, XDP %s, %s, umem %s, dst MAC %s, batch %d, rings fill/comp/rx/tx %d/%d/%d/%d, need_wakeup %v, wait %s\n",
 			ecfg.Interface, eng.Device().Driver, out.Device.Name, out.Device.Driver, queuesOnCPUs(ecfg.Queues, ecfg.CPUs),

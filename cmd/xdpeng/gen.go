@@ -3,6 +3,7 @@ package main
 // xdpeng gen: the live-frames generator (internal/lab/gen), flags and printing.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,26 +29,27 @@ import (
 func init() { addCommand(newGenCmd()) }
 
 type genFlags struct {
+	frameFlags
 	iface            string
 	count            uint64
 	duration         time.Duration
 	rate             uint64
-	size             int
 	ports            int
 	threads          int
 	cpus             string
 	srcIP, dstIP     string
 	srcPort, dstPort uint16
 	srcMAC, dstMAC   string
-	vlan             uint16
 	interval         time.Duration
 	json             bool
+	quiet            bool
+	xdpPass          string
 }
 
 // genFlagOf maps gen.Config fields to the flag that sets them, so that a
 // validation error names what the user typed.
 var genFlagOf = map[string]string{
-	"Frame.Size": "--size", "Frame.VLAN": "--vlan", "Frame.SrcMAC": "--src-mac", "Frame.DstMAC": "--dst-mac",
+	"Frame.Size": "--size", "Frame.VLAN": "-J/--vlan", "Frame.SrcMAC": "-H/--src-mac", "Frame.DstMAC": "-G/--dst-mac",
 	"Frame.SrcIP": "--src-ip", "Frame.DstIP": "--dst-ip", "Ports": "--ports", "Threads": "--threads",
 	"CPUs": "--cpus", "Rate": "--rate", "Duration": "--duration", "Interval": "--interval",
 }
@@ -61,8 +64,16 @@ mode: the kernel copies the frame and hands it to the device's ndo_xdp_xmit,
 no socket or skb involved. A run needs --count or --duration.
 
 Addresses are from 198.18.0.0/15, the range RFC 2544 reserves for benchmarking,
-so that generated traffic cannot reach a real service. On a veth the frames
-arrive only if the peer has an XDP program attached (or GRO on).
+so that generated traffic cannot reach a real service.
+
+What the device needs before it takes XDP frames comes from its XDP features
+(xdpeng probe -i DEV): many drivers (i40e, ice, ixgbe, igb, igc, bnxt, ena,
+virtio_net, ...) take them only while an XDP program is attached, and gen
+then attaches XDP_PASS to DEV for the run (a bpf_link, removed at exit, never
+replacing another program) and says so (--xdp-pass never turns that off,
+always forces it). A veth passes them on only while its peer has an XDP
+program attached or GRO on: gen refuses one whose peer has neither, as it
+does a device without XDP transmit (lo, most wifi).
 
 "sent" counts frames the program redirected to DEV; on a veth, gen also reads
 the device's counters and says how many it accepted (tx_queue_N_xdp_xmit),
@@ -78,10 +89,9 @@ many were lost before the driver (device down, peer without XDP).`,
 	}
 	fs := cmd.Flags()
 	fs.StringVarP(&f.iface, "interface", "i", "", "device to send out of (required)")
-	fs.Uint64Var(&f.count, "count", 0, "frames to send in total, split exactly across threads")
-	fs.DurationVarP(&f.duration, "duration", "d", 0, "stop after this long")
+	fs.Uint64VarP(&f.count, "count", "C", 0, "frames to send in total, split exactly across threads")
+	secondsVarP(fs, &f.duration, "duration", "d", 0, "stop after this long (seconds, or a duration like 500ms)")
 	fs.Uint64Var(&f.rate, "rate", 0, "upper bound in frames per second over all threads (default: as fast as possible)")
-	fs.IntVar(&f.size, "size", 64, fmt.Sprintf("frame size in bytes without FCS, %d..%d", packet.MinFrameSize, packet.MaxFrameSize))
 	fs.IntVar(&f.ports, "ports", 1, "cycle the UDP destination port over this many values from --dst-port")
 	fs.IntVar(&f.threads, "threads", 1, "sending threads, one per CPU")
 	fs.StringVar(&f.cpus, "cpus", "", "CPU of each thread, in thread order, e.g. 0 or 1,0 (default: the first --threads online CPUs)")
@@ -89,11 +99,13 @@ many were lost before the driver (device down, peer without XDP).`,
 	fs.StringVar(&f.dstIP, "dst-ip", "", "destination address, in 198.18.0.0/15 or 2001:2::/48 (default: the other host of the source's test-bed link, 198.18.K.1 <-> .2)")
 	fs.Uint16Var(&f.srcPort, "src-port", 1234, "UDP source port")
 	fs.Uint16Var(&f.dstPort, "dst-port", 9, "UDP destination port (9 is discard), the first of --ports")
-	fs.StringVar(&f.srcMAC, "src-mac", "", "source MAC (default: DEV's)")
-	fs.StringVar(&f.dstMAC, "dst-mac", "", "destination MAC (default: the veth peer's, else the neighbour entry of --dst-ip)")
-	fs.Uint16Var(&f.vlan, "vlan", 0, "802.1Q VLAN ID to tag frames with, 1..4094 (default: untagged)")
-	fs.DurationVarP(&f.interval, "interval", "I", time.Second, "progress interval")
+	fs.StringVarP(&f.srcMAC, "src-mac", "H", "", "source MAC (default: DEV's)")
+	fs.StringVarP(&f.dstMAC, "dst-mac", "G", "", "destination MAC (default: the veth peer's, else the neighbour entry of --dst-ip)")
+	f.frameFlags.register(fs)
+	intervalFlags(fs, &f.interval, "progress interval")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per line")
+	fs.BoolVarP(&f.quiet, "quiet", "Q", false, "no progress lines: only the summary (and link changes)")
+	xdpPassFlag(fs, &f.xdpPass)
 	_ = cmd.MarkFlagRequired("interface")
 	return cmd
 }
@@ -105,15 +117,17 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 	if f.interval <= 0 {
 		return fmt.Errorf("--interval %v: must be positive", f.interval)
 	}
+	if err := checkXDPPass(f.xdpPass); err != nil {
+		return err
+	}
 	cfg := gen.Config{
 		Ports: f.ports, Count: f.count, Duration: f.duration, Rate: f.rate, Threads: f.threads, Interval: f.interval,
-		Frame: packet.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort, VLAN: f.vlan, Size: f.size},
+		Frame: packet.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort},
 	}
 	// The exact bounds depend on the frame (IPv6, VLAN) and are checked
 	// again by Validate; this catches the obvious before any lookup.
-	if f.size < packet.MinFrameSize || f.size > packet.MaxFrameSize+packet.VLANTagLen {
-		return fmt.Errorf("--size %d out of range: frame size without FCS must be %d..%d (%d with --vlan)",
-			f.size, packet.MinFrameSize, packet.MaxFrameSize, packet.MaxFrameSize+packet.VLANTagLen)
+	if err := f.frameFlags.apply(&cfg.Frame); err != nil {
+		return err
 	}
 	if f.ports < 1 {
 		return fmt.Errorf("--ports %d: need at least 1", f.ports)
@@ -150,18 +164,68 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 
 	ctx, stop := signalContext()
 	defer stop()
-	p := &genPrinter{w: cmd.OutOrStdout(), json: f.json, iface: info.Name, size: cfg.Frame.Size}
+	w := &lockedWriter{w: cmd.OutOrStdout()} // the link watch prints too
+	p := &genPrinter{w: w, json: f.json, quiet: f.quiet, iface: info.Name, size: cfg.Frame.Size}
+	helper, err := setupTx(info.Name, f.xdpPass, true, false, sayTo(w, cmd.ErrOrStderr(), f.json))
+	if err != nil {
+		return err
+	}
+	defer helper.Close()
+	p.xdpPass = helper.Attached()
 	if !f.json {
-		fmt.Fprintf(p.w, "gen %s: %d-byte UDP %s:%d -> %s:%d (%s), %d port(s), %d thread(s) on CPU %s\n",
-			info.Name, cfg.Frame.Size, cfg.Frame.SrcIP, cfg.Frame.SrcPort, cfg.Frame.DstIP, cfg.Frame.DstPort,
+		fmt.Fprintf(p.w, "gen %s: %d-byte frames (%d bytes + FCS), UDP %s:%d -> %s:%d (%s), %d port(s), %d thread(s) on CPU %s\n",
+			info.Name, wireSize(cfg.Frame.Size), cfg.Frame.Size, cfg.Frame.SrcIP, cfg.Frame.SrcPort, cfg.Frame.DstIP, cfg.Frame.DstPort,
 			cfg.Frame.DstMAC, cfg.Ports, cfg.Threads, cpuset.Format(cfg.CPUs))
 	}
+	watch, err := watchDevices(*info)
+	if err != nil {
+		return err
+	}
+	defer watch.Close()
+	start := time.Now()
+	lp := newLinkPrinter(w, f.json, "gen", func() time.Time { return start })
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var gone error
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case c := <-watch.changes:
+				lp.change(c)
+			case g := <-watch.gone:
+				gone = g
+				cancel()
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	s, err := gen.Run(ctx, cfg, p.interval)
+	cancel()
+	<-watched
 	p.summary(s)
+	if gone != nil {
+		return lp.gone(gone)
+	}
 	if err != nil {
 		return flagError(err)
 	}
-	return nil
+	return helper.Close()
+}
+
+// lockedWriter lets two goroutines print whole lines to one writer.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 // addrFlags are the address flags of gen and txonly, as typed.
@@ -239,9 +303,12 @@ func flagError(err error) error {
 type genPrinter struct {
 	w     io.Writer
 	json  bool
+	quiet bool
 	iface string
-	size  int
+	size  int // without FCS
 	prev  gen.Stats
+	// xdpPass says XDP_PASS was attached to the device for the run.
+	xdpPass bool
 }
 
 type genThreadJSON struct {
@@ -271,7 +338,8 @@ type genSummaryJSON struct {
 	Type        string          `json:"type"`
 	Mode        string          `json:"mode"`
 	Interface   string          `json:"interface"`
-	FrameSize   int             `json:"frame_size"`
+	FrameSize   int             `json:"frame_size"`  // with FCS, as --size
+	FrameBytes  int             `json:"frame_bytes"` // without: what tx_bytes counts
 	TxPackets   uint64          `json:"tx_packets"`
 	TxBytes     uint64          `json:"tx_bytes"`
 	DurationS   float64         `json:"duration_s"`
@@ -280,11 +348,12 @@ type genSummaryJSON struct {
 	DeviceXmit  *uint64         `json:"device_xmit"`
 	XmitErrors  *uint64         `json:"xmit_errors"`
 	Unaccounted *uint64         `json:"lost_before_driver"`
+	XDPPass     bool            `json:"xdp_pass"`
 }
 
 func (p *genPrinter) interval(s gen.Stats) {
 	dt := (s.Duration - p.prev.Duration).Seconds()
-	if dt <= 0 {
+	if dt <= 0 || p.quiet {
 		return
 	}
 	sent := counter.Sub(s.Sent, p.prev.Sent)
@@ -338,8 +407,8 @@ func (p *genPrinter) summary(s gen.Stats) {
 		pps = float64(s.Sent) / secs
 	}
 	if p.json {
-		out := genSummaryJSON{Type: "summary", Mode: "gen", Interface: p.iface, FrameSize: p.size,
-			TxPackets: s.Sent, TxBytes: s.Bytes, DurationS: secs, TxPPS: pps, PerThread: threads}
+		out := genSummaryJSON{Type: "summary", Mode: "gen", Interface: p.iface, FrameSize: wireSize(p.size), FrameBytes: p.size,
+			TxPackets: s.Sent, TxBytes: s.Bytes, DurationS: secs, TxPPS: pps, PerThread: threads, XDPPass: p.xdpPass}
 		if s.DeviceCounters {
 			xmit, errs, lost := s.Xmit, s.Errors, s.Unaccounted()
 			out.DeviceXmit, out.XmitErrors, out.Unaccounted = &xmit, &errs, &lost
@@ -347,8 +416,8 @@ func (p *genPrinter) summary(s gen.Stats) {
 		p.emit(out)
 		return
 	}
-	fmt.Fprintf(p.w, "sent %d frames (%d bytes each, %d bytes) in %.3fs: %.3f Mpps, %s on the wire\n",
-		s.Sent, p.size, s.Bytes, secs, units.Mpps(s.Sent, secs), units.BPS(pps*float64(units.WireBits(uint64(p.size)))))
+	fmt.Fprintf(p.w, "sent %d %d-byte frames (%d bytes each without FCS, %d bytes) in %.3fs: %.3f Mpps, %s on the wire\n",
+		s.Sent, wireSize(p.size), p.size, s.Bytes, secs, units.Mpps(s.Sent, secs), units.BPS(pps*float64(units.WireBits(uint64(p.size)))))
 	for _, t := range threads {
 		fmt.Fprintf(p.w, "  cpu %d: %d frames, %.3f Mpps\n", t.CPU, t.TxPackets, t.TxPPS/1e6)
 	}

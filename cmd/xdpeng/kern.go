@@ -33,6 +33,7 @@ type kernFlags struct {
 	duration   time.Duration
 	interval   time.Duration
 	json       bool
+	quiet      bool
 }
 
 func newKernCmd() *cobra.Command {
@@ -45,8 +46,8 @@ every interval (like xdp_rxq_info), then the totals when the duration ends or
 on Ctrl-C/SIGTERM. The program is attached through bpf_link, so it is detached
 on every exit path, even kill -9. A program someone else attached is never
 replaced unless --force (and never one held by another process's bpf_link).`,
-		Example: `  sudo xdpeng kern drop -i dut0                   # XDP_DROP in the driver (native mode)
-  sudo xdpeng kern drop -i dut0 -m generic        # ... on the skb (works on any interface)
+		Example: `  sudo xdpeng kern drop -i dut0                   # XDP_DROP in the driver (native mode where it has it)
+  sudo xdpeng kern drop -i dut0 -S                # ... on the skb, generic mode (works on any interface)
   sudo xdpeng kern drop -i dut0 --count-proto     # parse and count per IP protocol first
   sudo xdpeng kern drop -i dut0 --hook tc         # tc ingress drop (TCX)
   sudo xdpeng kern pass -i dut0 -d 10s            # XDP_PASS: the stack's cost
@@ -72,13 +73,21 @@ replaced unless --force (and never one held by another process's bpf_link).`,
 		}
 		fs := sub.Flags()
 		fs.StringVarP(&f.iface, "interface", "i", "", "interface to attach to (required)")
-		fs.StringVarP(&f.mode, "mode", "m", "native", "XDP mode: native (in the driver) or generic (on the skb)")
-		fs.BoolVarP(&f.skb, "skb-mode", "S", false, "generic mode, as xdpsock's -S")
-		fs.BoolVarP(&f.native, "native-mode", "N", false, "native mode, as xdpsock's -N (the default)")
+		fs.BoolVarP(&f.native, "native", "N", false, "XDP in native (driver) mode; refused where the driver has none (default: native where the device has it, else generic)")
+		fs.BoolVarP(&f.skb, "generic", "S", false, "XDP in generic (SKB) mode, which every device has")
+		// The old spellings, still taken: -m native|generic, --native-mode,
+		// --skb-mode.
+		fs.StringVarP(&f.mode, "mode", "m", "", "XDP mode: native or generic (the old spelling of -N and -S)")
+		fs.BoolVar(&f.skb, "skb-mode", false, "the old spelling of -S")
+		fs.BoolVar(&f.native, "native-mode", false, "the old spelling of -N")
+		for _, old := range []string{"mode", "skb-mode", "native-mode"} {
+			_ = fs.MarkHidden(old)
+		}
 		fs.BoolVar(&f.force, "force", false, "replace an XDP program someone else attached through netlink")
-		fs.DurationVarP(&f.duration, "duration", "d", 0, "stop after this long (0: until Ctrl-C)")
-		fs.DurationVarP(&f.interval, "interval", "I", time.Second, "statistics interval")
+		secondsVarP(fs, &f.duration, "duration", "d", 0, "stop after this long (seconds, or a duration like 500ms; 0: until Ctrl-C)")
+		intervalFlags(fs, &f.interval, "statistics interval")
 		fs.BoolVar(&f.json, "json", false, "one JSON object per line: interval lines, then a summary")
+		fs.BoolVarP(&f.quiet, "quiet", "Q", false, "no per-interval lines: only the summary (and link changes)")
 		switch path.name {
 		case "drop":
 			fs.StringVar(&f.hook, "hook", "xdp", "where to drop: xdp or tc (ingress, TCX)")
@@ -99,15 +108,19 @@ func (f *kernFlags) kernConfig(path string) (kern.Config, error) {
 	if f.skb && f.native {
 		return cfg, errors.New("-S (generic) and -N (native) contradict each other")
 	}
-	h, err := kern.ParseXDPMode(f.mode)
-	if err != nil {
-		return cfg, fmt.Errorf("-m/--mode: %w", err)
+	h, auto := kern.XDP, true
+	if f.mode != "" {
+		m, err := kern.ParseXDPMode(f.mode)
+		if err != nil {
+			return cfg, fmt.Errorf("-m/--mode: %w", err)
+		}
+		h, auto = m, false
 	}
 	if f.skb {
-		h = kern.XDPGeneric
+		h, auto = kern.XDPGeneric, false
 	}
 	if f.native {
-		h = kern.XDP
+		h, auto = kern.XDP, false
 	}
 	switch f.hook {
 	case "", "xdp":
@@ -118,7 +131,7 @@ func (f *kernFlags) kernConfig(path string) (kern.Config, error) {
 	}
 	cfg.Hook = h
 	if f.interval <= 0 {
-		return cfg, fmt.Errorf("-I/--interval %v: must be positive", f.interval)
+		return cfg, fmt.Errorf("-n/--interval %v: must be positive", f.interval)
 	}
 	if f.duration < 0 {
 		return cfg, fmt.Errorf("-d/--duration %v: must not be negative", f.duration)
@@ -137,6 +150,13 @@ func (f *kernFlags) kernConfig(path string) (kern.Config, error) {
 	}
 	if f.iface == "" {
 		return cfg, cliFlagError{errors.New("no interface given: use -i DEV")}
+	}
+	if auto && h != kern.TC {
+		var err error
+		if h, err = kern.NativeOrGeneric(f.iface); err != nil {
+			return cfg, kernError(err, f.iface)
+		}
+		cfg.Hook = h
 	}
 	for i, o := range f.out {
 		if o == f.iface {
@@ -164,9 +184,9 @@ func kernError(err error, iface string) error {
 	case errors.As(err, &fe):
 		return advise(err)
 	case errors.Is(err, kern.ErrNoNativeXDP):
-		return fmt.Errorf("%w; generic mode (-m generic) works on every interface", err)
+		return fmt.Errorf("%w; generic mode (-S) works on every interface, and leaving -N out gets it where native is missing", err)
 	case errors.Is(err, kern.ErrMTUTooLarge):
-		return fmt.Errorf("%w (lower it, or use generic mode: -m generic)", err)
+		return fmt.Errorf("%w (lower it, or use generic mode: -S)", err)
 	}
 	return err
 }
@@ -186,6 +206,11 @@ func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
 	// Deferred, so it runs on every return and panic; a bpf_link would
 	// also go with the process.
 	defer kp.Close()
+	watch, err := watchDevices(append([]netdev.Info{kp.Interface()}, kp.Outs()...)...)
+	if err != nil {
+		return err
+	}
+	defer watch.Close()
 
 	ctx, cancel := signalContext()
 	defer cancel()
@@ -196,6 +221,7 @@ func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
 	}
 
 	p := &kernPrinter{w: cmd.OutOrStdout(), path: path, f: f, k: kp, start: time.Now()}
+	lp := newLinkPrinter(p.w, f.json, p.name(), func() time.Time { return p.start })
 	p.header()
 	prev, err := p.snapshot()
 	if err != nil {
@@ -213,6 +239,20 @@ func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
 			}
 			p.summary(first, last)
 			return kp.Close()
+		case c := <-watch.changes:
+			lp.change(c)
+		case gone := <-watch.gone:
+			// The program's counters stay readable; a gone device's own
+			// counters do not, and then the last ones read stand.
+			last, err := p.snapshot()
+			if err != nil {
+				last = kernSnapshot{t: gone.Time, Counters: prev.Counters}
+				if st, serr := kp.Stats(); serr == nil {
+					last.Stats = st
+				}
+			}
+			p.summary(first, last)
+			return errors.Join(lp.gone(gone), kp.Close())
 		case <-tick.C:
 			cur, err := p.snapshot()
 			if err != nil {
@@ -333,6 +373,9 @@ func (p *kernPrinter) extraRows(prev, cur kernSnapshot, dt float64) (outs, proto
 }
 
 func (p *kernPrinter) interval(prev, cur kernSnapshot) {
+	if p.f.quiet {
+		return
+	}
 	dt := cur.t.Sub(prev.t).Seconds()
 	d := cur.Stats.Sub(prev.Stats)
 	pkts, bytes := d.Total()

@@ -44,6 +44,7 @@ On a real NIC, l2fwd reflects everything it receives, SSH included: use
 			return runXsk(cmd, "l2fwd", &f, cfg)
 		},
 	}
+	c.Long += "\n\n" + fcsNote
 	f.register(c.Flags())
 	return c
 }

@@ -30,6 +30,7 @@ fill ring. It prints per-queue rates every interval and the totals at the end.`,
 			return runXsk(cmd, "rxdrop", &f, cfg)
 		},
 	}
+	c.Long += "\n\n" + fcsNote
 	f.register(c.Flags())
 	return c
 }

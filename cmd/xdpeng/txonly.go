@@ -19,14 +19,14 @@ func init() { addCommand(newTxOnlyCmd()) }
 
 type txOnlyFlags struct {
 	xskFlags
-	size             int
+	frameFlags
 	count, rate      uint64
 	ports            int
 	srcIP, dstIP     string
 	srcPort, dstPort uint16
 	srcMAC, dstMAC   string
 	fill             uint8
-	vlan             uint16
+	xdpPass          string
 }
 
 func newTxOnlyCmd() *cobra.Command {
@@ -34,8 +34,8 @@ func newTxOnlyCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "txonly -i DEV (--count N | -d DURATION) [flags]",
 		Short: "Send UDP frames from AF_XDP sockets (xdpsock -t)",
-		Long: `txonly binds one transmit-only AF_XDP socket per queue (no rx ring, no XDP
-program) and runs one pinned worker per queue. The frames are built once into
+		Long: `txonly binds one transmit-only AF_XDP socket per queue (no rx ring, no
+steering program) and runs one pinned worker per queue. The frames are built once into
 each socket's UMEM; the workers only move descriptors: a batch onto the tx ring,
 a kick (sendto) when the kernel asks for one (in copy mode, every time: the copy
 happens inside sendto), completions reaped.
@@ -45,33 +45,42 @@ worker in small bursts. A run needs --count or --duration. Addresses are from
 198.18.0.0/15 (RFC 2544); the destination MAC defaults to the veth peer's, else
 the neighbour entry of --dst-ip.
 
-tx counts are completions: frames the kernel has finished with. On a veth they
-arrive only if the peer has an XDP program attached or GRO on.`,
+tx counts are completions: frames the kernel has finished with.
+
+Copy mode hands the device an skb per frame and works on every device.
+Zero-copy transmit goes through the driver's XDP transmit rings, which many
+drivers (i40e, ice, ixgbe, igb, igc, bnxt, ...) set up only while an XDP
+program is attached: where the device's XDP features say so and zero-copy
+may be used, txonly attaches XDP_PASS to it for the run (a bpf_link, removed
+at exit, never replacing another program) and says so; --xdp-pass never
+turns that off, always forces it.`,
 		Example: `  xdpeng txonly -i dut0 --count 1000000
   xdpeng txonly -i dut0 -d 5s --rate 500000 --ports 16 --size 128 --json
+  xdpeng txonly -i dut0 -q 0 -C 100000 -s 64 -V -J 7 -K 3 -P 12345678   # xdpsock's letters
   ip netns exec xdpeng-dut xdpeng txonly -i dut0 -q 0 --count 100 -c`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTxOnly(cmd, f) },
 	}
 	fs := c.Flags()
-	f.register(fs)
+	f.xskFlags.register(fs)
 	fs.Lookup("duration").Usage = "run this long, then exit (a run needs --count or --duration)"
 	fs.Lookup("interface").Usage = "device to send out of (required)"
 	fs.Lookup("queues").Usage = "tx queues to bind, e.g. 0, 0-3 (default: all of the device's)"
 	fs.Lookup("ring-size").Usage = "size of the tx and completion rings (power of two)"
 	fs.Lookup("frames").Usage = "UMEM frames per socket (default: tx ring + completion ring sizes, rounded up to a multiple of --ports)"
-	fs.IntVar(&f.size, "size", 64, fmt.Sprintf("frame size in bytes without FCS, %d..%d", packet.MinFrameSize, packet.MaxFrameSize))
-	fs.Uint64Var(&f.count, "count", 0, "frames to send in total, split exactly over the queues")
+	f.frameFlags.register(fs)
+	fs.Uint64VarP(&f.count, "count", "C", 0, "frames to send in total, split exactly over the queues")
 	fs.Uint64Var(&f.rate, "rate", 0, "upper bound in frames per second over all queues (default: as fast as possible)")
 	fs.IntVar(&f.ports, "ports", 1, "cycle the UDP destination port over this many values from --dst-port")
 	fs.StringVar(&f.srcIP, "src-ip", "", "source address (default: DEV's address in 198.18.0.0/15, else 198.18.0.1)")
 	fs.StringVar(&f.dstIP, "dst-ip", "", "destination address, in 198.18.0.0/15 (default: the other host of the source's test-bed link, 198.18.K.1 <-> .2)")
 	fs.Uint16Var(&f.srcPort, "src-port", 1234, "UDP source port")
 	fs.Uint16Var(&f.dstPort, "dst-port", 9, "UDP destination port (9 is discard), the first of --ports")
-	fs.StringVar(&f.srcMAC, "src-mac", "", "source MAC (default: DEV's)")
-	fs.StringVar(&f.dstMAC, "dst-mac", "", "destination MAC (default: the veth peer's, else the neighbour entry of --dst-ip)")
-	fs.Uint8Var(&f.fill, "fill", 0, "payload byte")
-	fs.Uint16Var(&f.vlan, "vlan", 0, "802.1Q VLAN ID to tag frames with, 1..4094 (default: untagged)")
+	fs.StringVarP(&f.srcMAC, "src-mac", "H", "", "source MAC (default: DEV's)")
+	fs.StringVarP(&f.dstMAC, "dst-mac", "G", "", "destination MAC (default: the veth peer's, else the neighbour entry of --dst-ip)")
+	fs.Uint8Var(&f.fill, "fill", 0, "payload byte (-P sets a 32-bit pattern instead)")
+	xdpPassFlag(fs, &f.xdpPass)
+	fs.Lookup("xdp-pass").Usage += "; copy mode transmits without it, zero-copy mode through the driver's XDP transmit"
 	for _, n := range txOnlyIgnores {
 		_ = fs.MarkHidden(n.flag)
 	}
@@ -102,11 +111,20 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	if f.ports < 1 || f.ports > 65536 {
 		return fmt.Errorf("--ports %d: need 1..65536", f.ports)
 	}
+	if err := checkXDPPass(f.xdpPass); err != nil {
+		return err
+	}
 	cfg, err := f.config()
 	if err != nil {
 		return err
 	}
-	frame := packet.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort, VLAN: f.vlan, Size: f.size, Fill: f.fill}
+	frame := packet.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort, Fill: f.fill}
+	if err := f.frameFlags.apply(&frame); err != nil {
+		return err
+	}
+	if frame.Pattern != 0 && cmd.Flags().Changed("fill") {
+		return fmt.Errorf("--fill and -P/--pattern both fill the payload: give one")
+	}
 	addrs := addrFlags{srcIP: f.srcIP, dstIP: f.dstIP, srcMAC: f.srcMAC, dstMAC: f.dstMAC}
 	if err := addrs.parse(&frame, "txonly", false); err != nil {
 		return err
@@ -135,16 +153,23 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	if err := gcfg.Validate(); err != nil {
 		return err
 	}
+	helper, err := setupTx(info.Name, f.xdpPass, false, cfg.BindMode != engine.BindCopy, sayTo(cmd.OutOrStdout(), cmd.ErrOrStderr(), f.json))
+	if err != nil {
+		return err
+	}
+	defer helper.Close()
+	links, onLink := linkChanges()
+	gcfg.OnLinkChange = onLink
 	g, err := engine.NewGenerator(gcfg)
 	if err != nil {
 		return advise(err)
 	}
 	defer g.Close()
-	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "txonly", f: &f.xskFlags, run: g}
+	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "txonly", f: &f.xskFlags, run: g, links: links}
 	if !f.json {
-		fmt.Fprintf(p.w, "txonly on %s (%s): %s, %s, batch %d, %d-byte UDP %s:%d -> %s:%d (%s), %d port(s), count %s, rate %s, need_wakeup %v\n",
+		fmt.Fprintf(p.w, "txonly on %s (%s): %s, %s, batch %d, %d-byte frames (%d bytes + FCS), UDP %s:%d -> %s:%d (%s), %d port(s), count %s, rate %s, need_wakeup %v\n",
 			info.Name, info.Driver, queuesOnCPUs(g.Config().Queues, g.Config().CPUs), bindModeName(g.ZeroCopy()), cfg.Batch,
-			frame.Size, frame.SrcIP, frame.SrcPort, frame.DstIP, frame.DstPort, frame.DstMAC, f.ports,
+			wireSize(frame.Size), frame.Size, frame.SrcIP, frame.SrcPort, frame.DstIP, frame.DstPort, frame.DstMAC, f.ports,
 			orUnbounded(f.count), orUnbounded(f.rate), cfg.NeedWakeup)
 	}
 	last, runErr := runEngine(g, &f.xskFlags, p)
@@ -152,9 +177,9 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	t := last.Total()
 	sum := txOnlySummary{
 		Type: "summary", Mode: "txonly", Interface: info.Name, Driver: info.Driver, Queues: g.Config().Queues,
-		ZeroCopy: g.ZeroCopy(), Batch: cfg.Batch, Size: frame.Size, Ports: f.ports,
+		ZeroCopy: g.ZeroCopy(), Batch: cfg.Batch, Size: wireSize(frame.Size), FrameBytes: frame.Size, Ports: f.ports,
 		Count: f.count, Rate: f.rate, DurationS: round3(dur), TxPackets: t.TxPackets, TxBytes: t.TxBytes,
-		PerQueue: last.Queues, XDPStats: t.XDP,
+		PerQueue: last.Queues, XDPStats: t.XDP, XDPPass: helper.Attached(),
 		App: map[string]uint64{"tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches},
 	}
 	if dur > 0 {
@@ -177,24 +202,27 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 
 // txOnlySummary is txonly's last JSON line.
 type txOnlySummary struct {
-	Type      string              `json:"type"`
-	Mode      string              `json:"mode"`
-	Interface string              `json:"interface"`
-	Driver    string              `json:"driver"`
-	Queues    []int               `json:"queues"`
-	ZeroCopy  bool                `json:"zero_copy"`
-	Batch     int                 `json:"batch"`
-	Size      int                 `json:"size"`
-	Ports     int                 `json:"ports"`
-	Count     uint64              `json:"count"`
-	Rate      uint64              `json:"rate"`
-	DurationS float64             `json:"duration_s"`
-	TxPackets uint64              `json:"tx_packets"`
-	TxBytes   uint64              `json:"tx_bytes"`
-	TxPPS     float64             `json:"tx_pps"`
-	PerQueue  []engine.QueueStats `json:"per_queue"`
-	XDPStats  engine.SocketStats  `json:"xdp_stats"`
-	App       map[string]uint64   `json:"app_stats"`
+	Type       string              `json:"type"`
+	Mode       string              `json:"mode"`
+	Interface  string              `json:"interface"`
+	Driver     string              `json:"driver"`
+	Queues     []int               `json:"queues"`
+	ZeroCopy   bool                `json:"zero_copy"`
+	Batch      int                 `json:"batch"`
+	Size       int                 `json:"size"`        // with FCS, as --size
+	FrameBytes int                 `json:"frame_bytes"` // without: what tx_bytes counts
+	Ports      int                 `json:"ports"`
+	Count      uint64              `json:"count"`
+	Rate       uint64              `json:"rate"`
+	DurationS  float64             `json:"duration_s"`
+	TxPackets  uint64              `json:"tx_packets"`
+	TxBytes    uint64              `json:"tx_bytes"`
+	TxPPS      float64             `json:"tx_pps"`
+	PerQueue   []engine.QueueStats `json:"per_queue"`
+	XDPStats   engine.SocketStats  `json:"xdp_stats"`
+	App        map[string]uint64   `json:"app_stats"`
+	// XDPPass says XDP_PASS was attached to the device for the run.
+	XDPPass bool `json:"xdp_pass"`
 }
 
 func orUnbounded(v uint64) string {

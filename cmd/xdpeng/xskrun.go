@@ -42,6 +42,7 @@ type xskFlags struct {
 	udpPort                            uint16
 	duration, interval                 time.Duration
 	json, extraStats, appStats         bool
+	quiet                              bool
 
 	fs *pflag.FlagSet // to tell an empty -q "" from no -q
 }
@@ -59,22 +60,23 @@ func (f *xskFlags) register(fs *pflag.FlagSet) {
 	fs.Uint32Var(&f.compSize, "comp-size", 0, "completion ring size (default: --ring-size)")
 	fs.Uint32Var(&f.rxSize, "rx-size", 0, "rx ring size (default: --ring-size)")
 	fs.Uint32Var(&f.txSize, "tx-size", 0, "tx ring size (default: --ring-size)")
-	fs.BoolVarP(&f.native, "native", "N", false, "attach XDP in native (driver) mode (the default)")
-	fs.BoolVarP(&f.generic, "generic", "S", false, "attach XDP in generic (SKB) mode")
+	fs.BoolVarP(&f.native, "native", "N", false, "attach XDP in native (driver) mode; refused where the driver has none (default: native where the device has it, else generic)")
+	fs.BoolVarP(&f.generic, "generic", "S", false, "attach XDP in generic (SKB) mode, which every device has")
 	fs.BoolVarP(&f.copyMode, "copy", "c", false, "force copy mode")
 	fs.BoolVarP(&f.zeroCopy, "zero-copy", "z", false, "require zero-copy (default: auto, zero-copy where the driver has it)")
-	fs.BoolVar(&f.noNeedWakeup, "no-need-wakeup", false, "turn off need_wakeup: kick the kernel on every batch")
+	fs.BoolVarP(&f.noNeedWakeup, "no-need-wakeup", "m", false, "turn off need_wakeup: kick the kernel on every batch (xdpsock -m)")
 	fs.BoolVarP(&f.poll, "poll", "p", false, "call poll() before every batch (xdpsock -p)")
 	fs.BoolVar(&f.busy, "busy", false, "busy-loop without ever sleeping (only for a CPU that does nothing else)")
-	fs.BoolVar(&f.busyPoll, "busy-poll", false, "busy-poll sockets: SO_PREFER_BUSY_POLL, the driver's NAPI runs in the worker")
+	fs.BoolVarP(&f.busyPoll, "busy-poll", "B", false, "busy-poll sockets: SO_PREFER_BUSY_POLL, the driver's NAPI runs in the worker (xdpsock -B)")
 	fs.IntVar(&f.busyPollUsecs, "busy-poll-usecs", 20, "SO_BUSY_POLL time in microseconds (with --busy-poll)")
 	fs.IntVar(&f.busyPollBudget, "busy-poll-budget", 64, "SO_BUSY_POLL_BUDGET in packets (with --busy-poll)")
 	fs.BoolVar(&f.sharedUmem, "shared-umem", false, "one UMEM shared by all queues' sockets (XDP_SHARED_UMEM)")
 	fs.BoolVar(&f.force, "force", false, "replace an XDP program someone else attached")
 	fs.Uint16Var(&f.udpPort, "udp-port", 0, "steer only UDP to this destination port to userspace; the rest goes to the stack")
-	fs.DurationVarP(&f.duration, "duration", "d", 0, "run this long, then exit (default: until Ctrl-C)")
-	fs.DurationVarP(&f.interval, "interval", "I", time.Second, "statistics interval")
+	secondsVarP(fs, &f.duration, "duration", "d", 0, "run this long, then exit (seconds, or a duration like 500ms; default: until Ctrl-C)")
+	intervalFlags(fs, &f.interval, "statistics interval")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per line")
+	fs.BoolVarP(&f.quiet, "quiet", "Q", false, "no per-interval lines: only the summary (and link changes), as xdpsock -Q")
 	fs.BoolVarP(&f.extraStats, "extra-stats", "x", false, "show the six XDP_STATISTICS counters")
 	fs.BoolVarP(&f.appStats, "app-stats", "a", false, "show wakeups, polls, naps and batches per second")
 }
@@ -115,6 +117,8 @@ func (f *xskFlags) config() (engine.Config, error) {
 		return cfg, fmt.Errorf("-N (native) and -S (generic) exclude each other")
 	case f.generic:
 		cfg.XDPMode = engine.XDPGeneric
+	case f.native:
+		cfg.XDPMode = engine.XDPNative
 	}
 	switch {
 	case f.copyMode && f.zeroCopy:
@@ -182,13 +186,15 @@ func runXskWith(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config,
 	if err := needRoot(typed(cmd), privilege.AFXDP); err != nil {
 		return err
 	}
+	links, onLink := linkChanges()
+	cfg.OnLinkChange = onLink
 	eng, err := engine.New(cfg)
 	if err != nil {
 		return advise(err)
 	}
 	defer eng.Close()
 
-	p := &xskPrinter{w: cmd.OutOrStdout(), mode: mode, f: f, eng: eng, run: eng, hooks: hooks}
+	p := &xskPrinter{w: cmd.OutOrStdout(), mode: mode, f: f, eng: eng, run: eng, hooks: hooks, links: links}
 	p.header()
 	last, err := runEngine(eng, f, p)
 	p.summary(last)
@@ -196,9 +202,10 @@ func runXskWith(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config,
 }
 
 // runEngine runs eng until it ends by itself (a count sent), the duration
-// ends, or Ctrl-C/SIGTERM, printing intervals through p; it returns the
-// last statistics.
+// ends, Ctrl-C/SIGTERM, or a device goes away, printing intervals and link
+// changes through p; it returns the last statistics.
 func runEngine(eng runner, f *xskFlags, p *xskPrinter) (engine.Snapshot, error) {
+	lp := newLinkPrinter(p.w, f.json, p.mode, eng.Started)
 	ctx, cancel := signalContext()
 	defer cancel()
 	if f.duration > 0 {
@@ -214,8 +221,18 @@ func runEngine(eng runner, f *xskFlags, p *xskPrinter) (engine.Snapshot, error) 
 	for {
 		select {
 		case err := <-done:
+			for drained := false; !drained; {
+				select {
+				case c := <-p.links:
+					lp.change(c)
+				default:
+					drained = true
+				}
+			}
 			last, serr := eng.Stats()
-			return last, errors.Join(err, serr)
+			return last, errors.Join(lp.gone(err), serr)
+		case c := <-p.links:
+			lp.change(c)
 		case <-tick.C:
 			cur, err := eng.Stats()
 			if err != nil {
@@ -242,6 +259,7 @@ type xskPrinter struct {
 	eng   *engine.Engine // the receiving modes' engine, nil for txonly
 	run   runner         // what the intervals are read from
 	hooks xskHooks
+	links <-chan engine.LinkChange // the engine's OnLinkChange; nil if none
 }
 
 func (p *xskPrinter) header() {
@@ -328,7 +346,7 @@ func rates(prev, cur engine.QueueStats, dt float64, f *xskFlags) queueRates {
 
 func (p *xskPrinter) interval(prev, cur engine.Snapshot) {
 	dt := cur.Time.Sub(prev.Time).Seconds()
-	if dt <= 0 {
+	if dt <= 0 || p.f.quiet {
 		return
 	}
 	rows := make([]queueRates, 0, len(cur.Queues)+1)

@@ -16,10 +16,16 @@ type UDPConfig struct {
 	SrcIP, DstIP     netip.Addr // both IPv4 or both IPv6
 	SrcPort, DstPort uint16
 	VLAN             uint16 // 802.1Q VLAN ID 1..4094; 0 = untagged
+	// VLANPriority is the tag's 802.1p priority (PCP), 0..7; only with a
+	// VLAN.
+	VLANPriority uint8
 	// Size is the frame length without FCS, MinFrameSize..MaxFrameSize
 	// (+VLANTagLen when tagged), and at least the headers' length.
 	Size int
-	Fill byte // every payload byte
+	Fill byte // every payload byte, where Pattern is 0
+	// Pattern, if not zero, fills the payload instead of Fill: its four
+	// bytes, most significant first, repeated (xdpsock's -P).
+	Pattern uint32
 }
 
 // IPv6 reports whether the frame is IPv6 (else IPv4).
@@ -76,6 +82,12 @@ func (c *UDPConfig) validate(l4len int) error {
 	if c.VLAN > 4094 {
 		return &FieldError{Field: "VLAN", Msg: fmt.Sprintf("VLAN %d out of range: 1..4094, or 0 for untagged", c.VLAN)}
 	}
+	if c.VLANPriority > 7 {
+		return &FieldError{Field: "VLANPriority", Msg: fmt.Sprintf("VLAN priority %d out of range: 0..7", c.VLANPriority)}
+	}
+	if c.VLANPriority != 0 && c.VLAN == 0 {
+		return &FieldError{Field: "VLANPriority", Msg: fmt.Sprintf("VLAN priority %d without a VLAN: an untagged frame has no priority field", c.VLANPriority)}
+	}
 	lo := max(MinFrameSize, c.L4Offset()+l4len)
 	if c.Size < lo || c.Size > c.MaxSize() {
 		return &FieldError{Field: "Size", Msg: fmt.Sprintf("Size %d out of range: frame size without FCS must be %d..%d for this frame", c.Size, lo, c.MaxSize())}
@@ -99,7 +111,7 @@ func BuildUDP(buf []byte, c UDPConfig) (int, error) {
 	binary.BigEndian.PutUint16(seg[2:], c.DstPort)
 	binary.BigEndian.PutUint16(seg[4:], uint16(len(seg)))
 	binary.BigEndian.PutUint16(seg[6:], 0)
-	fill(seg[UDPHdrLen:], c.Fill)
+	c.fill(seg[UDPHdrLen:])
 	sum := l4Checksum(buf, &c, ProtoUDP, seg)
 	if sum == 0 {
 		// A computed zero is sent as all ones: zero means "no checksum"
@@ -135,7 +147,7 @@ func BuildTCP(buf []byte, c UDPConfig, flags uint8) (int, error) {
 	seg[13] = flags
 	binary.BigEndian.PutUint16(seg[14:], 65535) // window
 	binary.BigEndian.PutUint32(seg[16:], 0)     // checksum, urgent pointer
-	fill(seg[TCPHdrLen:], c.Fill)
+	c.fill(seg[TCPHdrLen:])
 	binary.BigEndian.PutUint16(seg[16:], l4Checksum(buf, &c, ProtoTCP, seg))
 	return c.Size, nil
 }
@@ -158,7 +170,7 @@ func BuildICMPEcho(buf []byte, c UDPConfig, id, seq uint16) (int, error) {
 	binary.BigEndian.PutUint16(seg[2:], 0)
 	binary.BigEndian.PutUint16(seg[4:], id)
 	binary.BigEndian.PutUint16(seg[6:], seq)
-	fill(seg[ICMPHdrLen:], c.Fill)
+	c.fill(seg[ICMPHdrLen:])
 	var sum uint16
 	if proto == ProtoICMPv6 {
 		sum = l4Checksum(buf, &c, proto, seg) // ICMPv6 covers a pseudo-header
@@ -183,7 +195,7 @@ func buildL3(buf []byte, c *UDPConfig, proto uint8, l4len int) (int, error) {
 	off := 12
 	if c.VLAN != 0 {
 		binary.BigEndian.PutUint16(buf[off:], EtherTypeVLAN)
-		binary.BigEndian.PutUint16(buf[off+2:], c.VLAN) // PCP 0, DEI 0
+		binary.BigEndian.PutUint16(buf[off+2:], uint16(c.VLANPriority)<<13|c.VLAN) // DEI 0
 		off += VLANTagLen
 	}
 	l3len := c.Size - off - 2
@@ -230,9 +242,18 @@ func l4Checksum(buf []byte, c *UDPConfig, proto uint8, seg []byte) uint16 {
 	return Fold(Sum(acc, seg))
 }
 
-func fill(b []byte, v byte) {
+// fill writes the payload: Pattern repeated, or Fill.
+func (c *UDPConfig) fill(b []byte) {
+	if c.Pattern == 0 {
+		for i := range b {
+			b[i] = c.Fill
+		}
+		return
+	}
+	var p [4]byte
+	binary.BigEndian.PutUint32(p[:], c.Pattern)
 	for i := range b {
-		b[i] = v
+		b[i] = p[i&3]
 	}
 }
 

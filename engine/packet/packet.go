@@ -6,9 +6,10 @@
 // a caller's Summary. Neither allocates, and Parse never reads past the frame
 // nor panics, whatever bytes it is given: frames come from the wire.
 //
-// Sizes are frame sizes without the 4-byte FCS, as xdpsock's -s and the
-// kernel see them: the usual "64-byte" test frame is Size 64 here, 68 bytes
-// on the wire with its FCS (RFC 2544's 64 includes the FCS, that is Size 60).
+// Sizes are frame lengths without the 4-byte FCS, the bytes a buffer holds
+// and the kernel counts. The usual "64-byte" test frame (RFC 2544, xdpsock's
+// and xdp-trafficgen's -s 64, xdpeng's --size 64) counts the FCS that the
+// NIC adds on the wire: it is Size 60 here.
 package packet
 
 // Header lengths and field values used by the builders and the parser.

@@ -3,6 +3,7 @@ package packet
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"net"
 	"net/netip"
 	"strings"
@@ -248,5 +249,39 @@ func TestSwapAndSetMACs(t *testing.T) {
 	SetDstMAC(short, c)
 	if !bytes.Equal(short, []byte{1, 2, 3}) {
 		t.Errorf("short frame changed: %x", short)
+	}
+}
+
+func TestBuildVLANPriorityAndPattern(t *testing.T) {
+	c := UDPConfig{
+		SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2},
+		SrcIP: netip.MustParseAddr("198.18.0.1"), DstIP: netip.MustParseAddr("198.18.0.2"),
+		SrcPort: 1, DstPort: 9, VLAN: 100, VLANPriority: 5, Size: 64, Pattern: 0x12345678,
+	}
+	buf := make([]byte, c.Size)
+	if _, err := BuildUDP(buf, c); err != nil {
+		t.Fatal(err)
+	}
+	if tci := binary.BigEndian.Uint16(buf[14:]); tci != 5<<13|100 {
+		t.Errorf("TCI %#04x, want priority 5, VLAN 100", tci)
+	}
+	payload := buf[c.L4Offset()+UDPHdrLen:]
+	for i, b := range payload {
+		if want := []byte{0x12, 0x34, 0x56, 0x78}[i%4]; b != want {
+			t.Fatalf("payload byte %d is %#02x, want %#02x: % x", i, b, want, payload)
+		}
+	}
+	var s Summary
+	if !Parse(buf, &s) || s.VLAN != 100 {
+		t.Errorf("parsed %+v", s)
+	}
+	for _, bad := range []UDPConfig{
+		func() UDPConfig { b := c; b.VLANPriority = 8; return b }(),
+		func() UDPConfig { b := c; b.VLAN = 0; return b }(),
+	} {
+		var fe *FieldError
+		if err := bad.ValidateUDP(); !errors.As(err, &fe) || fe.Field != "VLANPriority" {
+			t.Errorf("VLAN %d priority %d: %v, want a VLANPriority error", bad.VLAN, bad.VLANPriority, err)
+		}
 	}
 }

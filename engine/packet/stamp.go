@@ -68,8 +68,8 @@ func FindStamp(frame []byte) (s Stamp, ok bool) {
 }
 
 // BuildStampedUDP is BuildUDP with s written at StampOffset, the rest of the
-// payload filled with c.Fill and the UDP checksum covering the stamp. c.Size
-// must leave room for the stamp.
+// payload filled as c says (Fill, or Pattern) and the UDP checksum covering
+// the stamp. c.Size must leave room for the stamp.
 func BuildStampedUDP(buf []byte, c UDPConfig, s Stamp) (int, error) {
 	if err := c.ValidateUDP(); err != nil {
 		return 0, fmt.Errorf("build frame: %w", err)

@@ -63,6 +63,11 @@ func lookup(cfg Config) (*netdev.Info, []netdev.Info, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if cfg.Hook == XDP {
+		if err := checkNative(in); err != nil {
+			return nil, nil, err
+		}
+	}
 	var outs []netdev.Info
 	for _, name := range cfg.Outs {
 		o, err := netdev.Lookup(name)
@@ -72,6 +77,35 @@ func lookup(cfg Config) (*netdev.Info, []netdev.Info, error) {
 		outs = append(outs, *o)
 	}
 	return in, outs, nil
+}
+
+// checkNative refuses native XDP on a device the kernel reports without
+// it, before anything is loaded.
+func checkNative(in *netdev.Info) error {
+	feat, err := netdev.Features(in.Index)
+	switch {
+	case errors.Is(err, netdev.ErrNoXDPFeatures):
+		return nil // only attaching tells
+	case err != nil:
+		return err
+	case !feat.XDP.Has(netdev.XDPBasic):
+		return fmt.Errorf("%s: %w: the kernel does not report the basic XDP feature for it, so XDP runs there only in generic mode", in.Name, ErrNoNativeXDP)
+	}
+	return nil
+}
+
+// NativeOrGeneric is the XDP hook a path gets on the interface called name
+// when none is asked for: XDP (native) where the kernel reports native XDP
+// for it, or does not report XDP features at all; XDPGeneric elsewhere.
+func NativeOrGeneric(name string) (Hook, error) {
+	in, err := netdev.Lookup(name)
+	if err != nil {
+		return XDP, err
+	}
+	if errors.Is(checkNative(in), ErrNoNativeXDP) {
+		return XDPGeneric, nil
+	}
+	return XDP, nil
 }
 
 // Open loads the program of the path cfg describes, with its counters on,

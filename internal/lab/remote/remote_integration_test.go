@@ -287,7 +287,7 @@ func TestRemoteRxdrop(t *testing.T) {
 	bin := xdpengBinary(t)
 	dev := bed.Links[0].DUT
 	c := newCollector()
-	p, err := r.Start(context.Background(), rxdrop(bin, dev, "-I", "200ms"), 2*time.Second, c.add)
+	p, err := r.Start(context.Background(), rxdrop(bin, dev, "-n", "0.2"), 2*time.Second, c.add)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func TestRemoteStop(t *testing.T) {
 	bin := xdpengBinary(t)
 	dev := bed.Links[0].DUT
 	c := newCollector()
-	p, err := r.Start(context.Background(), rxdrop(bin, dev, "-I", "200ms"), time.Hour, c.add)
+	p, err := r.Start(context.Background(), rxdrop(bin, dev, "-n", "0.2"), time.Hour, c.add)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +355,7 @@ func TestRemoteManagementLink(t *testing.T) {
 	bin := xdpengBinary(t)
 	dev := bed.Links[0].DUT
 	c := newCollector()
-	p, err := srv.Runner(t).Start(context.Background(), []string{bin, "rxdrop", "-i", dev, "--json", "-I", "200ms"}, time.Second, c.add)
+	p, err := srv.Runner(t).Start(context.Background(), []string{bin, "rxdrop", "-i", dev, "--json", "-n", "0.2"}, time.Second, c.add)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +403,7 @@ func TestRemoteTesterKilled(t *testing.T) {
 		{"silent", []string{"sh", "-c", `echo '{"type":"start"}'; exec sleep "${1#--duration=}"`, "sh"}},
 		// Its next interval line finds the session gone: SIGPIPE ends it
 		// then, its duration at the latest.
-		{"rxdrop", rxdrop(bin, dev, "-I", "200ms")},
+		{"rxdrop", rxdrop(bin, dev, "-n", "0.2")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCollector()

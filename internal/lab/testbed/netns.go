@@ -123,14 +123,27 @@ func createNamed(name string) error {
 
 	errc := make(chan error, 1)
 	go func() {
-		// Never unlocked: this thread ends up in the new namespace, so Go
-		// must end it together with this goroutine.
+		// The thread goes back to its namespace when done. Left in the new
+		// one it would hold it alive after `ip netns del` (Go does not end
+		// a locked thread that is the process's main thread, it parks it):
+		// where going back fails, it stays locked and Go ends it with this
+		// goroutine.
 		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			errc <- fmt.Errorf("get current network namespace: %w", err)
+			return
+		}
+		defer orig.Close()
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 			errc <- fmt.Errorf("unshare network namespace: %w", err)
 			return
 		}
-		if err := unix.Mount("/proc/thread-self/ns/net", path, "none", unix.MS_BIND, ""); err != nil {
+		err = unix.Mount("/proc/thread-self/ns/net", path, "none", unix.MS_BIND, "")
+		if err == nil && netns.Set(orig) == nil {
+			runtime.UnlockOSThread()
+		}
+		if err != nil {
 			errc <- fmt.Errorf("bind-mount network namespace at %s: %w", path, err)
 			return
 		}

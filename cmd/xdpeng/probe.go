@@ -1,0 +1,265 @@
+package main
+
+// xdpeng probe: what a device has for XDP and AF_XDP, and what xdpeng's
+// commands will do there (netdev.Probe, Facts.Plan, Facts.MTULimit).
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/xdpeng/xdpeng/internal/netdev"
+)
+
+func init() { addCommand(newProbeCmd()) }
+
+// probeFrameSizes are the UMEM frame sizes probe gives MTU limits for.
+var probeFrameSizes = []int{2048, 4096}
+
+func newProbeCmd() *cobra.Command {
+	var iface string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "probe -i DEV [--json]",
+		Short: "Show what a device has for XDP and AF_XDP, and what xdpeng will do there",
+		Long: `probe reads what the kernel says about DEV and prints it with what xdpeng's
+commands will do there:
+
+  driver, MTU and the MTU limits the device takes; queue counts as ethtool -l
+  shows them (current and the most the driver allows);
+  the XDP features of the kernel's netdev family (Linux 6.3 and later): basic
+  (native XDP), redirect, ndo-xmit (takes redirected frames), xsk-zerocopy,
+  rx-sg and ndo-xmit-sg (multi-buffer), and the zero-copy maximum segments;
+  the XDP program attached, if any, and who holds it;
+  what xdpeng does there: native or generic XDP (the default of every command
+  when -N/-S is not given), copy or zero-copy, whether transmitting into the
+  device needs a helper program (gen and txonly attach xdp_pass then) or the
+  veth peer's help, and the largest MTU each UMEM frame size takes, in one
+  frame and with multi-buffer.
+
+It changes nothing. Without root the attached program's name and holder are
+not visible.`,
+		Example: `  xdpeng probe -i eth0
+  ip netns exec xdpeng-dut xdpeng probe -i dut0 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if iface == "" {
+				return cliFlagError{errors.New("no interface given: use -i DEV")}
+			}
+			f, err := netdev.Probe(iface)
+			var nf *netdev.NoInterfaceError
+			if errors.As(err, &nf) {
+				return fmt.Errorf("-i: %w (list them with: ip link)", err)
+			}
+			if err != nil {
+				return err
+			}
+			r := probeReport(f)
+			if asJSON {
+				writeJSON(cmd.OutOrStdout(), r)
+				return nil
+			}
+			r.text(cmd.OutOrStdout())
+			return nil
+		},
+	}
+	c.Flags().StringVarP(&iface, "interface", "i", "", "device to probe (required)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return c
+}
+
+// probeJSON is probe's output.
+type probeJSON struct {
+	Interface string `json:"interface"`
+	Index     int    `json:"index"`
+	Driver    string `json:"driver"`
+	MAC       string `json:"mac"`
+	MTU       int    `json:"mtu"`
+	MinMTU    int    `json:"min_mtu"`
+	MaxMTU    int    `json:"max_mtu"` // 0: the driver sets no maximum
+	RxQueues  int    `json:"rx_queues"`
+	TxQueues  int    `json:"tx_queues"`
+	// Channels are ethtool -l's; null where the driver reports none.
+	Channels *probeChannels `json:"channels"`
+	// XDPFeatures are null where the kernel does not report them.
+	XDPFeatures []string      `json:"xdp_features"`
+	ZCMaxSegs   uint32        `json:"xdp_zc_max_segs"`
+	RxMetadata  []string      `json:"xdp_rx_metadata,omitempty"`
+	XSKFeatures []string      `json:"xsk_features,omitempty"`
+	XDPProgram  *probeProgram `json:"xdp_program"`
+	Plan        probePlan     `json:"plan"`
+	MTULimits   []probeMTU    `json:"mtu_limits"`
+	Root        bool          `json:"root"`
+}
+
+type probeChannels struct {
+	Combined    int `json:"combined"`
+	Rx          int `json:"rx"`
+	Tx          int `json:"tx"`
+	Other       int `json:"other"`
+	MaxCombined int `json:"max_combined"`
+	MaxRx       int `json:"max_rx"`
+	MaxTx       int `json:"max_tx"`
+	MaxOther    int `json:"max_other"`
+}
+
+type probeProgram struct {
+	ID        uint32 `json:"id"`
+	Mode      string `json:"mode"`
+	Name      string `json:"name,omitempty"`
+	LinkID    uint32 `json:"link_id,omitempty"` // 0: attached through netlink
+	OwnerPID  int    `json:"owner_pid,omitempty"`
+	OwnerComm string `json:"owner_comm,omitempty"`
+}
+
+type probePlan struct {
+	FeaturesKnown bool   `json:"features_known"`
+	XDPMode       string `json:"xdp_mode"`  // native, generic
+	BindMode      string `json:"bind_mode"` // zero-copy, copy
+	MultiBuffer   bool   `json:"multi_buffer"`
+	ZCMaxSegs     int    `json:"zero_copy_max_segs"`
+	// Transmit is what sending XDP frames into the device needs: ready,
+	// needs-program, needs-peer, unsupported or unknown.
+	Transmit string `json:"transmit"`
+	// TxHelper says gen and txonly (zero-copy) attach xdp_pass first.
+	TxHelper bool   `json:"tx_helper"`
+	Note     string `json:"transmit_note"`
+}
+
+type probeMTU struct {
+	FrameSize int    `json:"frame_size"`
+	Mode      string `json:"mode"` // copy, zero-copy
+	// Single is the largest MTU received whole in one frame, MultiBuffer
+	// with a packet spread over several (0: not in this mode).
+	Single      int  `json:"single"`
+	MultiBuffer int  `json:"multi_buffer"`
+	Fits        bool `json:"fits_mtu"` // the current MTU fits in one frame
+}
+
+// probeReport turns the facts into probe's report.
+func probeReport(f *netdev.Facts) probeJSON {
+	p := f.Plan()
+	r := probeJSON{
+		Interface: f.Name, Index: f.Index, Driver: f.Driver, MAC: f.MAC.String(), MTU: f.MTU,
+		MinMTU: f.MinMTU, MaxMTU: f.MaxMTU, RxQueues: f.RxQueues, TxQueues: f.TxQueues,
+		Root: os.Geteuid() == 0,
+	}
+	if c := f.Channels; c != nil {
+		r.Channels = &probeChannels{Combined: c.Combined, Rx: c.Rx, Tx: c.Tx, Other: c.Other,
+			MaxCombined: c.MaxCombined, MaxRx: c.MaxRx, MaxTx: c.MaxTx, MaxOther: c.MaxOther}
+	}
+	if x := f.Features; x != nil {
+		r.XDPFeatures = append([]string{}, x.XDP.Names()...)
+		r.ZCMaxSegs = x.ZCMaxSegs
+		r.RxMetadata = x.RxMetadata.Names()
+		r.XSKFeatures = x.XSK.Names()
+	}
+	if a := f.XDP; a.ProgID != 0 {
+		r.XDPProgram = &probeProgram{ID: a.ProgID, Mode: a.Mode, Name: a.ProgName, LinkID: a.LinkID, OwnerPID: a.OwnerPID, OwnerComm: a.OwnerComm}
+	}
+	r.Plan = probePlan{
+		FeaturesKnown: p.FeaturesKnown, XDPMode: p.XDPMode, BindMode: bindModeName(p.ZeroCopy),
+		MultiBuffer: p.MultiBuffer, ZCMaxSegs: p.ZeroCopyMaxSegs, Transmit: p.Transmit.String(),
+		TxHelper: p.Transmit == netdev.TxNeedsProgram, Note: transmitNote(f.Name, p.Transmit),
+	}
+	modes := []bool{false}
+	if p.ZeroCopy {
+		modes = append(modes, true)
+	}
+	for _, zc := range modes {
+		for _, fs := range probeFrameSizes {
+			l := f.MTULimit(fs, 0, zc)
+			r.MTULimits = append(r.MTULimits, probeMTU{FrameSize: fs, Mode: bindModeName(zc), Single: l.Single,
+				MultiBuffer: l.MultiBuffer, Fits: f.MTU <= l.Single})
+		}
+	}
+	return r
+}
+
+// transmitNote says what sending XDP frames into dev needs.
+func transmitNote(dev string, t netdev.TxNeed) string {
+	switch t {
+	case netdev.TxReady:
+		return "takes XDP frames now (ndo-xmit)"
+	case netdev.TxNeedsProgram:
+		return "the driver transmits XDP frames only while an XDP program is attached: gen, and txonly in zero-copy mode, attach xdp_pass to " + dev + " for the run (--xdp-pass never turns that off)"
+	case netdev.TxNeedsPeer:
+		return "a veth takes XDP frames only while its peer has an XDP program attached or GRO on: turn GRO on at the peer (ethtool -K PEER gro on) or attach a program there (xdpeng kern pass -i PEER)"
+	case netdev.TxUnsupported:
+		return "takes no XDP frames (no ndo_xdp_xmit): gen cannot send out of it; txonly in copy mode can"
+	}
+	return "the kernel does not report XDP features (before Linux 6.3): only trying tells"
+}
+
+func (r probeJSON) text(w io.Writer) {
+	mac := r.MAC
+	if mac == "" {
+		mac = "none"
+	}
+	fmt.Fprintf(w, "%s: driver %s, index %d, MAC %s\n", r.Interface, r.Driver, r.Index, mac)
+	maxMTU := "no maximum"
+	if r.MaxMTU > 0 {
+		maxMTU = fmt.Sprintf("at most %d", r.MaxMTU)
+	}
+	fmt.Fprintf(w, "  MTU %d (the device takes at least %d, %s)\n", r.MTU, r.MinMTU, maxMTU)
+	if c := r.Channels; c != nil {
+		fmt.Fprintf(w, "  queues: %d rx, %d tx; channels (ethtool -l, current/max): combined %d/%d, rx %d/%d, tx %d/%d, other %d/%d\n",
+			r.RxQueues, r.TxQueues, c.Combined, c.MaxCombined, c.Rx, c.MaxRx, c.Tx, c.MaxTx, c.Other, c.MaxOther)
+	} else {
+		fmt.Fprintf(w, "  queues: %d rx, %d tx (the driver reports no channels)\n", r.RxQueues, r.TxQueues)
+	}
+	if r.XDPFeatures == nil {
+		fmt.Fprintln(w, "  XDP features: not reported by this kernel (before Linux 6.3)")
+	} else {
+		feat := "none"
+		if len(r.XDPFeatures) > 0 {
+			feat = strings.Join(r.XDPFeatures, ", ")
+		}
+		fmt.Fprintf(w, "  XDP features: %s", feat)
+		if r.ZCMaxSegs > 0 {
+			fmt.Fprintf(w, " (zero-copy: up to %d segments a packet)", r.ZCMaxSegs)
+		}
+		fmt.Fprintln(w)
+	}
+	switch a := r.XDPProgram; {
+	case a == nil:
+		fmt.Fprintln(w, "  XDP program: none")
+	default:
+		who := "attached through netlink (ip link, libxdp): it stays until detached"
+		if a.LinkID != 0 {
+			who = fmt.Sprintf("held by bpf_link %d", a.LinkID)
+			if a.OwnerPID != 0 {
+				who += fmt.Sprintf(" of pid %d (%s)", a.OwnerPID, a.OwnerComm)
+			}
+		} else if !r.Root {
+			who = "its holder is visible to root only"
+		}
+		name := a.Name
+		if name == "" {
+			name = "?"
+		}
+		fmt.Fprintf(w, "  XDP program: id %d %s, %s mode, %s\n", a.ID, name, a.Mode, who)
+	}
+	p := r.Plan
+	fmt.Fprintf(w, "xdpeng here: XDP in %s mode, AF_XDP %s", p.XDPMode, p.BindMode)
+	if p.MultiBuffer {
+		fmt.Fprint(w, ", multi-buffer receive (rx-sg)")
+	}
+	fmt.Fprintf(w, "\n  transmit: %s: %s\n", p.Transmit, p.Note)
+	fmt.Fprintln(w, "  largest MTU received whole, per UMEM frame size:")
+	for _, m := range r.MTULimits {
+		mb := "no multi-buffer"
+		if m.MultiBuffer > 0 {
+			mb = fmt.Sprintf("%d with multi-buffer", m.MultiBuffer)
+		}
+		fits := ""
+		if !m.Fits {
+			fits = fmt.Sprintf(" (MTU %d does not fit)", r.MTU)
+		}
+		fmt.Fprintf(w, "    %4d-byte frames, %-9s %5d in one frame, %s%s\n", m.FrameSize, m.Mode+":", m.Single, mb, fits)
+	}
+}

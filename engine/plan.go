@@ -1,0 +1,52 @@
+package engine
+
+// What the device's XDP features decide before anything is set up: the XDP
+// mode XDPAuto becomes, and the refusals of a mode or a bind the device
+// does not have, with the reason.
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/xdpeng/xdpeng/internal/netdev"
+)
+
+// devicePlan reads the device's XDP features and derives what xdpeng does
+// there (netdev.Facts.Plan); Plan.FeaturesKnown is false on kernels that
+// do not report them (before Linux 6.3).
+func devicePlan(info *netdev.Info) (netdev.Plan, error) {
+	f := &netdev.Facts{Info: *info}
+	feat, err := netdev.Features(info.Index)
+	switch {
+	case err == nil:
+		f.Features = &feat
+	case !errors.Is(err, netdev.ErrNoXDPFeatures):
+		return netdev.Plan{}, err
+	}
+	return f.Plan(), nil
+}
+
+// resolveXDPMode turns XDPAuto into the mode the device has, and refuses
+// XDPNative on a device without native XDP and BindZeroCopy on one without
+// zero-copy.
+func (c *Config) resolveXDPMode(info *netdev.Info, plan netdev.Plan) error {
+	if c.XDPMode == XDPAuto {
+		c.XDPMode = XDPNative
+		if plan.XDPMode == netdev.ModeGeneric {
+			c.XDPMode = XDPGeneric
+		}
+	}
+	if c.XDPMode == XDPNative && plan.FeaturesKnown && plan.XDPMode != netdev.ModeNative {
+		return &kindError{ErrNoNativeXDP, fmt.Errorf("%s has no native XDP: the kernel does not report the basic XDP feature for it, so XDP runs there only in generic mode", info.Name)}
+	}
+	return checkZeroCopy(info, plan, c.BindMode)
+}
+
+// checkZeroCopy refuses BindZeroCopy on a device the kernel reports
+// without zero-copy.
+func checkZeroCopy(info *netdev.Info, plan netdev.Plan, m BindMode) error {
+	if m == BindZeroCopy && plan.FeaturesKnown && !plan.ZeroCopy {
+		return &kindError{ErrNoZeroCopy, fmt.Errorf("%s (%s) has no AF_XDP zero-copy: the kernel does not report xsk-zerocopy among its XDP features", info.Name, info.Driver)}
+	}
+	return nil
+}
