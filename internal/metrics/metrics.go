@@ -37,22 +37,21 @@ const Path = "/metrics"
 // until Close. Any other path is 404, any method but GET and HEAD 405.
 type Server struct {
 	ln   net.Listener
+	reg  *prometheus.Registry
 	srv  *http.Server
 	done chan struct{}
 }
 
-// Serve listens on addr ("127.0.0.1:9100", "[::1]:9100", ":9100" for every
-// address; port 0 picks a free one, see Addr) and serves the metrics of cs
-// there, with the process's own (process_cpu_seconds_total,
-// process_resident_memory_bytes, ...) beside them. The socket is the
-// process's: the kernel closes it when the process ends, however it ends.
-func Serve(addr string, cs ...prometheus.Collector) (*Server, error) {
+// Listen binds addr ("127.0.0.1:9100", "[::1]:9100", ":9100" for every
+// address; port 0 picks a free one, see Addr) and serves there the metrics
+// of the collectors Register adds, with the process's own beside them
+// (process_cpu_seconds_total, process_resident_memory_bytes, ...). The
+// socket is the process's: the kernel closes it when the process ends,
+// however it ends.
+func Listen(addr string) (*Server, error) {
 	reg := prometheus.NewRegistry()
-	cs = append(cs, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, c := range cs {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("metrics: register collector: %w", err)
-		}
+	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return nil, fmt.Errorf("metrics: register the process collector: %w", err)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -61,7 +60,8 @@ func Serve(addr string, cs ...prometheus.Collector) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.Handle("GET "+Path, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	s := &Server{
-		ln: ln,
+		ln:  ln,
+		reg: reg,
 		srv: &http.Server{
 			Handler:           mux,
 			ReadHeaderTimeout: 10 * time.Second,
@@ -74,6 +74,17 @@ func Serve(addr string, cs ...prometheus.Collector) (*Server, error) {
 		s.srv.Serve(ln) // returns http.ErrServerClosed after Close
 	}()
 	return s, nil
+}
+
+// Register adds collectors; their metrics are in every scrape from then
+// on. Two collectors may not export the same metric with the same labels.
+func (s *Server) Register(cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		if err := s.reg.Register(c); err != nil {
+			return fmt.Errorf("metrics: register collector: %w", err)
+		}
+	}
+	return nil
 }
 
 // Addr is the address the server listens on, with the port it got.

@@ -285,12 +285,18 @@ func lint(t *testing.T, c prometheus.Collector) {
 	}
 }
 
-// Serve answers /metrics only, and Close frees the port at once.
+// A Server answers /metrics only, and Close frees the port at once.
 func TestServe(t *testing.T) {
 	e := &Engine{Mode: "rxdrop", Interface: "dut0", Stats: func() (engine.Snapshot, error) { return snapshot(), nil }}
-	s, err := Serve("127.0.0.1:0", e)
+	s, err := Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if err := s.Register(e); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Register(e); err == nil {
+		t.Error("the same collector registered twice")
 	}
 	addr := s.Addr().String()
 	base := "http://" + addr
@@ -350,7 +356,7 @@ func TestServe(t *testing.T) {
 
 func TestServeBadAddress(t *testing.T) {
 	for _, addr := range []string{"9100", "127.0.0.1:99999", "nosuchhost.invalid:9100"} {
-		if s, err := Serve(addr); err == nil {
+		if s, err := Listen(addr); err == nil {
 			s.Close()
 			t.Errorf("Serve(%q) succeeded", addr)
 		} else if !strings.Contains(err.Error(), addr) {
@@ -358,12 +364,12 @@ func TestServeBadAddress(t *testing.T) {
 		}
 	}
 	// Taken: the second server on the same port fails.
-	s, err := Serve("127.0.0.1:0")
+	s, err := Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if s2, err := Serve(s.Addr().String()); err == nil {
+	if s2, err := Listen(s.Addr().String()); err == nil {
 		s2.Close()
 		t.Errorf("a second server on %s started", s.Addr())
 	} else if !errors.Is(err, syscall.EADDRINUSE) {
