@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,6 +20,7 @@ import (
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
+	"github.com/xdpeng/xdpeng/internal/metrics"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/units"
@@ -41,6 +43,7 @@ type genFlags struct {
 	vlan             uint16
 	interval         time.Duration
 	json             bool
+	watch            watchFlags // --metrics (watch.go)
 }
 
 // genFlagOf maps gen.Config fields to the flag that sets them, so that a
@@ -94,6 +97,7 @@ many were lost before the driver (device down, peer without XDP).`,
 	fs.Uint16Var(&f.vlan, "vlan", 0, "802.1Q VLAN ID to tag frames with, 1..4094 (default: untagged)")
 	fs.DurationVarP(&f.interval, "interval", "I", time.Second, "progress interval")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per line")
+	f.watch.registerMetrics(fs)
 	_ = cmd.MarkFlagRequired("interface")
 	return cmd
 }
@@ -104,6 +108,9 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 	}
 	if f.interval <= 0 {
 		return fmt.Errorf("--interval %v: must be positive", f.interval)
+	}
+	if err := f.watch.check(); err != nil {
+		return err
 	}
 	cfg := gen.Config{
 		Ports: f.ports, Count: f.count, Duration: f.duration, Rate: f.rate, Threads: f.threads, Interval: f.interval,
@@ -150,14 +157,32 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 
 	ctx, stop := signalContext()
 	defer stop()
+	w, err := f.watch.startWatch(info.Name)
+	if err != nil {
+		return err
+	}
+	defer w.close()
+	// gen.Run reads its counters on its own thread, every interval: the
+	// metrics show the last of those reads.
+	var last atomic.Pointer[gen.Stats]
+	last.Store(&gen.Stats{})
+	if err := w.register(&metrics.Gen{Interface: info.Name, Stats: func() gen.Stats { return *last.Load() }}); err != nil {
+		return err
+	}
 	p := &genPrinter{w: cmd.OutOrStdout(), json: f.json, iface: info.Name, size: cfg.Frame.Size}
 	if !f.json {
 		fmt.Fprintf(p.w, "gen %s: %d-byte UDP %s:%d -> %s:%d (%s), %d port(s), %d thread(s) on CPU %s\n",
 			info.Name, cfg.Frame.Size, cfg.Frame.SrcIP, cfg.Frame.SrcPort, cfg.Frame.DstIP, cfg.Frame.DstPort,
 			cfg.Frame.DstMAC, cfg.Ports, cfg.Threads, cpuset.Format(cfg.CPUs))
+		w.header(p.w)
 	}
-	s, err := gen.Run(ctx, cfg, p.interval)
+	s, err := gen.Run(ctx, cfg, func(s gen.Stats) {
+		last.Store(&s)
+		p.interval(s)
+	})
+	last.Store(&s)
 	p.summary(s)
+	w.stopServing()
 	if err != nil {
 		return flagError(err)
 	}
