@@ -116,7 +116,7 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 	defer eng.Close()
 	ecfg := eng.Config()
 	out := eng.Outputs()[0]
-	if err := w.register(&metrics.Engine{Mode: "fwd", Interface: ecfg.Interface, Stats: eng.Stats, Output: out.Device.Name,
+	if err := w.serve(&metrics.Engine{Mode: "fwd", Interface: ecfg.Interface, Stats: eng.Stats, Output: out.Device.Name,
 		OutputStats: func() (engine.SocketStats, error) { return eng.OutputStats(out.Port) }}); err != nil {
 		return err
 	}

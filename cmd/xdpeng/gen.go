@@ -166,7 +166,7 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 	// metrics show the last of those reads.
 	var last atomic.Pointer[gen.Stats]
 	last.Store(&gen.Stats{})
-	if err := w.register(&metrics.Gen{Interface: info.Name, Stats: func() gen.Stats { return *last.Load() }}); err != nil {
+	if err := w.serve(&metrics.Gen{Interface: info.Name, Stats: func() gen.Stats { return *last.Load() }}); err != nil {
 		return err
 	}
 	p := &genPrinter{w: cmd.OutOrStdout(), json: f.json, iface: info.Name, size: cfg.Frame.Size}

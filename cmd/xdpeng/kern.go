@@ -215,7 +215,7 @@ func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
 		return err
 	}
 	first := prev
-	if err := w.register(&metrics.Kern{Mode: p.name(), Interface: kp.Interface().Name, Hook: p.hookName(),
+	if err := w.serve(&metrics.Kern{Mode: p.name(), Interface: kp.Interface().Name, Hook: p.hookName(),
 		Read: kp.Read, Base: first.Counters, Outs: f.out}); err != nil {
 		return err
 	}

@@ -81,21 +81,20 @@ func runStats(cmd *cobra.Command, f *statsFlags) error {
 	if err != nil {
 		return err
 	}
-	w, err := f.watch.startWatch(f.ifaces[0])
-	if err != nil {
-		return err
-	}
-	defer w.close()
-	if err := w.register(&metrics.Devices{Names: f.ifaces, Read: netdev.ReadDevStats}); err != nil {
-		return err
-	}
-
 	ctx, cancel := signalContext()
 	defer cancel()
 	if f.duration > 0 {
 		var c2 context.CancelFunc
 		ctx, c2 = context.WithTimeout(ctx, f.duration)
 		defer c2()
+	}
+	w, err := f.watch.startWatch(f.ifaces[0])
+	if err != nil {
+		return err
+	}
+	defer w.close()
+	if err := w.serve(&metrics.Devices{Names: f.ifaces, Read: netdev.ReadDevStats}); err != nil {
+		return err
 	}
 	out := cmd.OutOrStdout()
 	if !f.json {

@@ -150,7 +150,7 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 		return advise(err)
 	}
 	defer g.Close()
-	if err := w.register(&metrics.Engine{Mode: "txonly", Interface: info.Name, Stats: g.Stats}); err != nil {
+	if err := w.serve(&metrics.Engine{Mode: "txonly", Interface: info.Name, Stats: g.Stats}); err != nil {
 		return err
 	}
 	defer w.stopServing()

@@ -122,7 +122,8 @@ type watcher struct {
 	f   *watchFlags
 	dev engine.Device // with -e or -w; Name only otherwise
 
-	srv *metrics.Server
+	srv     *metrics.Server
+	pending []prometheus.Collector // served with the command's own by serve
 
 	errs             *xdperr.Watcher
 	netns            uint64
@@ -162,7 +163,7 @@ func (f *watchFlags) startWatch(dev string) (_ *watcher, err error) {
 	}
 	if f.metrics != "" {
 		if w.srv, err = metrics.Listen(f.metrics); err != nil {
-			return nil, fmt.Errorf("--metrics: %w", err)
+			return nil, fmt.Errorf("%w (--metrics: give an address of this host and a port nothing listens on)", err)
 		}
 	}
 	if f.errors {
@@ -176,10 +177,8 @@ func (f *watchFlags) startWatch(dev string) (_ *watcher, err error) {
 			return nil, fmt.Errorf("-e: %w", err)
 		}
 		w.errPrev = w.errBase
-		if err := w.register(&metrics.XDPErrors{Interface: w.dev.Name, Netns: w.netns, Ifindex: w.dev.Index,
-			Read: w.errs.Read, Name: ifaceName}); err != nil {
-			return nil, err
-		}
+		w.pending = append(w.pending, &metrics.XDPErrors{Interface: w.dev.Name, Netns: w.netns, Ifindex: w.dev.Index,
+			Read: w.errs.Read, Name: ifaceName})
 	}
 	if f.irq {
 		if w.irq, err = irqstat.NewMonitor(dev); err != nil {
@@ -201,15 +200,13 @@ func ifaceName(ifindex int) string {
 	return ""
 }
 
-// register adds collectors to the metrics endpoint, if there is one.
-func (w *watcher) register(cs ...prometheus.Collector) error {
+// serve starts answering scrapes, if there is an endpoint, with the
+// command's collectors cs and the watcher's own: once the counters exist.
+func (w *watcher) serve(cs ...prometheus.Collector) error {
 	if w == nil || w.srv == nil {
 		return nil
 	}
-	if err := w.srv.Register(cs...); err != nil {
-		return fmt.Errorf("--metrics: %w", err)
-	}
-	return nil
+	return w.srv.Serve(append(w.pending, cs...)...)
 }
 
 // tap puts the capture of -w in front of cfg's handler: one ring per queue,

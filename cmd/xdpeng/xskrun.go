@@ -204,7 +204,7 @@ func runXskWith(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config,
 		return advise(err)
 	}
 	defer eng.Close()
-	if err := w.register(append(hooks.collectors, &metrics.Engine{Mode: mode, Interface: cfg.Interface, Stats: eng.Stats})...); err != nil {
+	if err := w.serve(append(hooks.collectors, &metrics.Engine{Mode: mode, Interface: cfg.Interface, Stats: eng.Stats})...); err != nil {
 		return err
 	}
 	defer w.stopServing()

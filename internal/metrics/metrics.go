@@ -37,53 +37,50 @@ const Path = "/metrics"
 // until Close. Any other path is 404, any method but GET and HEAD 405.
 type Server struct {
 	ln   net.Listener
-	reg  *prometheus.Registry
 	srv  *http.Server
-	done chan struct{}
+	done chan struct{} // closed when serving ends; nil before Serve
 }
 
 // Listen binds addr ("127.0.0.1:9100", "[::1]:9100", ":9100" for every
-// address; port 0 picks a free one, see Addr) and serves there the metrics
-// of the collectors Register adds, with the process's own beside them
-// (process_cpu_seconds_total, process_resident_memory_bytes, ...). The
-// socket is the process's: the kernel closes it when the process ends,
-// however it ends.
+// address; port 0 picks a free one, see Addr), so that a command can
+// refuse a taken port before it changes anything; Serve starts answering.
+// Until then a scrape waits in the socket's backlog. The socket is the
+// process's: the kernel closes it when the process ends, however it ends.
 func Listen(addr string) (*Server, error) {
-	reg := prometheus.NewRegistry()
-	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
-		return nil, fmt.Errorf("metrics: register the process collector: %w", err)
-	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: listen on %q: %w", addr, err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("GET "+Path, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	s := &Server{
-		ln:  ln,
-		reg: reg,
-		srv: &http.Server{
-			Handler:           mux,
-			ReadHeaderTimeout: 10 * time.Second,
-			ErrorLog:          log.New(io.Discard, "", 0),
-		},
-		done: make(chan struct{}),
-	}
-	go func() {
-		defer close(s.done)
-		s.srv.Serve(ln) // returns http.ErrServerClosed after Close
-	}()
-	return s, nil
+	return &Server{ln: ln}, nil
 }
 
-// Register adds collectors; their metrics are in every scrape from then
-// on. Two collectors may not export the same metric with the same labels.
-func (s *Server) Register(cs ...prometheus.Collector) error {
+// Serve starts answering scrapes with the metrics of cs and the process's
+// own (process_cpu_seconds_total, process_resident_memory_bytes, ...). Two
+// collectors may not export the same metric with the same labels. It is
+// called once.
+func (s *Server) Serve(cs ...prometheus.Collector) error {
+	if s.srv != nil {
+		return errors.New("metrics: Serve called twice")
+	}
+	reg := prometheus.NewRegistry()
+	cs = append(cs, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, c := range cs {
-		if err := s.reg.Register(c); err != nil {
+		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("metrics: register collector: %w", err)
 		}
 	}
+	mux := http.NewServeMux()
+	mux.Handle("GET "+Path, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	s.srv = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	s.done = make(chan struct{})
+	go func() {
+		defer close(s.done)
+		s.srv.Serve(s.ln) // returns http.ErrServerClosed after Close
+	}()
 	return nil
 }
 
@@ -92,8 +89,14 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 // Close stops the server: it stops listening at once, gives scrapes in
 // progress up to a second to finish, then closes their connections. It is
-// safe to call more than once.
+// safe to call more than once, and before Serve.
 func (s *Server) Close() error {
+	if s.srv == nil {
+		if err := s.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			return fmt.Errorf("metrics: stop listening on %s: %w", s.Addr(), err)
+		}
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	err := s.srv.Shutdown(ctx)

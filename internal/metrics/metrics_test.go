@@ -292,11 +292,15 @@ func TestServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Register(e); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Register(e); err == nil {
+	if err := s.Serve(e, e); err == nil {
 		t.Error("the same collector registered twice")
+	}
+	s.Close()
+	if s, err = Listen(s.Addr().String()); err != nil {
+		t.Fatalf("the port is not free after Close before Serve: %v", err)
+	}
+	if err := s.Serve(e); err != nil {
+		t.Fatal(err)
 	}
 	addr := s.Addr().String()
 	base := "http://" + addr
