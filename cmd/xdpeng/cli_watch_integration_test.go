@@ -435,7 +435,7 @@ func TestCLICapture(t *testing.T) {
 		}
 	})
 
-	t.Run("refused run leaves no file", func(t *testing.T) {
+	t.Run("a refused run leaves files alone", func(t *testing.T) {
 		file := filepath.Join(dir, "never.pcap")
 		r := runIn(t, 20*time.Second, ns, bin, "rxdrop", "-i", "dut0", "-q", "0", "-z", "-w", file, "-d", "1s")
 		if r.code != 1 || !strings.Contains(r.stderr, "zero-copy") {
@@ -443,6 +443,18 @@ func TestCLICapture(t *testing.T) {
 		}
 		if _, err := os.Stat(file); !os.IsNotExist(err) {
 			t.Errorf("a run that never started left %s (%v)", file, err)
+		}
+		old := filepath.Join(dir, "old.pcap")
+		if err := os.WriteFile(old, []byte("an older capture"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r = runIn(t, 20*time.Second, ns, bin, "rxdrop", "-i", "dut0", "-q", "0", "-z", "-w", old, "-d", "1s")
+		if b, err := os.ReadFile(old); r.code != 1 || err != nil || string(b) != "an older capture" {
+			t.Errorf("a refused run changed %s to %q (%v):\n%s", old, b, err, r)
+		}
+		r = runIn(t, 20*time.Second, ns, bin, "rxdrop", "-i", "dut0", "-w", filepath.Join(dir, "nosuchdir", "f.pcap"), "-d", "1s")
+		if r.code != 1 || !strings.Contains(r.stderr, "-w "+filepath.Join(dir, "nosuchdir", "f.pcap")) || !strings.Contains(r.stderr, "no such file or directory") {
+			t.Errorf("a capture into a directory that does not exist:\n%s", r)
 		}
 	})
 }

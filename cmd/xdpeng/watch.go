@@ -8,18 +8,22 @@ package main
 // lines to the intervals and the summary, and fields to the JSON.
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/cilium/ebpf"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/internal/counter"
@@ -44,7 +48,7 @@ type watchFlags struct {
 
 func (w *watchFlags) registerMetrics(fs *pflag.FlagSet) {
 	w.fs = fs
-	fs.StringVar(&w.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics while the command runs, ADDR as HOST:PORT (127.0.0.1:9100; :9100 is every address)")
+	fs.StringVar(&w.metrics, "metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics while the command runs, ADDR as HOST:PORT (127.0.0.1:9100; :9100 is every address)")
 }
 
 func (w *watchFlags) registerErrors(fs *pflag.FlagSet) {
@@ -59,9 +63,9 @@ func (w *watchFlags) registerIRQ(fs *pflag.FlagSet) {
 
 func (w *watchFlags) registerCapture(fs *pflag.FlagSet) {
 	w.fs = fs
-	fs.StringVarP(&w.write, "write", "w", "", "write the frames the workers receive to this pcap file, as they arrive (before the handler)")
-	fs.IntVar(&w.snaplen, "snaplen", 0, "bytes of each frame -w keeps (default: the UMEM frame size, whole frames)")
-	fs.Uint64Var(&w.capCount, "capture-count", 0, "stop the capture after this many frames; the run goes on (default: no limit)")
+	fs.StringVarP(&w.write, "write", "w", "", "write the frames the workers receive to the pcap file `FILE`, as they arrive (before the handler)")
+	fs.IntVar(&w.snaplen, "snaplen", 0, "`bytes` of each frame -w keeps (default: the UMEM frame size, whole frames)")
+	fs.Uint64Var(&w.capCount, "capture-count", 0, "stop the capture after this many `frames`; the run goes on (default: no limit)")
 }
 
 // register adds every observability flag: what the receiving AF_XDP modes
@@ -134,12 +138,12 @@ type watcher struct {
 	irqLast     *irqstat.Rates
 
 	capture  *pcap.Capture
+	capFile  *laterFile
 	capRings []int // capture ring of each queue, by queue id
 	capSnap  int   // the snapshot length in use
 	capStats pcap.Stats
 	capErr   error
 	capRx    uint64
-	ran      bool // the engine ran: the capture file stays
 }
 
 // startWatch starts what the flags ask for on device dev, before the
@@ -209,12 +213,15 @@ func (w *watcher) serve(cs ...prometheus.Collector) error {
 	return w.srv.Serve(append(w.pending, cs...)...)
 }
 
-// tap puts the capture of -w in front of cfg's handler: one ring per queue,
-// created here with the file, which close removes again if the engine never
-// ran.
+// tap puts the capture of -w in front of cfg's handler: one ring per
+// queue. The file is created by running, once the engine is set up: a run
+// refused before then leaves no file, and an existing one as it was.
 func (w *watcher) tap(cfg *engine.Config) error {
 	if w == nil || w.f.write == "" {
 		return nil
+	}
+	if err := checkWritable(w.f.write); err != nil {
+		return fmt.Errorf("-w %s: %w", w.f.write, err)
 	}
 	queues := cfg.Queues
 	if queues == nil {
@@ -234,7 +241,8 @@ func (w *watcher) tap(cfg *engine.Config) error {
 		snaplen = int(cfg.FrameSize)
 	}
 	w.capSnap = snaplen
-	c, err := pcap.Create(w.f.write, pcap.Config{Snaplen: snaplen, Count: w.f.capCount, Rings: max(1, len(queues))})
+	w.capFile = &laterFile{path: w.f.write}
+	c, err := pcap.Start(w.capFile, pcap.Config{Snaplen: snaplen, Count: w.f.capCount, Rings: max(1, len(queues))})
 	if err != nil {
 		return fmt.Errorf("-w: %w", err)
 	}
@@ -250,11 +258,79 @@ func (w *watcher) tap(cfg *engine.Config) error {
 	return nil
 }
 
-// running marks that the engine is about to run.
-func (w *watcher) running() {
-	if w != nil {
-		w.ran = true
+// running is called when the engine is about to run: it creates the
+// capture file.
+func (w *watcher) running() error {
+	if w == nil || w.capFile == nil {
+		return nil
 	}
+	if err := w.capFile.open(); err != nil {
+		return fmt.Errorf("-w: %w", err)
+	}
+	return nil
+}
+
+// checkWritable refuses a capture file whose directory does not exist or
+// cannot be written, before anything is attached.
+func checkWritable(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if err := unix.Access(dir, unix.W_OK); err != nil {
+		return fmt.Errorf("cannot write in %s: %w", dir, err)
+	}
+	return nil
+}
+
+// laterFile is the capture's file, created only by open: until then what
+// is written (the pcap file header) waits in memory.
+type laterFile struct {
+	path string
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	f    *os.File
+}
+
+func (l *laterFile) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return l.buf.Write(p)
+	}
+	return l.f.Write(p)
+}
+
+// open creates (or truncates) the file and writes what waited.
+func (l *laterFile) open() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, err := os.Create(l.path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(l.buf.Bytes()); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", l.path, err)
+	}
+	l.f = f
+	return nil
+}
+
+// close closes the file, if it was created.
+func (l *laterFile) close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
 }
 
 // finish is called once the workers have stopped, before the summary: it
@@ -267,6 +343,9 @@ func (w *watcher) finish(rx uint64) error {
 	var errs []error
 	if w.capture != nil {
 		w.capStats, w.capErr = w.capture.Close()
+		if err := w.capFile.close(); err != nil && w.capErr == nil {
+			w.capErr = fmt.Errorf("close %s: %w", w.f.write, err)
+		}
 		w.capRx = rx
 		errs = append(errs, w.capErr)
 	}
@@ -308,9 +387,7 @@ func (w *watcher) close() {
 	w.stopServing()
 	if w.capture != nil {
 		w.capture.Close()
-		if !w.ran {
-			os.Remove(w.f.write)
-		}
+		w.capFile.close()
 		w.capture = nil
 	}
 	if w.errs != nil {

@@ -228,8 +228,11 @@ func runEngine(eng runner, f *xskFlags, p *xskPrinter) (engine.Snapshot, error) 
 		ctx, c2 = context.WithTimeout(ctx, f.duration)
 		defer c2()
 	}
+	if err := p.watch.running(); err != nil {
+		last, _ := eng.Stats()
+		return last, err
+	}
 	done := make(chan error, 1)
-	p.watch.running()
 	go func() { done <- eng.Run(ctx) }()
 	tick := time.NewTicker(f.interval)
 	defer tick.Stop()
