@@ -416,9 +416,12 @@ func (w *watcher) header(out io.Writer) {
 		fmt.Fprintln(out)
 	}
 	if w.irq != nil {
-		if names := irqstat.DeviceNames(w.dev.Name); !hasInterrupts(w.dev.Name) {
+		names := irqstat.DeviceNames(w.dev.Name)
+		if n := interruptLines(names); n == 0 {
 			fmt.Fprintf(out, "  irq: %s has no interrupt line in %s (looked for %s): a virtual device such as veth has none, its receive work runs in the softirq of the CPU that sends to it, or in a NAPI thread\n",
 				w.dev.Name, irqstat.InterruptsPath, strings.Join(names, ", "))
+		} else {
+			fmt.Fprintf(out, "  irq: %s has %d interrupt lines in %s (named %s)\n", w.dev.Name, n, irqstat.InterruptsPath, strings.Join(names, " or "))
 		}
 	}
 	if w.capture != nil {
@@ -426,10 +429,14 @@ func (w *watcher) header(out io.Writer) {
 	}
 }
 
-// hasInterrupts reports whether /proc/interrupts has a line of dev.
-func hasInterrupts(dev string) bool {
+// interruptLines counts the lines of /proc/interrupts that name one of
+// names.
+func interruptLines(names []string) int {
 	in, err := irqstat.ReadInterrupts()
-	return err == nil && len(in.Match(irqstat.DeviceNames(dev)...).Lines) > 0
+	if err != nil {
+		return 0
+	}
+	return len(in.Match(names...).Lines)
 }
 
 // errorsRate is one reason frames were lost, in an interval.
