@@ -132,6 +132,30 @@ func lintMetrics(t *testing.T, body string) {
 	}
 }
 
+// startAttached starts argv in namespace ns, which holds dut0, and waits
+// until dut0 has an XDP program: the command is ready for traffic.
+func startAttached(t *testing.T, ns string, argv ...string) *proc {
+	t.Helper()
+	p := startIn(t, ns, argv...)
+	if _, ok := waitHooks(t, ns, "dut0", func(h testbedtest.Hooks) bool { return h.XDPProg != 0 }); !ok {
+		p.signal(t, syscall.SIGKILL)
+		t.Fatalf("nothing attached:\n%s", p.wait(t))
+	}
+	return p
+}
+
+// interrupt stops p with SIGINT and returns how it ended; the test fails
+// unless it exited 0.
+func interrupt(t *testing.T, p *proc) result {
+	t.Helper()
+	p.signal(t, syscall.SIGINT)
+	r := p.wait(t)
+	if r.code != 0 {
+		t.Fatalf("%v:\n%s", p.cmd.Args, r)
+	}
+	return r
+}
+
 // metricValue returns the value of the series of name whose labels
 // include every one of labels ("queue=\"0\""), and whether there is one.
 func metricValue(body, name string, labels ...string) (float64, bool) {
@@ -214,11 +238,7 @@ func TestCLIMetricsRxdrop(t *testing.T) {
 		t.Fatal(err)
 	}
 	lintMetrics(t, body)
-	p.signal(t, syscall.SIGINT)
-	r := p.wait(t)
-	if r.code != 0 {
-		t.Fatalf("rxdrop:\n%s", r)
-	}
+	r := interrupt(t, p)
 	var sum xskSummary
 	summaryLine(t, r.stdout, &sum)
 	if float64(sum.RxPackets) != last || sum.RxPackets == 0 {
@@ -310,22 +330,14 @@ func TestCLICapture(t *testing.T) {
 	t.Run("count", func(t *testing.T) {
 		const size, ports = 128, 4
 		file := filepath.Join(dir, "f.pcap")
-		p := startIn(t, ns, bin, "rxdrop", "-i", "dut0", "-w", file, "--capture-count", "1000", "--json")
-		if _, ok := waitHooks(t, ns, "dut0", func(h testbedtest.Hooks) bool { return h.XDPProg != 0 }); !ok {
-			p.signal(t, syscall.SIGKILL)
-			t.Fatalf("nothing attached:\n%s", p.wait(t))
-		}
+		p := startAttached(t, ns, bin, "rxdrop", "-i", "dut0", "-w", file, "--capture-count", "1000", "--json")
 		g := runIn(t, 30*time.Second, bed.GenNS, bin, "gen", "-i", "gen0", "--count", "5000", "--rate", "100000",
 			"--size", strconv.Itoa(size), "--ports", strconv.Itoa(ports), "--json")
 		if g.code != 0 {
 			t.Fatalf("gen:\n%s", g)
 		}
 		time.Sleep(300 * time.Millisecond) // let the last frames arrive
-		p.signal(t, syscall.SIGINT)
-		r := p.wait(t)
-		if r.code != 0 {
-			t.Fatalf("rxdrop:\n%s", r)
-		}
+		r := interrupt(t, p)
 		var sum xskSummary
 		summaryLine(t, r.stdout, &sum)
 		c := sum.Capture
@@ -389,11 +401,7 @@ func TestCLICapture(t *testing.T) {
 
 	t.Run("full rate", func(t *testing.T) {
 		file := filepath.Join(dir, "full.pcap")
-		p := startIn(t, ns, bin, "rxdrop", "-i", "dut0", "-w", file, "--snaplen", "64", "--json")
-		if _, ok := waitHooks(t, ns, "dut0", func(h testbedtest.Hooks) bool { return h.XDPProg != 0 }); !ok {
-			p.signal(t, syscall.SIGKILL)
-			t.Fatalf("nothing attached:\n%s", p.wait(t))
-		}
+		p := startAttached(t, ns, bin, "rxdrop", "-i", "dut0", "-w", file, "--snaplen", "64", "--json")
 		// Unbounded rate; 500000 frames of 80 bytes in the file at most.
 		g := runIn(t, 30*time.Second, bed.GenNS, bin, "gen", "-i", "gen0", "--count", "500000", "--json")
 		if g.code != 0 {
@@ -402,11 +410,7 @@ func TestCLICapture(t *testing.T) {
 		var gs genSummary
 		summaryLine(t, g.stdout, &gs)
 		time.Sleep(300 * time.Millisecond)
-		p.signal(t, syscall.SIGINT)
-		r := p.wait(t)
-		if r.code != 0 {
-			t.Fatalf("rxdrop:\n%s", r)
-		}
+		r := interrupt(t, p)
 		var sum xskSummary
 		summaryLine(t, r.stdout, &sum)
 		c := sum.Capture
@@ -508,21 +512,13 @@ func TestCLIErrors(t *testing.T) {
 				return netlink.LinkSetUp(l)
 			})
 		})
-		p := startIn(t, ns, bin, "kern", "redirect", "-i", "dut0", "-o", "dut1", "-e", "--json", "-I", "200ms")
-		if _, ok := waitHooks(t, ns, "dut0", func(h testbedtest.Hooks) bool { return h.XDPProg != 0 }); !ok {
-			p.signal(t, syscall.SIGKILL)
-			t.Fatalf("nothing attached:\n%s", p.wait(t))
-		}
+		p := startAttached(t, ns, bin, "kern", "redirect", "-i", "dut0", "-o", "dut1", "-e", "--json", "-I", "200ms")
 		g := runIn(t, 30*time.Second, bed.GenNS, bin, "gen", "-i", "gen0", "--count", strconv.Itoa(n), "--json")
 		if g.code != 0 {
 			t.Fatalf("gen:\n%s", g)
 		}
 		time.Sleep(300 * time.Millisecond)
-		p.signal(t, syscall.SIGINT)
-		r := p.wait(t)
-		if r.code != 0 {
-			t.Fatalf("kern redirect:\n%s", r)
-		}
+		r := interrupt(t, p)
 		var s errorsSummary
 		summaryLine(t, r.stdout, &s)
 		e := s.XDPErrors
@@ -561,20 +557,12 @@ func TestCLIErrors(t *testing.T) {
 	})
 
 	t.Run("socket drops", func(t *testing.T) {
-		p := startIn(t, ns, bin, "rxdrop", "-i", "dut0", "--ring-size", "64", "--frames", "128", "-e", "--json")
-		if _, ok := waitHooks(t, ns, "dut0", func(h testbedtest.Hooks) bool { return h.XDPProg != 0 }); !ok {
-			p.signal(t, syscall.SIGKILL)
-			t.Fatalf("nothing attached:\n%s", p.wait(t))
-		}
+		p := startAttached(t, ns, bin, "rxdrop", "-i", "dut0", "--ring-size", "64", "--frames", "128", "-e", "--json")
 		if g := runIn(t, 30*time.Second, bed.GenNS, bin, "gen", "-i", "gen0", "-d", "1s", "--json"); g.code != 0 {
 			t.Fatalf("gen:\n%s", g)
 		}
 		time.Sleep(300 * time.Millisecond)
-		p.signal(t, syscall.SIGINT)
-		r := p.wait(t)
-		if r.code != 0 {
-			t.Fatalf("rxdrop:\n%s", r)
-		}
+		r := interrupt(t, p)
 		var s errorsSummary
 		summaryLine(t, r.stdout, &s)
 		if s.XDPErrors == nil {
@@ -599,20 +587,12 @@ func TestCLIErrors(t *testing.T) {
 // into the down port, and returns its output.
 func runErrorsText(t *testing.T, bin string, bed *testbed.Bed, n int) string {
 	t.Helper()
-	p := startIn(t, bed.DUTNS, bin, "kern", "redirect", "-i", "dut0", "-o", "dut1", "-e")
-	if _, ok := waitHooks(t, bed.DUTNS, "dut0", func(h testbedtest.Hooks) bool { return h.XDPProg != 0 }); !ok {
-		p.signal(t, syscall.SIGKILL)
-		t.Fatalf("nothing attached:\n%s", p.wait(t))
-	}
+	p := startAttached(t, bed.DUTNS, bin, "kern", "redirect", "-i", "dut0", "-o", "dut1", "-e")
 	if g := runIn(t, 30*time.Second, bed.GenNS, bin, "gen", "-i", "gen0", "--count", strconv.Itoa(n)); g.code != 0 {
 		t.Fatalf("gen:\n%s", g)
 	}
 	time.Sleep(300 * time.Millisecond)
-	p.signal(t, syscall.SIGINT)
-	r := p.wait(t)
-	if r.code != 0 {
-		t.Fatalf("kern redirect:\n%s", r)
-	}
+	r := interrupt(t, p)
 	return r.stdout
 }
 
@@ -624,11 +604,7 @@ func TestCLIStats(t *testing.T) {
 	bed := testbedtest.New(t, 1, 1)
 	bin := buildCLI(t)
 	ns := bed.DUTNS
-	rx := startIn(t, ns, bin, "rxdrop", "-i", "dut0", "--json")
-	if _, ok := waitHooks(t, ns, "dut0", func(h testbedtest.Hooks) bool { return h.XDPProg != 0 }); !ok {
-		rx.signal(t, syscall.SIGKILL)
-		t.Fatalf("nothing attached:\n%s", rx.wait(t))
-	}
+	rx := startAttached(t, ns, bin, "rxdrop", "-i", "dut0", "--json")
 	st := startIn(t, ns, bin, "stats", "-i", "dut0", "--json", "-I", "200ms")
 	if !st.waitOutput(10*time.Second, false, func(s string) bool { return strings.Contains(s, `"type":"interval"`) }) {
 		st.signal(t, syscall.SIGKILL)
