@@ -697,3 +697,40 @@ func TestCLIIRQ(t *testing.T) {
 		t.Errorf("irq in the summary: %+v\n%s", sum.IRQ, r.stdout)
 	}
 }
+
+// TestCLIMetricsIdleEqualsSummary: in every wait mode, once the frames
+// stop, a scrape shows every frame received: the workers publish their
+// counters when the ring runs dry, not only every few batches.
+func TestCLIMetricsIdleEqualsSummary(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	bin := buildCLI(t)
+	ns := bed.DUTNS
+	for _, mode := range [][]string{{}, {"-p"}, {"--busy"}, {"--busy-poll"}} {
+		t.Run(strings.Join(append([]string{"wait"}, mode...), " "), func(t *testing.T) {
+			addr := freeAddr(t, ns)
+			p := startAttached(t, ns, append([]string{bin, "rxdrop", "-i", "dut0", "--json", "--metrics", addr}, mode...)...)
+			if g := runIn(t, 30*time.Second, bed.GenNS, bin, "gen", "-i", "gen0", "--count", "1000", "--rate", "10000", "--json"); g.code != 0 {
+				t.Fatalf("gen:\n%s", g)
+			}
+			// Settled: two scrapes 300 ms apart agree.
+			var last float64 = -1
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+				body, err := scrape(ns, addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				v, _ := metricValue(body, "xdpeng_rx_packets_total", `queue="0"`)
+				if v == last {
+					break
+				}
+				last = v
+			}
+			r := interrupt(t, p)
+			var sum xskSummary
+			summaryLine(t, r.stdout, &sum)
+			if float64(sum.RxPackets) != last {
+				t.Errorf("a scrape after the frames stopped shows %v received, the summary %d", last, sum.RxPackets)
+			}
+		})
+	}
+}
