@@ -336,6 +336,17 @@ func TestCLICapture(t *testing.T) {
 		if g.code != 0 {
 			t.Fatalf("gen:\n%s", g)
 		}
+		// The frames' length as sent, without the FCS (whether --size
+		// counts one or not).
+		var gs struct {
+			TxPackets uint64 `json:"tx_packets"`
+			TxBytes   uint64 `json:"tx_bytes"`
+		}
+		summaryLine(t, g.stdout, &gs)
+		if gs.TxPackets != 5000 {
+			t.Fatalf("gen sent %d frames, want 5000", gs.TxPackets)
+		}
+		frameLen := int(gs.TxBytes / gs.TxPackets)
 		time.Sleep(300 * time.Millisecond) // let the last frames arrive
 		r := interrupt(t, p)
 		var sum xskSummary
@@ -351,7 +362,7 @@ func TestCLICapture(t *testing.T) {
 		want, err := packet.UDPVariants(packet.UDPConfig{
 			SrcMAC: link.GenMAC, DstMAC: link.DUTMAC,
 			SrcIP: netip.MustParseAddr(link.GenIP.String()), DstIP: netip.MustParseAddr(link.DUTIP.String()),
-			SrcPort: 1234, DstPort: 9, Size: size,
+			SrcPort: 1234, DstPort: 9, Size: frameLen,
 		}, ports)
 		if err != nil {
 			t.Fatal(err)
@@ -375,7 +386,7 @@ func TestCLICapture(t *testing.T) {
 				t.Fatalf("record %d: %v", n, err)
 			}
 			port := int(data[36])<<8 | int(data[37]) // UDP destination port behind a 20-byte IPv4 header
-			if port < 9 || port >= 9+ports || ci.Length != size || !bytes.Equal(data, want[port-9]) {
+			if port < 9 || port >= 9+ports || ci.Length != frameLen || !bytes.Equal(data, want[port-9]) {
 				t.Errorf("record %d (%d bytes of %d) is not a frame gen sent:\n got %x\nwant %x", n, len(data), ci.Length, data, want[min(max(port-9, 0), ports-1)])
 				break
 			}
@@ -394,15 +405,16 @@ func TestCLICapture(t *testing.T) {
 		}
 		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 		wantLine := fmt.Sprintf("IP %s.1234 > %s.", link.GenIP, link.DUTIP)
-		if len(lines) != 1000 || !strings.Contains(lines[0], wantLine) || !strings.Contains(lines[0], "UDP, length 86") {
-			t.Errorf("tcpdump read %d frames, the first %q; want 1000 like %q ... UDP, length 86", len(lines), lines[0], wantLine)
+		udpLen := fmt.Sprintf("UDP, length %d", frameLen-14-20-8)
+		if len(lines) != 1000 || !strings.Contains(lines[0], wantLine) || !strings.Contains(lines[0], udpLen) {
+			t.Errorf("tcpdump read %d frames, the first %q; want 1000 like %q ... %s", len(lines), lines[0], wantLine, udpLen)
 		}
 	})
 
 	t.Run("full rate", func(t *testing.T) {
 		file := filepath.Join(dir, "full.pcap")
-		p := startAttached(t, ns, bin, "rxdrop", "-i", "dut0", "-w", file, "--snaplen", "64", "--json")
-		// Unbounded rate; 500000 frames of 80 bytes in the file at most.
+		p := startAttached(t, ns, bin, "rxdrop", "-i", "dut0", "-w", file, "--snaplen", "32", "--json")
+		// Unbounded rate; 500000 records of 48 bytes in the file at most.
 		g := runIn(t, 30*time.Second, bed.GenNS, bin, "gen", "-i", "gen0", "--count", "500000", "--json")
 		if g.code != 0 {
 			t.Fatalf("gen:\n%s", g)
@@ -433,8 +445,8 @@ func TestCLICapture(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// 24-byte header, then 16 bytes and 64 captured per record.
-		if want := int64(24 + c.Written*(16+64)); st.Size() != want {
+		// 24-byte header, then 16 bytes and the 32 captured per record.
+		if want := int64(24 + c.Written*(16+32)); st.Size() != want {
 			t.Errorf("the file has %d bytes, %d written frames make %d", st.Size(), c.Written, want)
 		}
 	})
