@@ -67,6 +67,9 @@ type worker struct {
 	txOutstanding uint32 // submitted to tx, not yet completed
 	c             local
 	pub           *counters
+
+	// pubBatches and pubTxPackets are c's counts at the last publish.
+	pubBatches, pubTxPackets uint64
 }
 
 // options are a worker's settings from its engine's or generator's
@@ -150,6 +153,12 @@ func (w *worker) run(stop *atomic.Bool) error {
 				w.publish()
 			}
 			continue
+		}
+		// The ring is empty: whatever the wait mode, the counts of the
+		// last batches (and of completions since) become visible now,
+		// not when the 16th batch or the end comes.
+		if w.c.batches != w.pubBatches || w.c.txPackets != w.pubTxPackets {
+			w.publish()
 		}
 		if w.idler != nil && !w.idleCalled {
 			w.idleCalled = true
@@ -659,4 +668,5 @@ func (w *worker) publish() {
 	p.polls.Store(c.polls)
 	p.batches.Store(c.batches)
 	p.naps.Store(c.naps)
+	w.pubBatches, w.pubTxPackets = c.batches, c.txPackets
 }

@@ -15,7 +15,7 @@ import (
 // commands is every subcommand of xdpeng. TestCLICommands fails when the
 // binary has another one, so that a new command comes with its cases here
 // rather than being skipped by them.
-var commands = []string{"bench", "compare", "count", "demo", "fwd", "gen", "kern", "l2fwd", "probe", "progbench", "rxdrop", "testbed", "txonly"}
+var commands = []string{"bench", "compare", "count", "demo", "fwd", "gen", "kern", "l2fwd", "probe", "progbench", "rxdrop", "stats", "testbed", "txonly"}
 
 func TestCLICommands(t *testing.T) {
 	var got []string
@@ -141,6 +141,27 @@ func TestCLIFlagErrors(t *testing.T) {
 			want: []string{"both dut0", "l2fwd"}},
 		{name: "fwd without -o", args: []string{"fwd", "-i", "dut0", "-d", "1s"},
 			want: []string{"no output interface given: use -o DEV"}},
+		{name: "metrics without a port", args: []string{"rxdrop", "-i", "dut0", "--metrics", "9100", "-d", "1s"},
+			want: []string{`--metrics "9100": want HOST:PORT`, "127.0.0.1:9100"}},
+		{name: "metrics port zero", args: []string{"kern", "drop", "-i", "dut0", "--metrics", "127.0.0.1:0", "-d", "1s"},
+			want: []string{"port 0 would pick a port nobody knows"}},
+		{name: "metrics port not a number", args: []string{"gen", "-i", "gen0", "--count", "10", "--metrics", "127.0.0.1:http"},
+			want: []string{`port "http" is not a number`}},
+		{name: "snaplen without -w", args: []string{"rxdrop", "-i", "dut0", "--snaplen", "100", "-d", "1s"},
+			want: []string{"--snaplen is for the capture: give -w FILE too"}},
+		{name: "capture count without -w", args: []string{"count", "-i", "dut0", "--capture-count", "100", "-d", "1s"},
+			want: []string{"--capture-count is for the capture: give -w FILE too"}},
+		{name: "snaplen too large", args: []string{"l2fwd", "-i", "dut0", "-w", "x.pcap", "--snaplen", "300000", "-d", "1s"},
+			want: []string{"--snaplen 300000: want 1..262144"}},
+		{name: "txonly errors", args: []string{"txonly", "-i", "gen0", "--count", "10", "-e"},
+			want: []string{"--errors does not apply to txonly: it runs no XDP program"}},
+		{name: "txonly capture", args: []string{"txonly", "-i", "gen0", "--count", "10", "-w", "x.pcap"},
+			want: []string{"--write does not apply to txonly: it receives nothing to capture"}},
+		{name: "stats without -i", args: []string{"stats", "-d", "1s"}, want: []string{"no interface given: use -i DEV"}},
+		{name: "stats device twice", args: []string{"stats", "-i", "lo,lo", "-d", "1s"}, want: []string{"-i lo: listed twice"}},
+		{name: "stats no such device", args: []string{"stats", "-i", "nosuch0", "-d", "1s"},
+			want: []string{`-i: interface "nosuch0" not found`, "ip link"}},
+		{name: "stats interval", args: []string{"stats", "-i", "lo", "-I", "0s"}, want: []string{"must be positive"}},
 		{name: "compare bogus path", args: []string{"compare", "-i", "dut0", "--paths", "bogus", "--duration", "1s"},
 			want: []string{"bogus"}},
 	}

@@ -5,9 +5,11 @@ import (
 	"io"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/xdpeng/xdpeng/engine/handler"
+	"github.com/xdpeng/xdpeng/internal/metrics"
 )
 
 func init() { addCommand(newCountCmd()) }
@@ -47,7 +49,9 @@ totals.`,
 			}
 			var g handler.CountGroup
 			cfg.Handler = g.Handler
-			return runXskWith(cmd, "count", &f, cfg, countHooks(&g, top))
+			hooks := countHooks(&g, top)
+			hooks.collectors = []prometheus.Collector{&metrics.Count{Interface: cfg.Interface, Stats: g.Stats}}
+			return runXskWith(cmd, "count", &f, cfg, hooks)
 		},
 	}
 	c.Long += "\n\n" + fcsNote

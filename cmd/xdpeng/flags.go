@@ -60,7 +60,8 @@ func secondsVarP(fs *pflag.FlagSet, p *time.Duration, name, short string, value 
 // irqOrInterval is -I. xdpsock's -I is an IRQ string (the device's
 // interrupts to count), xdpeng's was the statistics interval, now -n as in
 // xdpsock: a duration given to -I still sets the interval, with a notice;
-// anything else is refused as the IRQ string xdpeng does not read yet.
+// anything else is refused with a pointer to --irq, which shows the
+// device's interrupt rates (and every CPU's NET_RX softirqs) instead.
 type irqOrInterval struct {
 	interval *time.Duration
 	notice   func(string)
@@ -69,7 +70,7 @@ type irqOrInterval struct {
 func (v irqOrInterval) Set(s string) error {
 	d, err := parseSeconds(s)
 	if err != nil {
-		return fmt.Errorf("xdpsock's -I (an IRQ string, to count the device's interrupts) is not in xdpeng yet; the statistics interval is -n")
+		return fmt.Errorf("xdpsock's -I (an IRQ string, to count the device's interrupts) is --irq here: it finds the device's interrupt lines itself; the statistics interval is -n")
 	}
 	*v.interval = d
 	v.notice("-I is the old spelling of the interval, now -n as in xdpsock (whose -I is an IRQ string)")
@@ -84,6 +85,6 @@ func (v irqOrInterval) Type() string   { return "string" }
 func intervalFlags(fs *pflag.FlagSet, p *time.Duration, usage string) {
 	secondsVarP(fs, p, "interval", "n", time.Second, usage+" (seconds, or a duration like 500ms)")
 	fs.VarP(irqOrInterval{interval: p, notice: func(s string) { fmt.Fprintln(os.Stderr, "xdpeng: note: "+s) }}, "irq-string", "I",
-		"xdpsock's IRQ string: not read yet; -I DURATION still sets the interval")
+		"xdpsock's IRQ string: use --irq; -I DURATION still sets the interval")
 	_ = fs.MarkHidden("irq-string")
 }

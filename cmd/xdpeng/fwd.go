@@ -13,6 +13,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/handler"
+	"github.com/xdpeng/xdpeng/internal/metrics"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/units"
@@ -103,6 +104,14 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 	cfg.Handler = func(int) engine.Handler { h := *fwd; return &h }
 	links, onLink := linkChanges()
 	cfg.OnLinkChange = onLink
+	w, err := f.watch.startWatch(cfg.Interface)
+	if err != nil {
+		return err
+	}
+	defer w.close()
+	if err := w.tap(&cfg); err != nil {
+		return err
+	}
 	eng, err := engine.New(cfg)
 	if err != nil {
 		return advise(err)
@@ -110,11 +119,16 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 	defer eng.Close()
 	ecfg := eng.Config()
 	out := eng.Outputs()[0]
+	if err := w.serve(&metrics.Engine{Mode: "fwd", Interface: ecfg.Interface, Stats: eng.Stats, Output: out.Device.Name,
+		OutputStats: func() (engine.SocketStats, error) { return eng.OutputStats(out.Port) }}); err != nil {
+		return err
+	}
+	defer w.stopServing()
 	umem, why := "shared", out.CopyReason
 	if out.Copy {
 		umem = "copy"
 	}
-	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "fwd", f: &f.xskFlags, eng: eng, run: eng, links: links}
+	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "fwd", f: &f.xskFlags, eng: eng, run: eng, links: links, watch: w}
 	if !f.json {
 		fmt.Fprintf(p.w, "fwd %s (%s) -> %s (%s): %s, XDP %s, %s, umem %s, dst MAC %s, batch %d, rings fill/comp/rx/tx %d/%d/%d/%d, need_wakeup %v, wait %s\n",
 			ecfg.Interface, eng.Device().Driver, out.Device.Name, out.Device.Driver, queuesOnCPUs(ecfg.Queues, ecfg.CPUs),
@@ -123,8 +137,10 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 		if why != nil {
 			fmt.Fprintf(p.w, "  (the kernel refused to share the UMEM with %s: %v; copying instead)\n", out.Device.Name, why)
 		}
+		w.header(p.w)
 	}
 	last, runErr := runEngine(eng, &f.xskFlags, p)
+	runErr = errors.Join(runErr, w.finish(last.Total().RxPackets))
 	outXDP, serr := eng.OutputStats(out.Port)
 	if serr != nil && runErr == nil {
 		runErr = serr
@@ -142,7 +158,8 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 			"out_tx_invalid_descs": outXDP.TxInvalidDescs,
 		},
 		PerQueue: last.Queues, InXDPStats: t.XDP, OutXDPStats: outXDP,
-		App: map[string]uint64{"rx_wakeups": t.RxWakeups, "tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches},
+		App:       map[string]uint64{"rx_wakeups": t.RxWakeups, "tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches},
+		watchJSON: w.summaryJSON(),
 	}
 	if why != nil {
 		sum.UmemNote = why.Error()
@@ -164,6 +181,7 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 		sum.In, x.RxDropped, x.RxInvalidDescs, x.RxRingFull, x.RxFillRingEmptyDescs)
 	fmt.Fprintf(p.w, "  xdp stats %s: tx_invalid_descs %d, tx_ring_empty_descs %d\n", sum.Out, outXDP.TxInvalidDescs, outXDP.TxRingEmptyDescs)
 	fmt.Fprintf(p.w, "  app stats: rx_wakeups %d, tx_wakeups %d, polls %d, batches %d\n", t.RxWakeups, t.TxWakeups, t.Polls, t.Batches)
+	w.summaryText(p.w)
 	return runErr
 }
 
@@ -193,4 +211,5 @@ type fwdSummary struct {
 	InXDPStats  engine.SocketStats  `json:"in_xdp_stats"`
 	OutXDPStats engine.SocketStats  `json:"out_xdp_stats"`
 	App         map[string]uint64   `json:"app_stats"`
+	watchJSON
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,6 +22,7 @@ import (
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
+	"github.com/xdpeng/xdpeng/internal/metrics"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/units"
@@ -44,6 +46,7 @@ type genFlags struct {
 	json             bool
 	quiet            bool
 	xdpPass          string
+	watch            watchFlags // --metrics (watch.go)
 }
 
 // genFlagOf maps gen.Config fields to the flag that sets them, so that a
@@ -106,6 +109,7 @@ many were lost before the driver (device down, peer without XDP).`,
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per line")
 	fs.BoolVarP(&f.quiet, "quiet", "Q", false, "no progress lines: only the summary (and link changes)")
 	xdpPassFlag(fs, &f.xdpPass)
+	f.watch.registerMetrics(fs)
 	_ = cmd.MarkFlagRequired("interface")
 	return cmd
 }
@@ -118,6 +122,9 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 		return fmt.Errorf("--interval %v: must be positive", f.interval)
 	}
 	if err := checkXDPPass(f.xdpPass); err != nil {
+		return err
+	}
+	if err := f.watch.check(); err != nil {
 		return err
 	}
 	cfg := gen.Config{
@@ -172,10 +179,23 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 	}
 	defer helper.Close()
 	p.xdpPass = helper.Attached()
+	obs, err := f.watch.startWatch(info.Name)
+	if err != nil {
+		return err
+	}
+	defer obs.close()
+	// gen.Run reads its counters on its own thread, every interval: the
+	// metrics show the last of those reads.
+	var last atomic.Pointer[gen.Stats]
+	last.Store(&gen.Stats{})
+	if err := obs.serve(&metrics.Gen{Interface: info.Name, Stats: func() gen.Stats { return *last.Load() }}); err != nil {
+		return err
+	}
 	if !f.json {
 		fmt.Fprintf(p.w, "gen %s: %d-byte frames (%d bytes + FCS), UDP %s:%d -> %s:%d (%s), %d port(s), %d thread(s) on CPU %s\n",
 			info.Name, wireSize(cfg.Frame.Size), cfg.Frame.Size, cfg.Frame.SrcIP, cfg.Frame.SrcPort, cfg.Frame.DstIP, cfg.Frame.DstPort,
 			cfg.Frame.DstMAC, cfg.Ports, cfg.Threads, cpuset.Format(cfg.CPUs))
+		obs.header(p.w)
 	}
 	watch, err := watchDevices(*info)
 	if err != nil {
@@ -203,10 +223,15 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 			}
 		}
 	}()
-	s, err := gen.Run(ctx, cfg, p.interval)
+	s, err := gen.Run(ctx, cfg, func(s gen.Stats) {
+		last.Store(&s)
+		p.interval(s)
+	})
 	cancel()
 	<-watched
+	last.Store(&s)
 	p.summary(s)
+	obs.stopServing()
 	if gone != nil {
 		return lp.gone(gone)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/kern"
+	"github.com/xdpeng/xdpeng/internal/metrics"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/units"
@@ -34,6 +35,7 @@ type kernFlags struct {
 	interval   time.Duration
 	json       bool
 	quiet      bool
+	watch      watchFlags // --metrics, -e, --irq (watch.go)
 }
 
 func newKernCmd() *cobra.Command {
@@ -88,6 +90,9 @@ replaced unless --force (and never one held by another process's bpf_link).`,
 		intervalFlags(fs, &f.interval, "statistics interval")
 		fs.BoolVar(&f.json, "json", false, "one JSON object per line: interval lines, then a summary")
 		fs.BoolVarP(&f.quiet, "quiet", "Q", false, "no per-interval lines: only the summary (and link changes)")
+		f.watch.registerMetrics(fs)
+		f.watch.registerErrors(fs)
+		f.watch.registerIRQ(fs)
 		switch path.name {
 		case "drop":
 			fs.StringVar(&f.hook, "hook", "xdp", "where to drop: xdp or tc (ingress, TCX)")
@@ -135,6 +140,9 @@ func (f *kernFlags) kernConfig(path string) (kern.Config, error) {
 	}
 	if f.duration < 0 {
 		return cfg, fmt.Errorf("-d/--duration %v: must not be negative", f.duration)
+	}
+	if err := f.watch.check(); err != nil {
+		return cfg, err
 	}
 
 	switch path {
@@ -199,6 +207,11 @@ func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
 	if err := needRoot("kern "+path, privilege.BPF); err != nil {
 		return err
 	}
+	w, err := f.watch.startWatch(f.iface)
+	if err != nil {
+		return err
+	}
+	defer w.close()
 	kp, err := kern.Open(cfg)
 	if err != nil {
 		return kernError(err, f.iface)
@@ -220,7 +233,7 @@ func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
 		defer c2()
 	}
 
-	p := &kernPrinter{w: cmd.OutOrStdout(), path: path, f: f, k: kp, start: time.Now()}
+	p := &kernPrinter{w: cmd.OutOrStdout(), path: path, f: f, k: kp, start: time.Now(), watch: w}
 	lp := newLinkPrinter(p.w, f.json, p.name(), func() time.Time { return p.start })
 	p.header()
 	prev, err := p.snapshot()
@@ -228,6 +241,11 @@ func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
 		return err
 	}
 	first := prev
+	if err := w.serve(&metrics.Kern{Mode: p.name(), Interface: kp.Interface().Name, Hook: p.hookName(),
+		Read: kp.Read, Base: first.Counters, Outs: f.out}); err != nil {
+		return err
+	}
+	defer w.stopServing()
 	tick := time.NewTicker(f.interval)
 	defer tick.Stop()
 	for {
@@ -237,8 +255,10 @@ func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
 			if err != nil {
 				return err
 			}
+			ferr := w.finish(0)
 			p.summary(first, last)
-			return kp.Close()
+			w.stopServing()
+			return errors.Join(ferr, kp.Close())
 		case c := <-watch.changes:
 			lp.change(c)
 		case gone := <-watch.gone:
@@ -251,8 +271,10 @@ func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
 					last.Stats = st
 				}
 			}
+			ferr := w.finish(0)
 			p.summary(first, last)
-			return errors.Join(lp.gone(gone), kp.Close())
+			w.stopServing()
+			return errors.Join(lp.gone(gone), ferr, kp.Close())
 		case <-tick.C:
 			cur, err := p.snapshot()
 			if err != nil {
@@ -276,6 +298,7 @@ type kernPrinter struct {
 	f     *kernFlags
 	k     *kern.Path
 	start time.Time
+	watch *watcher
 }
 
 // name is the JSON mode: kern-drop, ...
@@ -308,6 +331,7 @@ func (p *kernPrinter) header() {
 	}
 	fmt.Fprintf(p.w, "%s (%s) on %s%s, %s; counting per rx queue and CPU every %v; Ctrl-C to stop\n",
 		p.name(), p.k.Program(), p.k.Interface().Name, extra, where, p.f.interval)
+	p.watch.header(p.w)
 }
 
 // kernRate is one row: a queue, a CPU, an egress port or a protocol.
@@ -393,6 +417,7 @@ func (p *kernPrinter) interval(prev, cur kernSnapshot) {
 			line["xdp_tx_pps"] = float64(sent) / dt
 			line["xdp_tx_errors_pps"] = float64(failed) / dt
 		}
+		p.watch.interval(p.w, line, dt)
 		writeJSON(p.w, line)
 		return
 	}
@@ -402,6 +427,7 @@ func (p *kernPrinter) interval(prev, cur kernSnapshot) {
 			units.PPS(float64(failed)/dt))
 	}
 	p.rows(perQueue, perCPU, outs, protos, true)
+	p.watch.interval(p.w, nil, dt)
 }
 
 func (p *kernPrinter) rows(perQueue, perCPU, outs, protos []kernRate, rates bool) {
@@ -456,6 +482,7 @@ type kernSummary struct {
 	// sent back out and those it could not.
 	XDPTx       *uint64 `json:"xdp_tx,omitempty"`
 	XDPTxErrors *uint64 `json:"xdp_tx_errors,omitempty"`
+	watchJSON
 }
 
 func (p *kernPrinter) summary(first, last kernSnapshot) {
@@ -471,6 +498,7 @@ func (p *kernPrinter) summary(first, last kernSnapshot) {
 		Interface: p.k.Interface().Name, Out: p.f.out, DurationS: round3(dur),
 		RxPackets: pkts, RxBytes: bytes, PerQueue: perQueue, PerCPU: perCPU, OutTx: outs, PerProto: protos,
 		CountProto: p.k.Config().CountProto, XDPMode: p.k.Config().Hook.XDPMode(),
+		watchJSON: p.watch.summaryJSON(),
 	}
 	if dur > 0 {
 		sum.RxPPS = float64(pkts) / dur
@@ -493,6 +521,7 @@ func (p *kernPrinter) summary(first, last kernSnapshot) {
 		}
 	}
 	p.rows(perQueue, perCPU, outs, protos, false)
+	p.watch.summaryText(p.w)
 }
 
 // xdpTxSince is what tx sent back between two snapshots, and whether the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/packet"
+	"github.com/xdpeng/xdpeng/internal/metrics"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/units"
 )
@@ -97,6 +98,10 @@ var txOnlyIgnores = []struct{ flag, why string }{
 	{"fill-size", "its sockets have no fill ring of their own to size"},
 	{"rx-size", "its sockets have no rx ring"},
 	{"shared-umem", "each queue's socket has a UMEM of its own, holding that queue's frames"},
+	{"errors", "it runs no XDP program, so no XDP verdict of its can fail"},
+	{"write", "it receives nothing to capture"},
+	{"snaplen", "it receives nothing to capture"},
+	{"capture-count", "it receives nothing to capture"},
 }
 
 func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
@@ -160,19 +165,30 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	defer helper.Close()
 	links, onLink := linkChanges()
 	gcfg.OnLinkChange = onLink
+	w, err := f.watch.startWatch(cfg.Interface)
+	if err != nil {
+		return err
+	}
+	defer w.close()
 	g, err := engine.NewGenerator(gcfg)
 	if err != nil {
 		return advise(err)
 	}
 	defer g.Close()
-	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "txonly", f: &f.xskFlags, run: g, links: links}
+	if err := w.serve(&metrics.Engine{Mode: "txonly", Interface: info.Name, Stats: g.Stats}); err != nil {
+		return err
+	}
+	defer w.stopServing()
+	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "txonly", f: &f.xskFlags, run: g, links: links, watch: w}
 	if !f.json {
 		fmt.Fprintf(p.w, "txonly on %s (%s): %s, %s, batch %d, %d-byte frames (%d bytes + FCS), UDP %s:%d -> %s:%d (%s), %d port(s), count %s, rate %s, need_wakeup %v\n",
 			info.Name, info.Driver, queuesOnCPUs(g.Config().Queues, g.Config().CPUs), bindModeName(g.ZeroCopy()), cfg.Batch,
 			wireSize(frame.Size), frame.Size, frame.SrcIP, frame.SrcPort, frame.DstIP, frame.DstPort, frame.DstMAC, f.ports,
 			orUnbounded(f.count), orUnbounded(f.rate), cfg.NeedWakeup)
+		w.header(p.w)
 	}
 	last, runErr := runEngine(g, &f.xskFlags, p)
+	runErr = errors.Join(runErr, w.finish(0))
 	dur := last.Time.Sub(g.Started()).Seconds()
 	t := last.Total()
 	sum := txOnlySummary{
@@ -180,7 +196,8 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 		ZeroCopy: g.ZeroCopy(), Batch: cfg.Batch, Size: wireSize(frame.Size), FrameBytes: frame.Size, Ports: f.ports,
 		Count: f.count, Rate: f.rate, DurationS: round3(dur), TxPackets: t.TxPackets, TxBytes: t.TxBytes,
 		PerQueue: last.Queues, XDPStats: t.XDP, XDPPass: helper.Attached(),
-		App: map[string]uint64{"tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches},
+		App:       map[string]uint64{"tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches},
+		watchJSON: w.summaryJSON(),
 	}
 	if dur > 0 {
 		sum.TxPPS = float64(t.TxPackets) / dur
@@ -193,6 +210,7 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 			fmt.Fprintf(p.w, "  queue %d (CPU %d): tx %d, tx_invalid_descs %d, tx_ring_empty_descs %d\n", q.Queue, q.CPU, q.TxPackets, q.XDP.TxInvalidDescs, q.XDP.TxRingEmptyDescs)
 		}
 		fmt.Fprintf(p.w, "  app stats: tx_wakeups %d, polls %d, batches %d\n", t.TxWakeups, t.Polls, t.Batches)
+		w.summaryText(p.w)
 	}
 	if runErr == nil && f.count > 0 && t.TxPackets != f.count {
 		return fmt.Errorf("sent %d of %d frames: the rest were not completed (tx_invalid_descs %d)", t.TxPackets, f.count, t.XDP.TxInvalidDescs)
@@ -223,6 +241,7 @@ type txOnlySummary struct {
 	App        map[string]uint64   `json:"app_stats"`
 	// XDPPass says XDP_PASS was attached to the device for the run.
 	XDPPass bool `json:"xdp_pass"`
+	watchJSON
 }
 
 func orUnbounded(v uint64) string {

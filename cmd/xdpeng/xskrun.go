@@ -13,12 +13,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
+	"github.com/xdpeng/xdpeng/internal/metrics"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/units"
 )
@@ -43,6 +45,7 @@ type xskFlags struct {
 	duration, interval                 time.Duration
 	json, extraStats, appStats         bool
 	quiet                              bool
+	watch                              watchFlags // --metrics, -e, --irq, -w (watch.go)
 
 	fs *pflag.FlagSet // to tell an empty -q "" from no -q
 }
@@ -79,6 +82,7 @@ func (f *xskFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVarP(&f.quiet, "quiet", "Q", false, "no per-interval lines: only the summary (and link changes), as xdpsock -Q")
 	fs.BoolVarP(&f.extraStats, "extra-stats", "x", false, "show the six XDP_STATISTICS counters")
 	fs.BoolVarP(&f.appStats, "app-stats", "a", false, "show wakeups, polls, naps and batches per second")
+	f.watch.register(fs)
 }
 
 // config turns the flags into an engine configuration, refusing bad input.
@@ -156,6 +160,9 @@ func (f *xskFlags) config() (engine.Config, error) {
 	if f.duration < 0 {
 		return cfg, fmt.Errorf("duration %v: must not be negative", f.duration)
 	}
+	if err := f.watch.check(); err != nil {
+		return cfg, err
+	}
 	return cfg, cfg.Validate()
 }
 
@@ -179,6 +186,8 @@ type xskHooks struct {
 	// summaryJSON returns what to print as the JSON summary in place of
 	// sum; it should embed sum so that the common fields stay.
 	summaryJSON func(sum xskSummary) any
+	// collectors export the mode's own counters with --metrics.
+	collectors []prometheus.Collector
 }
 
 // runXskWith is runXsk with a mode's own output added by hooks.
@@ -188,15 +197,28 @@ func runXskWith(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config,
 	}
 	links, onLink := linkChanges()
 	cfg.OnLinkChange = onLink
+	w, err := f.watch.startWatch(cfg.Interface)
+	if err != nil {
+		return err
+	}
+	defer w.close()
+	if err := w.tap(&cfg); err != nil {
+		return err
+	}
 	eng, err := engine.New(cfg)
 	if err != nil {
 		return advise(err)
 	}
 	defer eng.Close()
+	if err := w.serve(append(hooks.collectors, &metrics.Engine{Mode: mode, Interface: cfg.Interface, Stats: eng.Stats})...); err != nil {
+		return err
+	}
+	defer w.stopServing()
 
-	p := &xskPrinter{w: cmd.OutOrStdout(), mode: mode, f: f, eng: eng, run: eng, hooks: hooks, links: links}
+	p := &xskPrinter{w: cmd.OutOrStdout(), mode: mode, f: f, eng: eng, run: eng, hooks: hooks, links: links, watch: w}
 	p.header()
 	last, err := runEngine(eng, f, p)
+	err = errors.Join(err, w.finish(last.Total().RxPackets))
 	p.summary(last)
 	return err
 }
@@ -212,6 +234,10 @@ func runEngine(eng runner, f *xskFlags, p *xskPrinter) (engine.Snapshot, error) 
 		var c2 context.CancelFunc
 		ctx, c2 = context.WithTimeout(ctx, f.duration)
 		defer c2()
+	}
+	if err := p.watch.running(); err != nil {
+		last, _ := eng.Stats()
+		return last, err
 	}
 	done := make(chan error, 1)
 	go func() { done <- eng.Run(ctx) }()
@@ -260,6 +286,7 @@ type xskPrinter struct {
 	run   runner         // what the intervals are read from
 	hooks xskHooks
 	links <-chan engine.LinkChange // the engine's OnLinkChange; nil if none
+	watch *watcher                 // what the observability flags add, nil without them
 }
 
 func (p *xskPrinter) header() {
@@ -274,6 +301,7 @@ func (p *xskPrinter) header() {
 	fmt.Fprintf(p.w, "%s on %s (%s): %s, XDP %s, %s, batch %d, frames %d B, rings fill/comp/rx/tx %d/%d/%d/%d, need_wakeup %v, wait %s\n",
 		p.mode, cfg.Interface, p.eng.Device().Driver, queuesOnCPUs(cfg.Queues, cfg.CPUs), cfg.XDPMode, zc, cfg.Batch,
 		cfg.FrameSize, cfg.FillSize, cfg.CompletionSize, cfg.RxSize, cfg.TxSize, cfg.NeedWakeup, cfg.Wait)
+	p.watch.header(p.w)
 }
 
 // queuesOnCPUs says which queue runs on which CPU: "queue 0 on CPU 1" or
@@ -364,6 +392,7 @@ func (p *xskPrinter) interval(prev, cur engine.Snapshot) {
 		if p.hooks.intervalJSON != nil {
 			p.hooks.intervalJSON(obj, dt)
 		}
+		p.watch.interval(p.w, obj, dt)
 		writeJSON(p.w, obj)
 		return
 	}
@@ -391,6 +420,7 @@ func (p *xskPrinter) interval(prev, cur engine.Snapshot) {
 	if p.hooks.intervalText != nil {
 		p.hooks.intervalText(p.w, dt)
 	}
+	p.watch.interval(p.w, nil, dt)
 }
 
 // xskSummary is the last JSON line of an AF_XDP mode.
@@ -420,6 +450,7 @@ type xskSummary struct {
 	PerQueue   []engine.QueueStats `json:"per_queue"`
 	XDPStats   engine.SocketStats  `json:"xdp_stats"`
 	App        map[string]uint64   `json:"app_stats"`
+	watchJSON
 }
 
 func (p *xskPrinter) summary(s engine.Snapshot) {
@@ -432,7 +463,8 @@ func (p *xskPrinter) summary(s engine.Snapshot) {
 		Queues: cfg.Queues, XDPMode: cfg.XDPMode.String(), ZeroCopy: zc, Batch: cfg.Batch, FrameSize: cfg.FrameSize,
 		DurationS: round3(dur), RxPackets: t.RxPackets, RxBytes: t.RxBytes, TxPackets: t.TxPackets, TxBytes: t.TxBytes,
 		HandlerDropped: t.Dropped, Dropped: t.Dropped, TxRingFull: t.TxRingFull, PerQueue: s.Queues, XDPStats: t.XDP,
-		App: map[string]uint64{"rx_wakeups": t.RxWakeups, "tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches, "naps": t.Naps},
+		App:       map[string]uint64{"rx_wakeups": t.RxWakeups, "tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches, "naps": t.Naps},
+		watchJSON: p.watch.summaryJSON(),
 	}
 	if dur > 0 {
 		sum.RxPPS = float64(t.RxPackets) / dur
@@ -458,6 +490,7 @@ func (p *xskPrinter) summary(s engine.Snapshot) {
 	if p.hooks.summaryText != nil {
 		p.hooks.summaryText(p.w)
 	}
+	p.watch.summaryText(p.w)
 }
 
 func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }

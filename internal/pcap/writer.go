@@ -22,6 +22,9 @@
 // path). One goroutine drains the rings, merging them by timestamp, and
 // writes the file; Close flushes it and reports what was written, skipped and
 // discarded, so that every frame offered is accounted for.
+//
+// Tap puts a ring in front of an engine.Handler: what a worker receives
+// is copied into the ring before the handler sees it.
 package pcap
 
 import (

@@ -259,13 +259,13 @@ func (s Snapshot) Reasons() []Reason {
 		}
 	}
 	for _, e := range s.RedirectErrors {
-		sums[[2]string{"xdp_redirect_err", errnoName(e.Errno)}] += e.Frames
+		sums[[2]string{"xdp_redirect_err", ErrnoName(e.Errno)}] += e.Frames
 	}
 	for _, x := range s.BulkTx {
-		sums[[2]string{"xdp_bulk_tx", errnoName(x.Errno)}] += x.Drops
+		sums[[2]string{"xdp_bulk_tx", ErrnoName(x.Errno)}] += x.Drops
 	}
 	for _, x := range s.DevmapXmit {
-		sums[[2]string{"xdp_devmap_xmit", errnoName(x.Errno)}] += x.Drops
+		sums[[2]string{"xdp_devmap_xmit", ErrnoName(x.Errno)}] += x.Drops
 	}
 	for _, c := range s.CPUMapEnqueue {
 		sums[[2]string{"xdp_cpumap_enqueue", ""}] += c.Drops
@@ -295,9 +295,9 @@ func (s Snapshot) Lost() uint64 {
 	return n
 }
 
-// errnoName names an errno ("ENETDOWN"), "" for none, "errno N" for one
+// ErrnoName names an errno ("ENETDOWN"), "" for none, "errno N" for one
 // without a name.
-func errnoName(e syscall.Errno) string {
+func ErrnoName(e syscall.Errno) string {
 	if e == 0 {
 		return ""
 	}

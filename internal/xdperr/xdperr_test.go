@@ -131,8 +131,8 @@ func TestReasons(t *testing.T) {
 
 func TestErrnoName(t *testing.T) {
 	for e, want := range map[int32]string{-int32(unix.ENETDOWN): "ENETDOWN", int32(unix.EMSGSIZE): "EMSGSIZE", 0: "", -4000: "errno 4000"} {
-		if got := errnoName(errno(e)); got != want {
-			t.Errorf("errnoName(errno(%d)) = %q, want %q", e, got, want)
+		if got := ErrnoName(errno(e)); got != want {
+			t.Errorf("ErrnoName(errno(%d)) = %q, want %q", e, got, want)
 		}
 	}
 }

@@ -168,9 +168,9 @@ func (r *asavieRunner) sample() (s sample, err error) {
 	if v, ok := r.e.vethRx(); ok {
 		// As for xsk-drop: veth's rx drops include the socket's.
 		s.reasons["veth_rx_drops"] = v.RxDrops
-		s.includes = map[string]string{"veth_rx_drops": "socket_drops"}
+		s.include("veth_rx_drops", "socket_drops")
 	}
-	return s, nil
+	return s, r.e.traceReasons(&s, true)
 }
 
 func (r *asavieRunner) stop() error {

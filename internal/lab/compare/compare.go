@@ -444,6 +444,14 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		res.Setup.Mode = "interface"
 		res.Setup.FrameSize = 0
 	}
+	if werr := e.watchErrors(); werr != nil {
+		res.Notes = append(res.Notes, fmt.Sprintf("the xdp tracepoints are not counted here (%v): the drops they would explain by errno or action show in veth_rx_drops or as unexplained", werr))
+	} else {
+		defer e.errs.Close()
+		if m := e.errs.Missing(); len(m) > 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("xdp tracepoints not counted on this kernel: %v", m))
+		}
+	}
 	res.Setup.Interface = e.dut
 	res.Setup.Queues = len(e.queues)
 	res.Setup.CPUNote = cpuNote(&cfg)
@@ -464,7 +472,23 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		}
 		res.Rows = append(res.Rows, row)
 	}
+	if traced(res.Rows) {
+		res.Notes = append(res.Notes, "xdp_redirect_err_*, xdp_exception_*, xdp_devmap_xmit_*: losses of the DUT's receiving device by errno or action, "+
+			"from the xdp tracepoints (xdpeng's -e); veth counts a failed redirect or XDP_TX in native mode as an rx drop too, so veth_rx_drops lists only the rest")
+	}
 	return res, nil
+}
+
+// traced reports whether a row has a drop reason from the xdp tracepoints.
+func traced(rows []Row) bool {
+	for _, r := range rows {
+		for k := range r.Reasons {
+			if strings.HasPrefix(k, "xdp_") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func napiText(bed *testbed.Bed) string {

@@ -5,6 +5,7 @@ package compare
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -167,4 +168,35 @@ func TestInterrupted(t *testing.T) {
 		}
 	}
 	checkClean(t, bed)
+}
+
+// TestLostToADeviceThatIsDown redirects into a port that is down: every
+// frame is lost, and the row says why, once: a redirect error ENETDOWN
+// per frame (from the xdp tracepoints), not also a veth rx drop.
+func TestLostToADeviceThatIsDown(t *testing.T) {
+	bed := testbedtest.New(t, 1, 2)
+	err := bed.InDUT(func() error {
+		l, err := netlink.LinkByName(bed.Links[1].DUT)
+		if err != nil {
+			return err
+		}
+		return netlink.LinkSetDown(l)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, bed, 500*time.Millisecond, "xdp-redirect", "xdp-redirect-generic")
+	for _, row := range res.Rows {
+		t.Logf("%s: sent %d received %d reasons %v unexplained %d", row.Path, row.Sent, row.Received, row.Reasons, row.Unexplained)
+		want := map[string]uint64{"xdp_redirect_err_ENETDOWN": row.Sent}
+		if row.Sent == 0 || row.Received != 0 || row.Unexplained != 0 || !maps.Equal(row.Reasons, want) {
+			t.Errorf("%s: sent %d, received %d, reasons %v, unexplained %d; want every frame lost as %v",
+				row.Path, row.Sent, row.Received, row.Reasons, row.Unexplained, want)
+		}
+	}
+	var notes strings.Builder
+	WriteTable(&notes, &res)
+	if !strings.Contains(notes.String(), "xdp_redirect_err_ENETDOWN") || !strings.Contains(notes.String(), "from the xdp tracepoints") {
+		t.Errorf("the table does not explain the loss:\n%s", notes.String())
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -212,7 +213,7 @@ func TestWriters(t *testing.T) {
 // a moment after veth's rx drops, which include it, so the part is larger
 // than the whole. No figure may wrap, in the row or in its JSON.
 func TestSettleRace(t *testing.T) {
-	includes := map[string]string{"veth_rx_drops": "socket_drops"}
+	includes := map[string][]string{"veth_rx_drops": {"socket_drops"}}
 	base := sample{received: 100, reasons: map[string]uint64{"socket_drops": 10, "veth_rx_drops": 10}, includes: includes}
 	for _, tc := range []struct {
 		name      string
@@ -259,6 +260,26 @@ func TestSettleRace(t *testing.T) {
 	row.settle(base, sample{received: 5102, reasons: base.reasons, includes: includes}, &gen.Stats{Sent: 5000})
 	if row.Unexplained != -2 || row.Dropped != 0 {
 		t.Errorf("unexplained %d, dropped %d; want -2 and 0", row.Unexplained, row.Dropped)
+	}
+}
+
+// A redirect error that veth also counted as an rx drop is listed once,
+// by errno, and veth_rx_drops keeps only the rest; the sum still closes.
+func TestSettleRedirectErrorsCountedOnce(t *testing.T) {
+	sm := func(received, vethDrops, enetdown, socket uint64) sample {
+		s := sample{received: received, reasons: map[string]uint64{
+			"socket_drops": socket, "veth_rx_drops": vethDrops, "xdp_redirect_err_ENETDOWN": enetdown}}
+		s.include("veth_rx_drops", "socket_drops")
+		s.include("veth_rx_drops", "xdp_redirect_err_ENETDOWN")
+		return s
+	}
+	row := Row{Copies: 1}
+	// 1000 sent: 900 received, 60 refused by the socket and 30 failed
+	// redirects (both in veth's 100 rx drops), 10 more veth drops.
+	row.settle(sm(0, 0, 0, 0), sm(900, 100, 30, 60), &gen.Stats{Sent: 1000})
+	want := map[string]uint64{"socket_drops": 60, "xdp_redirect_err_ENETDOWN": 30, "veth_rx_drops": 10}
+	if !maps.Equal(row.Reasons, want) || row.Unexplained != 0 || row.Dropped != 100 {
+		t.Errorf("reasons %v, dropped %d, unexplained %d; want %v, 100, 0", row.Reasons, row.Dropped, row.Unexplained, want)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/engine"
@@ -19,6 +20,7 @@ import (
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/netdev"
+	"github.com/xdpeng/xdpeng/internal/xdperr"
 )
 
 // env is where the paths run: a test bed, or an interface of this host.
@@ -31,6 +33,72 @@ type env struct {
 	cpus     []int // the receiver thread of queues[i] runs on cpus[i]
 	dutCPUs  []int
 	genCPUs  []int
+
+	// errs counts the xdp tracepoints (nil where they cannot be), and
+	// netns is the cookie of the DUT's namespace, to pick its device.
+	errs  *xdperr.Watcher
+	netns uint64
+}
+
+// watchErrors starts counting the xdp tracepoints for the rows' drop
+// reasons; it returns why it cannot, and the rows then go without them.
+func (e *env) watchErrors() error {
+	if err := e.inDUT(func() (err error) { e.netns, err = xdperr.NetnsCookie(); return err }); err != nil {
+		return err
+	}
+	w, err := xdperr.Start()
+	if err != nil {
+		return err
+	}
+	e.errs = w
+	return nil
+}
+
+// traceReasons adds to s why the xdp tracepoints say frames of the DUT's
+// receiving device were lost since the watcher started: redirect errors
+// by errno ("xdp_redirect_err_ENETDOWN"), XDP exceptions by action and
+// devmap transmits that failed with an errno. A redirect into an AF_XDP
+// socket that fails is left out: it is one of the socket's drops, which
+// the row has already. In native mode veth counts every failed redirect and
+// failed XDP_TX as one of its rx drops too, so veth_rx_drops then reports
+// only what these do not explain (call it after veth_rx_drops is set).
+// Devmap drops without an errno are the frames the egress veth refused,
+// which egress_xmit_errors counts.
+func (e *env) traceReasons(s *sample, native bool) error {
+	if e.errs == nil {
+		return nil
+	}
+	all, err := e.errs.Read()
+	if err != nil {
+		return err
+	}
+	d := all.ForDevice(e.netns, e.dutIndex)
+	var inVeth []string
+	add := func(k string, n uint64, countedByVeth bool) {
+		if _, seen := s.reasons[k]; !seen && countedByVeth {
+			inVeth = append(inVeth, k)
+		}
+		s.reasons[k] += n
+	}
+	for _, r := range d.RedirectErrors {
+		if r.MapType != ebpf.XSKMap {
+			add("xdp_redirect_err_"+xdperr.ErrnoName(r.Errno), r.Frames, native)
+		}
+	}
+	for _, x := range d.Exceptions {
+		if x.Action != xdperr.Redirect { // a redirect error counts those
+			add("xdp_exception_"+x.Action.String(), x.Frames, native && x.Action == xdperr.TX)
+		}
+	}
+	for _, x := range d.DevmapXmit {
+		if x.Errno != 0 && x.Drops > 0 {
+			add("xdp_devmap_xmit_"+xdperr.ErrnoName(x.Errno), x.Drops, false)
+		}
+	}
+	if _, ok := s.reasons["veth_rx_drops"]; ok && len(inVeth) > 0 {
+		s.include("veth_rx_drops", inVeth...)
+	}
+	return nil
 }
 
 func bedEnv(bed *testbed.Bed, cfg *Config) *env {
@@ -140,10 +208,19 @@ type sample struct {
 	received uint64
 	// reasons are cumulative drop counters by reason.
 	reasons map[string]uint64
-	// includes maps a reason to another one whose frames it counts too
-	// (veth's rx drops include the frames a full socket refused); the row
-	// reports only what the first counts besides the second.
-	includes map[string]string
+	// includes maps a reason to others whose frames it counts too
+	// (veth's rx drops include the frames a full socket refused, and in
+	// native mode every failed redirect); the row reports only what the
+	// first counts besides the others.
+	includes map[string][]string
+}
+
+// include records that reason k counts the frames of inner too.
+func (s *sample) include(k string, inner ...string) {
+	if s.includes == nil {
+		s.includes = map[string][]string{}
+	}
+	s.includes[k] = append(s.includes[k], inner...)
 }
 
 // account returns what happened between two samples of one path: the
@@ -158,9 +235,11 @@ func account(base, final sample) (received uint64, reasons map[string]uint64) {
 	}
 	reasons = make(map[string]uint64, len(d))
 	for k, v := range d {
-		if inner, ok := final.includes[k]; ok {
-			v = counter.Sub(v, d[inner])
+		var in uint64
+		for _, inner := range final.includes[k] {
+			in += d[inner]
 		}
+		v = counter.Sub(v, in)
 		if v != 0 {
 			reasons[k] = v
 		}

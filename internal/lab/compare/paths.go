@@ -189,7 +189,7 @@ func (r *kernRunner) sample() (s sample, err error) {
 	if v, ok := r.e.vethRx(); ok {
 		s.reasons["veth_rx_drops"] = v.RxDrops
 	}
-	return s, nil
+	return s, r.e.traceReasons(&s, r.hook == kern.XDP)
 }
 
 func (r *kernRunner) stop() error {
@@ -298,9 +298,9 @@ func (r *xskRunner) sample() (s sample, err error) {
 		// veth counts a redirect to a full socket in its rx drops too:
 		// the row keeps only the rest so that nothing is counted twice.
 		s.reasons["veth_rx_drops"] = v.RxDrops
-		s.includes = map[string]string{"veth_rx_drops": "socket_drops"}
+		s.include("veth_rx_drops", "socket_drops")
 	}
-	return s, nil
+	return s, r.e.traceReasons(&s, true)
 }
 
 func (r *xskRunner) stop() error {
