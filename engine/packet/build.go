@@ -16,7 +16,7 @@ type UDPConfig struct {
 	SrcIP, DstIP     netip.Addr // both IPv4 or both IPv6
 	SrcPort, DstPort uint16
 	VLAN             uint16 // 802.1Q VLAN ID 1..4094; 0 = untagged
-	// Size is the frame length without FCS, MinFrameSize..MaxFrameSize
+	// Size is the frame length without FCS, MinFrameSize..MaxJumboFrameSize
 	// (+VLANTagLen when tagged), and at least the headers' length.
 	Size int
 	Fill byte // every payload byte
@@ -37,12 +37,13 @@ func (c *UDPConfig) L4Offset() int {
 	return off
 }
 
-// MaxSize is the largest valid Size for c: MaxFrameSize, plus a VLAN tag.
+// MaxSize is the largest valid Size for c: MaxJumboFrameSize, plus a VLAN
+// tag.
 func (c *UDPConfig) MaxSize() int {
 	if c.VLAN != 0 {
-		return MaxFrameSize + VLANTagLen
+		return MaxJumboFrameSize + VLANTagLen
 	}
-	return MaxFrameSize
+	return MaxJumboFrameSize
 }
 
 // FieldError reports an invalid UDPConfig field. Msg names the field and

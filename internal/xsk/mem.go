@@ -32,7 +32,7 @@ func NewMemSocket(u *Umem, cfg SocketConfig) (*Socket, error) {
 	}
 	s.setup()
 	k := &MemKernel{s: s, fill: s.Fill.ring, comp: s.Completion.ring, rx: s.Rx.ring, tx: s.Tx.ring,
-		multiBuffer: cfg.MultiBuffer}
+		multiBuffer: cfg.MultiBuffer, frameSize: u.frameSize, offShift: u.offShift}
 	// The kernel's views share the rings' memory, with their own cursors.
 	k.fill.cachedProd, k.fill.cachedCons = 0, 0
 	k.comp.cachedProd, k.comp.cachedCons = 0, 0
@@ -69,35 +69,34 @@ type MemKernel struct {
 	// benchmarks that prepare the frames at the start of each buffer.
 	Headroom uint32
 
-	multiBuffer          bool // the socket was bound with XDP_USE_SG
 	s                    *Socket
 	fill, comp, rx, tx   ring
 	fillAddrs, compAddrs []uint64
 	rxDescs, txDescs     []Desc
+	multiBuffer          bool   // the socket was bound with XDP_USE_SG
+	frameSize            uint32 // of the UMEM
+	offShift             uint   // of the UMEM: where an address keeps its offset
 }
 
 // Receive delivers up to n frames of length bytes into the rx ring, taking
 // buffers from the fill ring, and returns how many it delivered. Frames that
 // find no buffer or no room are counted as a kernel would count them, and
-// the caller's payload (if any) is copied into each frame. A frame longer
-// than a buffer holds after Headroom is split over several buffers, as
-// many descriptors with XDP_PKT_CONTD on all but the last, on a socket
-// bound for multi-buffer (all of them delivered or none); on another
-// socket it is dropped (RxDropped), as the kernel drops it.
+// the caller's payload (if any) is copied into each frame. Each frame must
+// fit in one buffer after Headroom (Fits); ReceiveLong takes the others.
 func (k *MemKernel) Receive(n int, length uint32, payload []byte) int {
-	if room := k.s.umem.frameSize - k.Headroom; length > room {
-		return k.receiveSegments(n, length, room, payload)
-	}
 	fidx, got := k.fill.peek(uint32(n))
 	ridx, room := k.rx.reserve(got)
+	// A descriptor's address is the buffer's and the offset, in the
+	// UMEM's mode.
+	off := uint64(k.Headroom) << k.offShift
 	for i := uint32(0); i < room; i++ {
-		base := k.fillAddrs[(fidx+i)&k.fill.mask]
+		addr := k.fillAddrs[(fidx+i)&k.fill.mask]
 		if payload != nil {
-			a := base + uint64(k.Headroom)
+			a := addr + uint64(k.Headroom)
 			copy(k.s.umem.area.mem[a:a+uint64(length)], payload)
 		}
 		d := &k.rxDescs[(ridx+i)&k.rx.mask]
-		d.Addr, d.Len, d.Options = k.s.umem.Addr(base, k.Headroom), length, 0
+		d.Addr, d.Len, d.Options = addr+off, length, 0
 	}
 	// Buffers taken from the fill ring but without room in rx are put back
 	// by consuming fewer: only room entries leave the fill ring.
@@ -120,10 +119,21 @@ func (k *MemKernel) Receive(n int, length uint32, payload []byte) int {
 	return int(room)
 }
 
-// receiveSegments is Receive for frames longer than a buffer: each one
-// takes segs buffers and segs rx slots, or is dropped whole and counted
-// once, as __xsk_rcv in net/xdp/xsk.c does.
-func (k *MemKernel) receiveSegments(n int, length, room uint32, payload []byte) int {
+// Fits reports whether a frame of length bytes fits in one buffer after
+// Headroom.
+func (k *MemKernel) Fits(length uint32) bool { return length+k.Headroom <= k.frameSize }
+
+// ReceiveLong is Receive for frames of any length. A frame longer than a
+// buffer holds after Headroom is split over several buffers, as many
+// descriptors with PacketContinues on all but the last, on a socket bound
+// for multi-buffer (all of them delivered or none, counted once when
+// dropped, as __xsk_rcv in net/xdp/xsk.c does); on another socket it is
+// dropped (RxDropped), as the kernel drops it.
+func (k *MemKernel) ReceiveLong(n int, length uint32, payload []byte) int {
+	if k.Fits(length) {
+		return k.Receive(n, length, payload)
+	}
+	room := k.frameSize - k.Headroom
 	if !k.multiBuffer {
 		k.Stats.RxDropped += uint64(n)
 		return 0

@@ -220,6 +220,10 @@ func (u *Umem) Frame(addr uint64, length uint32) []byte {
 // recycled by base. It is one AND in either mode.
 func (u *Umem) FrameBase(addr uint64) uint64 { return addr & u.baseMask }
 
+// BaseMask is what FrameBase ANDs an address with, for loops that keep it
+// in a register.
+func (u *Umem) BaseMask() uint64 { return u.baseMask }
+
 // DataAddr returns where the data of descriptor address addr starts in the
 // UMEM: addr itself in aligned mode; the buffer address in the lower 48
 // bits plus the offset in the upper 16 in unaligned mode. The same sum

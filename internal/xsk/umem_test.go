@@ -123,7 +123,7 @@ func TestMemKernelSplitsLongFrames(t *testing.T) {
 		for i := range payload {
 			payload[i] = byte(i * 7)
 		}
-		if n := s.kernel.Receive(2, 5000, payload); n != 2 {
+		if n := s.kernel.ReceiveLong(2, 5000, payload); n != 2 {
 			t.Fatalf("delivered %d of 2 frames of 5000 bytes", n)
 		}
 		idx, got := s.Rx.Peek(16)
@@ -154,13 +154,13 @@ func TestMemKernelSplitsLongFrames(t *testing.T) {
 // rx slots for all of its segments.
 func TestMemKernelMultiBufferDrops(t *testing.T) {
 	s := newMBSocket(t, 2048, false, false)
-	if n := s.kernel.Receive(3, 2000, nil); n != 0 || s.kernel.Stats.RxDropped != 3 {
+	if n := s.kernel.ReceiveLong(3, 2000, nil); n != 0 || s.kernel.Stats.RxDropped != 3 {
 		t.Fatalf("without multi-buffer: delivered %d, stats %+v; want 0 and 3 dropped", n, s.kernel.Stats)
 	}
 	s = newMBSocket(t, 2048, true, false)
 	// 16 buffers in the fill ring, 16 rx slots: five frames of 3 segments
 	// fit, the sixth finds one buffer.
-	if n := s.kernel.Receive(6, 5000, nil); n != 5 {
+	if n := s.kernel.ReceiveLong(6, 5000, nil); n != 5 {
 		t.Fatalf("delivered %d, want 5", n)
 	}
 	if st := s.kernel.Stats; st.RxDropped != 1 || st.RxFillRingEmptyDescs != 1 || st.RxRingFull != 0 {
@@ -171,7 +171,7 @@ func TestMemKernelMultiBufferDrops(t *testing.T) {
 	}
 	// Refill: the rx ring has one slot left, which a frame of 3 cannot use.
 	s.Refill()
-	if n := s.kernel.Receive(1, 5000, nil); n != 0 || s.kernel.Stats.RxRingFull != 1 {
+	if n := s.kernel.ReceiveLong(1, 5000, nil); n != 0 || s.kernel.Stats.RxRingFull != 1 {
 		t.Fatalf("delivered %d into a nearly full rx ring, stats %+v", n, s.kernel.Stats)
 	}
 	// A one-segment frame still fits.
