@@ -80,10 +80,10 @@ func New(cfg Config) (_ *Engine, err error) {
 	if err := dev.CheckQueues(cfg.Queues); err != nil {
 		return nil, err
 	}
-	if err := checkMTU(info, &cfg); err != nil {
+	if err := checkMultiBuffer(info, &cfg); err != nil {
 		return nil, err
 	}
-	if err := checkMultiBuffer(info, &cfg); err != nil {
+	if err := checkMTU(info, &cfg); err != nil {
 		return nil, err
 	}
 	outs, err := lookupOutputs(&cfg, info)
