@@ -50,8 +50,8 @@ const (
 	// normal pages, which the kernel may merge into transparent huge
 	// pages.
 	HugePagesAuto HugePageMode = iota
-	// HugePagesOn requires huge pages: New fails with ErrNoHugePages when
-	// the pool has too few free.
+	// HugePagesOn requires huge pages, aligned or unaligned: New fails with
+	// ErrNoHugePages when the pool has too few free.
 	HugePagesOn
 	// HugePagesOff keeps the UMEMs in normal pages.
 	HugePagesOff

@@ -148,13 +148,23 @@ type HugePagesError struct {
 	// (and not promised to another mapping), Total its size, and PageSize
 	// the size of one huge page in bytes (0: the kernel has none).
 	Need, Free, Total, PageSize int
-	err                         error
+	cause                       error // the failed mmap, if it came to one
 }
 
-func (e *HugePagesError) Error() string { return e.err.Error() }
+func (e *HugePagesError) Error() string {
+	if e.PageSize == 0 {
+		return "the UMEMs should be in huge pages, and this kernel has none (no Hugepagesize in /proc/meminfo)"
+	}
+	s := fmt.Sprintf("the UMEMs need %d huge pages of %d kB and the pool has %d free of %d (HugePages_Free, HugePages_Total in /proc/meminfo)",
+		e.Need, e.PageSize>>10, e.Free, e.Total)
+	if e.cause != nil {
+		s += fmt.Sprintf(" (%v)", e.cause)
+	}
+	return s + fmt.Sprintf("; reserve more with: echo %d > /proc/sys/vm/nr_hugepages", e.Total+e.Need-e.Free)
+}
 
-// Unwrap returns the underlying error.
-func (e *HugePagesError) Unwrap() error { return e.err }
+// Unwrap returns the failure underneath, if any.
+func (e *HugePagesError) Unwrap() error { return e.cause }
 
 // Is makes errors.Is(err, ErrNoHugePages) true.
 func (e *HugePagesError) Is(target error) bool { return target == ErrNoHugePages }

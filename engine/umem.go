@@ -55,8 +55,7 @@ func choosePages(mode HugePageMode, unaligned bool, sizes []int) (umemPages, err
 	short := hp.Size == 0 || hp.Available() < need
 	switch {
 	case short && mode == HugePagesOn:
-		xe := &xsk.HugePagesError{Need: need, Pages: hp}
-		return umemPages{}, &HugePagesError{Need: need, Free: hp.Available(), Total: hp.Total, PageSize: hp.Size, err: xe}
+		return umemPages{}, &HugePagesError{Need: need, Free: hp.Available(), Total: hp.Total, PageSize: hp.Size}
 	case hp.Size == 0:
 		return umemPages{note: "this kernel has no huge pages: the UMEMs are in normal pages"}, nil
 	case short:
@@ -82,7 +81,7 @@ func (c *core) newUmem(uc xsk.UmemConfig) (*xsk.Umem, error) {
 	if err != nil {
 		var he *xsk.HugePagesError
 		if errors.As(err, &he) {
-			return nil, &HugePagesError{Need: he.Need, Free: he.Pages.Available(), Total: he.Pages.Total, PageSize: he.Pages.Size, err: err}
+			return nil, &HugePagesError{Need: he.Need, Free: he.Pages.Available(), Total: he.Pages.Total, PageSize: he.Pages.Size, cause: he.Err}
 		}
 		return nil, err
 	}

@@ -46,10 +46,17 @@ worker in small bursts. A run needs --count or --duration. Addresses are from
 the neighbour entry of --dst-ip.
 
 tx counts are completions: frames the kernel has finished with. On a veth they
-arrive only if the peer has an XDP program attached or GRO on.`,
+arrive only if the peer has an XDP program attached or GRO on.
+
+Jumbo frames: with -F (multi-buffer) a frame longer than a UMEM frame goes out
+as several descriptors, each frame in consecutive UMEM frames (up to 18), so
+--size may go up to the device's MTU + 14 (on a test bed: testbed up --mtu
+9000, then --size 9014). gen's live frames stop at a page (3408 bytes here):
+txonly -F is what sends jumbo frames.`,
 		Example: `  xdpeng txonly -i dut0 --count 1000000
   xdpeng txonly -i dut0 -d 5s --rate 500000 --ports 16 --size 128 --json
-  ip netns exec xdpeng-dut xdpeng txonly -i dut0 -q 0 --count 100 -c`,
+  ip netns exec xdpeng-dut xdpeng txonly -i dut0 -q 0 --count 100 -c
+  ip netns exec xdpeng-gen xdpeng txonly -i gen0 -F --size 9014 --count 100000   # a bed of MTU 9000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTxOnly(cmd, f) },
 	}
@@ -60,7 +67,7 @@ arrive only if the peer has an XDP program attached or GRO on.`,
 	fs.Lookup("queues").Usage = "tx queues to bind, e.g. 0, 0-3 (default: all of the device's)"
 	fs.Lookup("ring-size").Usage = "size of the tx and completion rings (power of two)"
 	fs.Lookup("frames").Usage = "UMEM frames per socket (default: tx ring + completion ring sizes, rounded up to a multiple of --ports)"
-	fs.IntVar(&f.size, "size", 64, fmt.Sprintf("frame size in bytes without FCS, %d..%d", packet.MinFrameSize, packet.MaxFrameSize))
+	fs.IntVar(&f.size, "size", 64, fmt.Sprintf("frame size in bytes without FCS, %d..%d, up to the MTU + 14 with -F", packet.MinFrameSize, packet.MaxFrameSize))
 	fs.Uint64Var(&f.count, "count", 0, "frames to send in total, split exactly over the queues")
 	fs.Uint64Var(&f.rate, "rate", 0, "upper bound in frames per second over all queues (default: as fast as possible)")
 	fs.IntVar(&f.ports, "ports", 1, "cycle the UDP destination port over this many values from --dst-port")
@@ -88,6 +95,7 @@ var txOnlyIgnores = []struct{ flag, why string }{
 	{"fill-size", "its sockets have no fill ring of their own to size"},
 	{"rx-size", "its sockets have no rx ring"},
 	{"shared-umem", "each queue's socket has a UMEM of its own, holding that queue's frames"},
+	{"headroom", "it receives nothing, and the UMEM headroom is what the kernel leaves in front of received frames"},
 }
 
 func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
@@ -105,6 +113,9 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	cfg, err := f.config()
 	if err != nil {
 		return err
+	}
+	if f.size > int(cfg.FrameSize) && !cfg.MultiBuffer {
+		return fmt.Errorf("--size %d is larger than a UMEM frame (--frame-size %d): add -F to send each frame over several (multi-buffer)", f.size, cfg.FrameSize)
 	}
 	frame := packet.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort, VLAN: f.vlan, Size: f.size, Fill: f.fill}
 	addrs := addrFlags{srcIP: f.srcIP, dstIP: f.dstIP, srcMAC: f.srcMAC, dstMAC: f.dstMAC}
@@ -130,9 +141,13 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 		FrameSize: cfg.FrameSize, NumFrames: cfg.NumFrames, CompletionSize: cfg.CompletionSize, TxSize: cfg.TxSize,
 		BindMode: cfg.BindMode, NeedWakeup: cfg.NeedWakeup, Wait: cfg.Wait,
 		BusyPollUsecs: cfg.BusyPollUsecs, BusyPollBudget: cfg.BusyPollBudget, PollTimeout: cfg.PollTimeout,
+		Unaligned: cfg.Unaligned, HugePages: cfg.HugePages, MultiBuffer: cfg.MultiBuffer,
 		Frames: frames, Count: f.count, Rate: f.rate,
 	}
 	if err := gcfg.Validate(); err != nil {
+		if cfg.MultiBuffer {
+			return fmt.Errorf("--size %d: %w", f.size, err)
+		}
 		return err
 	}
 	g, err := engine.NewGenerator(gcfg)
@@ -146,13 +161,14 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 			info.Name, info.Driver, queuesOnCPUs(g.Config().Queues, g.Config().CPUs), bindModeName(g.ZeroCopy()), cfg.Batch,
 			frame.Size, frame.SrcIP, frame.SrcPort, frame.DstIP, frame.DstPort, frame.DstMAC, f.ports,
 			orUnbounded(f.count), orUnbounded(f.rate), cfg.NeedWakeup)
+		fmt.Fprint(p.w, umemLine(g.Umem()))
 	}
 	last, runErr := runEngine(g, &f.xskFlags, p)
 	dur := last.Time.Sub(g.Started()).Seconds()
 	t := last.Total()
 	sum := txOnlySummary{
 		Type: "summary", Mode: "txonly", Interface: info.Name, Driver: info.Driver, Queues: g.Config().Queues,
-		ZeroCopy: g.ZeroCopy(), Batch: cfg.Batch, Size: frame.Size, Ports: f.ports,
+		ZeroCopy: g.ZeroCopy(), Batch: cfg.Batch, Size: frame.Size, Ports: f.ports, Umem: umemSummary(g.Umem()),
 		Count: f.count, Rate: f.rate, DurationS: round3(dur), TxPackets: t.TxPackets, TxBytes: t.TxBytes,
 		PerQueue: last.Queues, XDPStats: t.XDP,
 		App: map[string]uint64{"tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches},
@@ -186,6 +202,7 @@ type txOnlySummary struct {
 	Batch     int                 `json:"batch"`
 	Size      int                 `json:"size"`
 	Ports     int                 `json:"ports"`
+	Umem      umemJSON            `json:"umem"`
 	Count     uint64              `json:"count"`
 	Rate      uint64              `json:"rate"`
 	DurationS float64             `json:"duration_s"`
