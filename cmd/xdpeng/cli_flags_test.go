@@ -123,6 +123,8 @@ func TestCLIFlagErrors(t *testing.T) {
 			want: []string{"both dut0", "l2fwd"}},
 		{name: "fwd without -o", args: []string{"fwd", "-i", "dut0", "-d", "1s"},
 			want: []string{"no output interface given: use -o DEV"}},
+		{name: "testbed MTU", args: []string{"testbed", "up", "--name", "x", "--mtu", "70000"},
+			want: []string{"--mtu 70000: use 68-65535 (9000 for jumbo frames)"}},
 		{name: "compare bogus path", args: []string{"compare", "-i", "dut0", "--paths", "bogus", "--duration", "1s"},
 			want: []string{"bogus"}},
 	}
