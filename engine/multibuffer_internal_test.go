@@ -178,9 +178,16 @@ func TestForwardMBCopy(t *testing.T) {
 // memMBTxWorker is a multi-buffer generator worker on an in-memory socket.
 func memMBTxWorker(t testing.TB, frames [][]byte, count uint64, frameSize uint32) (*worker, *xsk.MemKernel) {
 	t.Helper()
+	return memGenWorker(t, frames, count, frameSize, true, false)
+}
+
+// memGenWorker is a generator worker on an in-memory socket, with or
+// without multi-buffer, aligned or not.
+func memGenWorker(t testing.TB, frames [][]byte, count uint64, frameSize uint32, multiBuffer, unaligned bool) (*worker, *xsk.MemKernel) {
+	t.Helper()
 	cfg := DefaultGeneratorConfig()
 	cfg.Interface = "mem0"
-	cfg.Frames, cfg.Count, cfg.FrameSize, cfg.MultiBuffer = frames, count, frameSize, true
+	cfg.Frames, cfg.Count, cfg.FrameSize, cfg.MultiBuffer, cfg.Unaligned = frames, count, frameSize, multiBuffer, unaligned
 	cfg.Queues = []int{0}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -193,7 +200,7 @@ func memMBTxWorker(t testing.TB, frames [][]byte, count uint64, frameSize uint32
 	}
 	writeTxFrames(u, cfg.Frames, n, cfg.segments())
 	s, err := xsk.NewMemSocket(u, xsk.SocketConfig{FillSize: outFillSize, CompletionSize: cfg.CompletionSize, TxSize: cfg.TxSize,
-		FirstFrame: n, NumFrames: outFrames, MultiBuffer: true})
+		FirstFrame: n, NumFrames: outFrames, MultiBuffer: multiBuffer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,5 +288,45 @@ func TestGeneratorConfigMultiBuffer(t *testing.T) {
 	c.Frames = [][]byte{make([]byte, 18*2048+1)}
 	if err := c.Validate(); err == nil {
 		t.Error("a frame of 19 UMEM frames accepted")
+	}
+}
+
+// TestTxOnlyUnaligned runs the generator on an unaligned UMEM, one buffer
+// per frame and several: what the kernel transmits is the frames, whole.
+func TestTxOnlyUnaligned(t *testing.T) {
+	for _, size := range []int{64, 9000} {
+		frames, err := packet.UDPVariants(testUDP(size), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, k := memGenWorker(t, frames, 1001, 4096, size > 4096, true)
+		if !w.umem.Unaligned() {
+			t.Fatal("the UMEM is aligned")
+		}
+		var got []byte
+		n := 0
+		for w.tx.left > 0 || w.txOutstanding > 0 {
+			if size > 4096 {
+				w.txBatchMB(time.Time{})
+			} else {
+				w.txBatch(time.Time{})
+			}
+			before := k.Transmitted
+			k.Transmit(64)
+			for i := before; i < k.Transmitted; i++ {
+				d := k.TxDesc(uint32(i))
+				got = append(got, w.umem.Frame(d.Addr, d.Len)...)
+				if d.Options&xsk.PacketContinues == 0 {
+					if !bytes.Equal(got, frames[n%2]) {
+						t.Fatalf("%d-byte frames: frame %d went out as %d bytes that differ", size, n, len(got))
+					}
+					got, n = nil, n+1
+				}
+			}
+			w.txComplete()
+		}
+		if n != 1001 || w.c.txPackets != 1001 || w.c.txBytes != 1001*uint64(size) {
+			t.Errorf("%d-byte frames: %d sent, counted %d frames and %d bytes", size, n, w.c.txPackets, w.c.txBytes)
+		}
 	}
 }
