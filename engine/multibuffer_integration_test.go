@@ -332,3 +332,65 @@ func TestMultiBufferRefused(t *testing.T) {
 	r := start(t, bed, cfg)
 	r.stop()
 }
+
+// TestFwdMultiBufferJumbo is fwd -F: 9000-byte frames into dut0 come out of
+// dut1 whole, with the new destination MAC, through a shared UMEM and
+// copied into one of the output's own.
+func TestFwdMultiBufferJumbo(t *testing.T) {
+	for _, copyOut := range []bool{false, true} {
+		t.Run(fmt.Sprintf("copy=%v", copyOut), func(t *testing.T) {
+			bed := testbedtest.NewConfig(t, testbed.Config{Links: 2, MTU: 9000})
+			in, out := bed.Links[0], bed.Links[1]
+			const count, size = 5_000, 9014
+			frame := make([]byte, size)
+			c := genToDUT(in, size)
+			c.Fill = 0x3c
+			if _, err := packet.BuildUDP(frame, c); err != nil {
+				t.Fatal(err)
+			}
+			want := append([]byte(nil), frame...)
+			copy(want, out.GenMAC)
+			ps := openPacketSocket(t, bed, 1)
+			capt := ps.capture()
+			cfg := rxdropConfig(bed)
+			cfg.MultiBuffer, cfg.FrameSize = true, 4096
+			cfg.Outputs = []engine.Output{{Interface: out.DUT, Copy: copyOut}}
+			cfg.Handler = func(int) engine.Handler { return &handler.Forward{Port: engine.OutputPort(0), DstMAC: out.GenMAC} }
+			r := start(t, bed, cfg)
+			if o := r.eng.Outputs(); o[0].Copy != copyOut {
+				t.Fatalf("output %+v, want copy %v", o[0], copyOut)
+			}
+			sent, vethDrops := txJumbo(t, bed, [][]byte{frame}, count, 50_000, 4096)
+			if sent.TxPackets != count {
+				t.Fatalf("the generator sent %d frames, want %d", sent.TxPackets, count)
+			}
+			tot := r.finish(count - vethDrops).Total()
+			capt.waitFor(int(tot.TxPackets))
+			got, drops := capt.stop(t)
+			outStats, err := r.eng.OutputStats(engine.OutputPort(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("sent %d: rx %d, forwarded %d (%d bytes), tx ring full %d, socket drops %d, veth drops %d, out xdp %+v; captured %d",
+				count, tot.RxPackets, tot.TxPackets, tot.TxBytes, tot.TxRingFull, tot.XDP.Drops(), vethDrops, outStats, len(got))
+			if tot.RxPackets+tot.XDP.Drops()+vethDrops != count || tot.RxPackets != tot.TxPackets+tot.TxRingFull+tot.Dropped {
+				t.Errorf("sent %d, rx %d + socket drops %d + veth drops %d; rx != forwarded %d + tx ring full %d + dropped %d",
+					count, tot.RxPackets, tot.XDP.Drops(), vethDrops, tot.TxPackets, tot.TxRingFull, tot.Dropped)
+			}
+			if tot.TxRingFull == 0 && tot.TxBytes != tot.TxPackets*size {
+				t.Errorf("forwarded %d bytes in %d frames", tot.TxBytes, tot.TxPackets)
+			}
+			if outStats.TxInvalidDescs != 0 || tot.XDP.RxInvalidDescs != 0 {
+				t.Errorf("invalid descriptors: in %+v, out %+v", tot.XDP, outStats)
+			}
+			if drops != 0 || uint64(len(got)) != tot.TxPackets || tot.TxPackets == 0 {
+				t.Errorf("captured %d frames on %s (capture drops %d), the engine forwarded %d", len(got), out.Gen, drops, tot.TxPackets)
+			}
+			for i, f := range got {
+				if !bytes.Equal(f, want) {
+					t.Fatalf("frame %d came out of %s as %d bytes that differ", i, out.DUT, len(f))
+				}
+			}
+		})
+	}
+}
