@@ -394,3 +394,42 @@ func TestFwdMultiBufferJumbo(t *testing.T) {
 		})
 	}
 }
+
+// TestL2FwdUnaligned is l2fwd on an unaligned UMEM with a UMEM headroom:
+// frames go back out of the descriptor addresses they came in with (the
+// offset in the upper bits), byte for byte with their MACs swapped.
+func TestL2FwdUnaligned(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	l := bed.Links[0]
+	const count = 20_000
+	frame := genToDUT(l, 128)
+	frame.Fill = 0x77
+	want := make([]byte, frame.Size)
+	if _, err := packet.BuildUDP(want, frame); err != nil {
+		t.Fatal(err)
+	}
+	packet.SwapMACs(want)
+	ps := openPacketSocket(t, bed, 0)
+	capt := ps.capture()
+	cfg := rxdropConfig(bed)
+	cfg.Unaligned, cfg.FrameHeadroom, cfg.HugePages = true, 256, engine.HugePagesOff
+	cfg.Handler = func(int) engine.Handler { return handler.L2Fwd{} }
+	r := start(t, bed, cfg)
+	st := send(t, bed, 0, gen.Config{Frame: frame, Count: count, Rate: 100_000, Threads: 1})
+	tot := r.finish(st.Sent).Total()
+	capt.waitFor(int(tot.TxPackets))
+	got, drops := capt.stop(t)
+	t.Logf("sent %d: rx %d, tx %d, tx ring full %d, socket drops %d (%+v); captured %d", st.Sent, tot.RxPackets, tot.TxPackets, tot.TxRingFull, tot.XDP.Drops(), tot.XDP, len(got))
+	if tot.RxPackets+tot.XDP.Drops()+st.Errors != st.Sent || tot.RxPackets != tot.TxPackets+tot.TxRingFull+tot.Dropped {
+		t.Errorf("sent %d, rx %d + socket drops %d + xmit errors %d; rx != tx %d + tx ring full %d + dropped %d",
+			st.Sent, tot.RxPackets, tot.XDP.Drops(), st.Errors, tot.TxPackets, tot.TxRingFull, tot.Dropped)
+	}
+	if tot.XDP.TxInvalidDescs != 0 || tot.XDP.RxInvalidDescs != 0 || drops != 0 || uint64(len(got)) != tot.TxPackets || tot.TxPackets == 0 {
+		t.Errorf("xdp stats %+v, captured %d (drops %d) of %d sent back", tot.XDP, len(got), drops, tot.TxPackets)
+	}
+	for i, f := range got {
+		if !bytes.Equal(f, want) {
+			t.Fatalf("frame %d came back as\n% x\nwant\n% x", i, f, want)
+		}
+	}
+}
