@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 )
 
 // XskOptions are the load-time choices of the AF_XDP steering program.
@@ -16,6 +17,12 @@ type XskOptions struct {
 	// UDPPort, if not zero, sends only UDP frames to this destination port
 	// to the sockets; everything else goes to the stack.
 	UDPPort uint16
+	// Frags loads the program as multi-buffer aware (BPF_F_XDP_HAS_FRAGS,
+	// what an "xdp.frags" section does): the driver then hands it frames
+	// larger than a page, in fragments, and the sockets get them as several
+	// descriptors. Its filter reads only the first fragment, which holds
+	// the headers.
+	Frags bool
 }
 
 // XskRedirect is the loaded steering program of xsk_redirect.c: each rx
@@ -44,6 +51,9 @@ func NewXskRedirect(opts XskOptions) (*XskRedirect, error) {
 	}
 	if err := spec.Variables[XskRedirectVarFilterUdpPort].Set(opts.UDPPort); err != nil {
 		return nil, fmt.Errorf("load xsk_redirect: set UDP port: %w", err)
+	}
+	if opts.Frags {
+		spec.Programs[XskRedirectProgXskRedirect].Flags |= unix.BPF_F_XDP_HAS_FRAGS
 	}
 	var objs XskRedirectObjects
 	if err := spec.LoadAndAssign(&objs, nil); err != nil {

@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/xdpeng/xdpeng/internal/xsk"
+import (
+	"fmt"
+
+	"github.com/xdpeng/xdpeng/internal/xsk"
+)
 
 // Verdict is what happens to a frame after the handler.
 type Verdict uint8
@@ -42,20 +46,38 @@ func OutputPort(i int) Port { return Port(i + 1) }
 // frame, and gives each a verdict; frames it leaves alone are dropped. A
 // Batch is only valid during the Handle call: the frames go back to the
 // kernel when it returns.
+//
+// With Config.MultiBuffer a frame longer than a UMEM frame holds arrives in
+// several segments, each in a UMEM frame of its own. The batch always holds
+// whole frames: Len counts frames, not segments, and a verdict applies to
+// all of a frame's segments. Frame(i) is the first segment, which holds the
+// headers (at least the first UMEM frame's worth of the frame); Segments(i)
+// says how many there are and Segment(i, j) returns each, PacketLen(i) is
+// the length of them all and AppendPacket copies them out in one piece.
+// Without multi-buffer every frame has one segment and Frame(i) is all of
+// it.
 type Batch struct {
 	// Queue is the rx queue the frames arrived on.
 	Queue int
 
 	n        int
-	addrs    []uint64
-	lens     []uint32
+	addrs    []uint64 // descriptor address of each frame's first segment
+	lens     []uint32 // length of each frame's first segment
 	verdicts []Verdict
 	ports    []Port
 	umem     *xsk.Umem
+
+	// With multi-buffer, frame i's further segments are
+	// segAddrs[segStart[i]:segStart[i+1]] (and segLens); nil without.
+	segStart []uint32
+	segAddrs []uint64
+	segLens  []uint32
 }
 
-func newBatch(queue, size int, umem *xsk.Umem) Batch {
-	return Batch{
+// newBatch makes a batch of up to size frames; with multiBuffer, of up to
+// maxSegs further segments in all.
+func newBatch(queue, size int, umem *xsk.Umem, multiBuffer bool, maxSegs int) Batch {
+	b := Batch{
 		Queue:    queue,
 		addrs:    make([]uint64, size),
 		lens:     make([]uint32, size),
@@ -63,52 +85,122 @@ func newBatch(queue, size int, umem *xsk.Umem) Batch {
 		ports:    make([]Port, size),
 		umem:     umem,
 	}
+	if multiBuffer {
+		b.segStart = make([]uint32, size+1)
+		b.segAddrs = make([]uint64, maxSegs)
+		b.segLens = make([]uint32, maxSegs)
+	}
+	return b
 }
 
 // Len is the number of frames in the batch.
 func (b *Batch) Len() int { return b.n }
 
-// Frame returns frame i's bytes, in place in the UMEM: writes change what is
-// transmitted or forwarded.
+// Frame returns frame i's bytes (its first segment, with multi-buffer), in
+// place in the UMEM: writes change what is transmitted or forwarded.
 func (b *Batch) Frame(i int) []byte { return b.umem.Frame(b.addrs[i], b.lens[i]) }
 
-// Headroom is how many bytes frame i may grow at the front (AdjustHead with
-// a negative delta): the kernel leaves 256 in front of every received frame.
-func (b *Batch) Headroom(i int) int {
-	return int(b.addrs[i] - b.umem.FrameBase(b.addrs[i]))
+// Segments is the number of segments frame i arrived in: 1, unless
+// Config.MultiBuffer is set and the frame is longer than a UMEM frame holds.
+func (b *Batch) Segments(i int) int {
+	if b.segStart == nil {
+		return 1
+	}
+	return 1 + int(b.segStart[i+1]-b.segStart[i])
 }
 
-// Tailroom is how many bytes frame i may grow at the end (SetLen).
+// Segment returns segment j of frame i in place in the UMEM, 0 <=
+// j < Segments(i); Segment(i, 0) is Frame(i).
+func (b *Batch) Segment(i, j int) []byte {
+	if j == 0 {
+		return b.Frame(i)
+	}
+	k := int(b.segStart[i]) + j - 1
+	if j < 0 || k >= int(b.segStart[i+1]) {
+		panic(fmt.Sprintf("engine: segment %d of frame %d, which has %d", j, i, b.Segments(i)))
+	}
+	return b.umem.Frame(b.segAddrs[k], b.segLens[k])
+}
+
+// PacketLen is the length of frame i, all of its segments.
+func (b *Batch) PacketLen(i int) int {
+	n := int(b.lens[i])
+	if b.segStart != nil {
+		for _, l := range b.segLens[b.segStart[i]:b.segStart[i+1]] {
+			n += int(l)
+		}
+	}
+	return n
+}
+
+// AppendPacket appends frame i, all of its segments, to dst and returns
+// the extended slice.
+func (b *Batch) AppendPacket(dst []byte, i int) []byte {
+	for j := range b.Segments(i) {
+		dst = append(dst, b.Segment(i, j)...)
+	}
+	return dst
+}
+
+// last returns the descriptor address and length of frame i's last
+// segment, and the length of the segments before it.
+func (b *Batch) last(i int) (addr uint64, length uint32, before int) {
+	if b.segStart == nil || b.segStart[i] == b.segStart[i+1] {
+		return b.addrs[i], b.lens[i], 0
+	}
+	k := b.segStart[i+1] - 1
+	return b.segAddrs[k], b.segLens[k], b.PacketLen(i) - int(b.segLens[k])
+}
+
+// Headroom is how many bytes frame i may grow at the front (AdjustHead with
+// a negative delta): the kernel leaves 256 in front of every received
+// frame, and the UMEM headroom (Config.FrameHeadroom) more.
+func (b *Batch) Headroom(i int) int {
+	return int(b.umem.DataAddr(b.addrs[i]) - b.umem.FrameBase(b.addrs[i]))
+}
+
+// Tailroom is how many bytes frame i may grow at the end (SetLen): what its
+// last segment's UMEM frame has left.
 func (b *Batch) Tailroom(i int) int {
-	end := b.umem.FrameBase(b.addrs[i]) + uint64(b.umem.FrameSize())
-	return int(end - b.addrs[i] - uint64(b.lens[i]))
+	a, l, _ := b.last(i)
+	end := b.umem.FrameBase(a) + uint64(b.umem.FrameSize())
+	return int(end - b.umem.DataAddr(a) - uint64(l))
 }
 
 // AdjustHead moves frame i's start by delta bytes, as bpf_xdp_adjust_head
 // does: a negative delta grows the frame at the front (to push a header,
 // written into Frame(i)[:-delta] afterwards), a positive one shrinks it (to
 // pop one). It reports whether the new start lies within the UMEM frame and
-// before the frame's end; if not, nothing changes.
+// before the end of the first segment (a first segment of several may not
+// become empty); if not, nothing changes.
 func (b *Batch) AdjustHead(i, delta int) bool {
 	base := b.umem.FrameBase(b.addrs[i])
-	start := int64(b.addrs[i]) + int64(delta)
+	start := int64(b.umem.DataAddr(b.addrs[i])) + int64(delta)
 	n := int64(b.lens[i]) - int64(delta)
-	if start < int64(base) || n < 0 {
+	if start < int64(base) || n < 0 || n == 0 && b.Segments(i) > 1 {
 		return false
 	}
-	b.addrs[i], b.lens[i] = uint64(start), uint32(n)
+	b.addrs[i], b.lens[i] = b.umem.Addr(base, uint32(start-int64(base))), uint32(n)
 	return true
 }
 
 // SetLen changes frame i's length, to trim it or to use bytes after it up to
 // the end of its UMEM frame. It reports whether the length fits; if not,
-// nothing changes.
+// nothing changes. A frame of several segments changes in its last segment
+// only: n must leave that segment at least one byte and fit in its UMEM
+// frame.
 func (b *Batch) SetLen(i, n int) bool {
-	end := b.umem.FrameBase(b.addrs[i]) + uint64(b.umem.FrameSize())
-	if n < 0 || b.addrs[i]+uint64(n) > end {
+	a, _, before := b.last(i)
+	end := b.umem.FrameBase(a) + uint64(b.umem.FrameSize())
+	l := n - before
+	if l < 0 || l == 0 && before > 0 || b.umem.DataAddr(a)+uint64(l) > end {
 		return false
 	}
-	b.lens[i] = uint32(n)
+	if before == 0 {
+		b.lens[i] = uint32(l)
+	} else {
+		b.segLens[b.segStart[i+1]-1] = uint32(l)
+	}
 	return true
 }
 

@@ -40,6 +40,52 @@ func (m WaitMode) String() string {
 	}
 }
 
+// HugePageMode chooses the pages behind an engine's UMEMs.
+type HugePageMode int
+
+const (
+	// HugePagesAuto puts the UMEMs of unaligned mode in huge pages when the
+	// pool has enough free (HugePages_Free in /proc/meminfo), and in normal
+	// pages otherwise, saying so (UmemInfo.Note); aligned UMEMs are in
+	// normal pages, which the kernel may merge into transparent huge
+	// pages.
+	HugePagesAuto HugePageMode = iota
+	// HugePagesOn requires huge pages, aligned or unaligned: New fails with
+	// ErrNoHugePages when the pool has too few free.
+	HugePagesOn
+	// HugePagesOff keeps the UMEMs in normal pages.
+	HugePagesOff
+)
+
+func (m HugePageMode) String() string {
+	switch m {
+	case HugePagesOn:
+		return "on"
+	case HugePagesOff:
+		return "off"
+	default:
+		return "auto"
+	}
+}
+
+// ParseHugePageMode reads a huge page mode by name: auto, on or off.
+func ParseHugePageMode(s string) (HugePageMode, error) {
+	switch s {
+	case "auto":
+		return HugePagesAuto, nil
+	case "on":
+		return HugePagesOn, nil
+	case "off":
+		return HugePagesOff, nil
+	}
+	return 0, fmt.Errorf("huge pages %q: want auto, on or off", s)
+}
+
+// MaxFrameHeadroom is the largest FrameHeadroom frames of frameSize bytes
+// take: frameSize - 704 (XDP_PACKET_HEADROOM, struct skb_shared_info and
+// 128 bytes of data, as the kernel checks it).
+func MaxFrameHeadroom(frameSize uint32) uint32 { return xsk.MaxHeadroom(frameSize) }
+
 // XDPMode says where the steering program runs.
 type XDPMode int
 
@@ -153,10 +199,36 @@ type Config struct {
 	CPUs []int
 	// Batch is the most descriptors a worker takes from a ring at once.
 	Batch int
-	// FrameSize is the UMEM frame size, 2048 or 4096. A received frame
-	// must fit in it after the kernel's 256 bytes of XDP headroom: 2048
-	// takes an MTU of up to 1774 (with a VLAN tag), 4096 one of 3822.
+	// FrameSize is the UMEM frame size: a power of two from 2048 to the
+	// page size (4096 on most machines), what the kernel takes. A
+	// received frame must fit in it after the kernel's 256 bytes of XDP
+	// headroom and FrameHeadroom: 2048 takes an MTU of up to 1774 (with a
+	// VLAN tag), 4096 one of 3822, unless MultiBuffer spreads a frame over
+	// several.
 	FrameSize uint32
+	// FrameHeadroom is the UMEM headroom (XDP_UMEM_REG headroom): bytes
+	// the kernel leaves free at the start of every receive buffer, in
+	// front of its own 256, for a handler to push headers into
+	// (Batch.AdjustHead). It takes from the room for the frame: at most
+	// FrameSize - 704 (MaxFrameHeadroom).
+	FrameHeadroom uint32
+	// Unaligned registers the UMEMs in unaligned chunk mode
+	// (XDP_UMEM_UNALIGNED_CHUNK_FLAG), as DPDK and VPP do: the kernel takes
+	// buffer addresses as they are and descriptors carry the data's offset
+	// in their upper 16 bits. Handlers see no difference. Huge pages back
+	// the UMEMs where the system has them free (see HugePages).
+	Unaligned bool
+	// HugePages chooses the pages behind the UMEMs; see HugePageMode.
+	HugePages HugePageMode
+	// MultiBuffer lets a received frame span several UMEM frames (XDP
+	// multi-buffer: the sockets bind with XDP_USE_SG, the steering
+	// program is loaded with BPF_F_XDP_HAS_FRAGS), so that a device's MTU
+	// may exceed what one UMEM frame holds, up to 18 UMEM frames per frame
+	// (what copy mode transmits on every kernel). A handler sees whole
+	// frames (Batch.Segments), and a frame is transmitted or forwarded
+	// whole. In native mode the device must have rx-sg among its XDP
+	// features (New fails with ErrMultiBuffer otherwise).
+	MultiBuffer bool
 	// NumFrames is the number of UMEM frames per socket; 0 means enough to
 	// fill the fill ring and the tx ring at once.
 	NumFrames uint32
@@ -266,8 +338,17 @@ func (c *Config) Validate() error {
 // sizes, batch, CPUs, waiting. rx says whether the fill and rx rings are
 // used.
 func (c *Config) checkSockets(rx bool) error {
-	if err := (xsk.UmemConfig{FrameSize: c.FrameSize, NumFrames: 1}).Validate(); err != nil {
+	if err := c.umemConfig(1).Validate(); err != nil {
+		var fe *xsk.FrameSizeError
+		if errors.As(err, &fe) {
+			return &kindError{ErrFrameSize, err}
+		}
 		return err
+	}
+	switch c.HugePages {
+	case HugePagesAuto, HugePagesOn, HugePagesOff:
+	default:
+		return fmt.Errorf("unknown huge page mode %d", c.HugePages)
 	}
 	rings := []struct {
 		name string
@@ -303,6 +384,11 @@ func (c *Config) checkSockets(rx bool) error {
 		c.PollTimeout = 100 * time.Millisecond
 	}
 	return nil
+}
+
+// umemConfig is the configuration of a UMEM of n frames, in normal pages.
+func (c *Config) umemConfig(n uint32) xsk.UmemConfig {
+	return xsk.UmemConfig{FrameSize: c.FrameSize, NumFrames: n, Headroom: c.FrameHeadroom, Unaligned: c.Unaligned}
 }
 
 // cpuCountError says that the CPU list does not match the queue list.

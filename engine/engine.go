@@ -92,7 +92,10 @@ func New(cfg Config) (_ *Engine, err error) {
 	if err := cfg.resolveXDPMode(info, plan); err != nil {
 		return nil, err
 	}
-	if err := checkMTU(info, cfg.FrameSize); err != nil {
+	if err := checkMultiBuffer(info, &cfg); err != nil {
+		return nil, err
+	}
+	if err := checkMTU(info, &cfg); err != nil {
 		return nil, err
 	}
 	outs, err := lookupOutputs(&cfg, info)
@@ -107,12 +110,15 @@ func New(cfg Config) (_ *Engine, err error) {
 	}
 
 	e := &Engine{core: core{dev: info}, cfg: cfg, outs: outs}
+	if e.pages, err = choosePages(cfg.HugePages, cfg.Unaligned, e.umemSizes()); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			e.Close()
 		}
 	}()
-	if e.prog, err = bpf.NewXskRedirect(bpf.XskOptions{UDPPort: cfg.UDPPort}); err != nil {
+	if e.prog, err = bpf.NewXskRedirect(bpf.XskOptions{UDPPort: cfg.UDPPort, Frags: cfg.MultiBuffer}); err != nil {
 		return nil, err
 	}
 	if err := e.bindAll(); err != nil {
@@ -145,13 +151,45 @@ const (
 
 // checkMTU refuses a frame size that cannot hold the largest frame the
 // device can receive (its MTU, an Ethernet header and a VLAN tag, after the
-// kernel's headroom): the kernel would drop every such frame.
-func checkMTU(info *netdev.Info, frameSize uint32) error {
+// kernel's headroom and the UMEM's): the kernel would drop every such frame.
+// With multi-buffer a frame may take up to netdev.CopyModeMaxFrags UMEM
+// frames: what copy mode transmits on every kernel.
+func checkMTU(info *netdev.Info, c *Config) error {
 	if info.MTU <= 0 {
 		return nil
 	}
-	if room := int(frameSize) - xdpHeadroom; info.MTU+frameOverhead > room {
-		return &MTUError{Device: info.Name, MTU: info.MTU, FrameSize: frameSize, MaxMTU: room - frameOverhead}
+	fs, hr := int(c.FrameSize), int(c.FrameHeadroom)
+	if c.MultiBuffer {
+		maxMTU := netdev.FrameMTU(fs, hr, netdev.CopyModeMaxFrags)
+		if info.MTU <= maxMTU {
+			return nil
+		}
+		room := fs - xdpHeadroom - hr
+		return &MultiBufferError{Device: info.Name, MTU: info.MTU, FrameSize: c.FrameSize, Headroom: c.FrameHeadroom,
+			Buffers: (info.MTU + frameOverhead + room - 1) / room, MaxBuffers: netdev.CopyModeMaxFrags, MaxMTU: maxMTU}
+	}
+	if maxMTU := netdev.FrameMTU(fs, hr, 1); info.MTU > maxMTU {
+		return &MTUError{Device: info.Name, MTU: info.MTU, FrameSize: c.FrameSize, Headroom: c.FrameHeadroom, MaxMTU: maxMTU}
+	}
+	return nil
+}
+
+// checkMultiBuffer refuses multi-buffer in native mode on a driver that
+// cannot hand XDP frames in fragments (no rx-sg among its XDP features,
+// Documentation/networking/af_xdp.rst, "Probing for Multi-Buffer Support").
+// A kernel that does not report features (before 6.3) is left to try.
+func checkMultiBuffer(info *netdev.Info, c *Config) error {
+	if !c.MultiBuffer || c.XDPMode != XDPNative {
+		return nil
+	}
+	f, err := netdev.Features(info.Index)
+	switch {
+	case errors.Is(err, netdev.ErrNoXDPFeatures):
+		return nil
+	case err != nil:
+		return err
+	case !f.XDP.Has(netdev.XDPRxSG):
+		return &MultiBufferError{Device: info.Name, NoRxSG: true, Features: f.XDP.String()}
 	}
 	return nil
 }
@@ -191,21 +229,19 @@ func (e *Engine) bindAll() error {
 	stride := per + uint32(len(e.outs))*outFrames
 	var shared *xsk.Umem
 	if cfg.SharedUmem {
-		u, err := xsk.NewUmem(xsk.UmemConfig{FrameSize: cfg.FrameSize, NumFrames: stride * uint32(len(cfg.Queues))})
+		u, err := e.newUmem(cfg.umemConfig(stride * uint32(len(cfg.Queues))))
 		if err != nil {
 			return err
 		}
 		shared = u
-		e.umems = append(e.umems, u)
 	}
 	for i, q := range cfg.Queues {
 		u, first := shared, uint32(i)*stride
 		if u == nil {
 			var err error
-			if u, err = xsk.NewUmem(xsk.UmemConfig{FrameSize: cfg.FrameSize, NumFrames: stride}); err != nil {
+			if u, err = e.newUmem(cfg.umemConfig(stride)); err != nil {
 				return err
 			}
-			e.umems = append(e.umems, u)
 			first = 0
 		}
 		var h Handler
@@ -236,6 +272,7 @@ func (e *Engine) bindAll() error {
 			NeedWakeup:     wakeup,
 			FirstFrame:     first,
 			NumFrames:      per,
+			MultiBuffer:    cfg.MultiBuffer,
 		})
 		if err != nil {
 			return bindError(err)
@@ -260,9 +297,35 @@ func (e *Engine) bindAll() error {
 	return nil
 }
 
+// umemSizes are the sizes in bytes of the UMEMs bindAll will make: one per
+// queue, or one for all, and one per queue for each output that copies.
+func (e *Engine) umemSizes() []int {
+	cfg := &e.cfg
+	stride := int(cfg.framesPerSocket()) + len(e.outs)*outFrames
+	var sizes []int
+	if cfg.SharedUmem {
+		sizes = append(sizes, stride*len(cfg.Queues)*int(cfg.FrameSize))
+	} else {
+		for range cfg.Queues {
+			sizes = append(sizes, stride*int(cfg.FrameSize))
+		}
+	}
+	for _, o := range e.outs {
+		if o.copy {
+			for range cfg.Queues {
+				sizes = append(sizes, int(cfg.TxSize+outFrames)*int(cfg.FrameSize))
+			}
+		}
+	}
+	return sizes
+}
+
 // Config is the engine's configuration with defaults filled in (queues,
 // CPUs).
 func (e *Engine) Config() Config { return e.cfg }
+
+// Umem describes the engine's UMEMs as it set them up.
+func (e *Engine) Umem() UmemInfo { return e.umemInfo(&e.cfg) }
 
 // Device is the device the engine receives from.
 func (e *Engine) Device() Device { return deviceOf(e.dev) }
@@ -305,6 +368,7 @@ type core struct {
 	dev     *netdev.Info
 	workers []*worker
 	umems   []*xsk.Umem
+	pages   umemPages
 	stop    atomic.Bool
 	started atomic.Int64 // UnixNano when run started, 0 before
 

@@ -30,6 +30,19 @@ var (
 	// before anything is set up where the kernel reports the device's XDP
 	// features.
 	ErrNoNativeXDP = errors.New("no native XDP")
+	// ErrFrameSize: a UMEM frame size the kernel does not take (not a
+	// power of two from 2048 to the page size).
+	ErrFrameSize = errors.New("invalid frame size")
+	// ErrNoHugePages: huge pages were required and the pool has too few
+	// free (*HugePagesError).
+	ErrNoHugePages = errors.New("not enough free huge pages")
+	// ErrMultiBuffer: MultiBuffer on a device that cannot do it, or whose
+	// MTU needs more UMEM frames per frame than a packet may span
+	// (*MultiBufferError).
+	ErrMultiBuffer = errors.New("multi-buffer not possible")
+	// ErrFrameTooLong: a generator frame longer than the device's MTU
+	// allows (*FrameTooLongError).
+	ErrFrameTooLong = errors.New("frame longer than the MTU allows")
 )
 
 // DeviceError is a device that does not exist.
@@ -64,18 +77,24 @@ func (e *QueueError) Error() string {
 func (e *QueueError) Is(target error) bool { return target == ErrNoQueue }
 
 // MTUError is a device whose largest frame does not fit in a UMEM frame
-// after the kernel's headroom.
+// after the kernel's headroom and the UMEM's (without MultiBuffer).
 type MTUError struct {
 	Device    string
 	MTU       int
 	FrameSize uint32
+	// Headroom is the UMEM headroom (Config.FrameHeadroom).
+	Headroom uint32
 	// MaxMTU is the largest MTU that fits FrameSize.
 	MaxMTU int
 }
 
 func (e *MTUError) Error() string {
-	return fmt.Sprintf("%s has MTU %d: its frames (up to %d bytes) do not fit in %d-byte UMEM frames after the kernel's %d bytes of headroom",
-		e.Device, e.MTU, e.MTU+frameOverhead, e.FrameSize, xdpHeadroom)
+	head := fmt.Sprintf("the kernel's %d bytes of headroom", xdpHeadroom)
+	if e.Headroom > 0 {
+		head = fmt.Sprintf("%d bytes of headroom (the kernel's %d and the UMEM's %d)", xdpHeadroom+e.Headroom, xdpHeadroom, e.Headroom)
+	}
+	return fmt.Sprintf("%s has MTU %d: its frames (up to %d bytes) do not fit in %d-byte UMEM frames after %s",
+		e.Device, e.MTU, e.MTU+frameOverhead, e.FrameSize, head)
 }
 
 // Is makes errors.Is(err, ErrMTU) true.
@@ -125,3 +144,74 @@ func (e *OutputQueueError) Error() string {
 
 // Is makes errors.Is(err, ErrNoQueue) true.
 func (e *OutputQueueError) Is(target error) bool { return target == ErrNoQueue }
+
+// HugePagesError says that the UMEMs should be in huge pages and the pool
+// has too few free.
+type HugePagesError struct {
+	// Need is the huge pages the UMEMs take, Free those the pool has free
+	// (and not promised to another mapping), Total its size, and PageSize
+	// the size of one huge page in bytes (0: the kernel has none).
+	Need, Free, Total, PageSize int
+	cause                       error // the failed mmap, if it came to one
+}
+
+func (e *HugePagesError) Error() string {
+	if e.PageSize == 0 {
+		return "the UMEMs should be in huge pages, and this kernel has none (no Hugepagesize in /proc/meminfo)"
+	}
+	s := fmt.Sprintf("the UMEMs need %d huge pages of %d kB and the pool has %d free of %d (HugePages_Free, HugePages_Total in /proc/meminfo)",
+		e.Need, e.PageSize>>10, e.Free, e.Total)
+	if e.cause != nil {
+		s += fmt.Sprintf(" (%v)", e.cause)
+	}
+	return s + fmt.Sprintf("; reserve more with: echo %d > /proc/sys/vm/nr_hugepages", e.Total+e.Need-e.Free)
+}
+
+// Unwrap returns the failure underneath, if any.
+func (e *HugePagesError) Unwrap() error { return e.cause }
+
+// Is makes errors.Is(err, ErrNoHugePages) true.
+func (e *HugePagesError) Is(target error) bool { return target == ErrNoHugePages }
+
+// MultiBufferError is a device on which Config.MultiBuffer cannot work.
+type MultiBufferError struct {
+	Device string
+	// NoRxSG: the driver cannot hand native XDP frames in fragments: its
+	// XDP features (Features) lack rx-sg.
+	NoRxSG   bool
+	Features string
+	// Otherwise the device's MTU needs Buffers UMEM frames of FrameSize
+	// bytes (with Headroom) per frame, more than MaxBuffers; MaxMTU is the
+	// largest MTU that fits.
+	MTU                 int
+	FrameSize, Headroom uint32
+	Buffers, MaxBuffers int
+	MaxMTU              int
+}
+
+func (e *MultiBufferError) Error() string {
+	if e.NoRxSG {
+		return fmt.Sprintf("%s cannot receive multi-buffer frames in native XDP: its XDP features (%s) lack rx-sg", e.Device, e.Features)
+	}
+	return fmt.Sprintf("%s has MTU %d: its frames need %d UMEM frames of %d bytes (%d bytes of data each), more than the %d one frame may span in copy mode; the largest MTU that fits is %d",
+		e.Device, e.MTU, e.Buffers, e.FrameSize, e.FrameSize-xdpHeadroom-e.Headroom, e.MaxBuffers, e.MaxMTU)
+}
+
+// Is makes errors.Is(err, ErrMultiBuffer) true.
+func (e *MultiBufferError) Is(target error) bool { return target == ErrMultiBuffer }
+
+// FrameTooLongError is a generator frame longer than the device takes:
+// its MTU and an Ethernet header (and a VLAN tag, when the frame has one).
+type FrameTooLongError struct {
+	Device string
+	MTU    int
+	// Length is the frame's length, Max the most the device takes.
+	Length, Max int
+}
+
+func (e *FrameTooLongError) Error() string {
+	return fmt.Sprintf("%d-byte frames do not fit %s's MTU of %d: it takes frames of at most %d bytes", e.Length, e.Device, e.MTU, e.Max)
+}
+
+// Is makes errors.Is(err, ErrFrameTooLong) true.
+func (e *FrameTooLongError) Is(target error) bool { return target == ErrFrameTooLong }

@@ -5,6 +5,7 @@ package engine
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/xdpeng/xdpeng/engine/packet"
+	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
 
@@ -27,9 +29,19 @@ type GeneratorConfig struct {
 	CPUs []int
 	// Batch is the most descriptors a worker puts on its tx ring at once.
 	Batch int
-	// FrameSize is the UMEM frame size, 2048 or 4096; every frame of
-	// Frames must fit in it.
+	// FrameSize is the UMEM frame size, a power of two from 2048 to the
+	// page size; every frame of Frames must fit in it, or with
+	// MultiBuffer in up to 18 of them.
 	FrameSize uint32
+	// Unaligned registers the UMEMs in unaligned chunk mode, in huge pages
+	// where the pool has them free (see Config.Unaligned, HugePages).
+	Unaligned bool
+	HugePages HugePageMode
+	// MultiBuffer sends frames longer than FrameSize as several
+	// descriptors (XDP_USE_SG), each frame in consecutive UMEM frames: up
+	// to 18 of them (netdev.CopyModeMaxFrags: what copy mode transmits on
+	// every kernel).
+	MultiBuffer bool
 	// NumFrames is the number of UMEM frames per socket; 0 means what the
 	// tx and completion rings hold at once.
 	NumFrames uint32
@@ -48,7 +60,10 @@ type GeneratorConfig struct {
 	PollTimeout time.Duration
 
 	// Frames are the frames to send, each at least an Ethernet header and
-	// at most FrameSize bytes. They go out in the order given, cycling.
+	// at most FrameSize bytes (18 times that with MultiBuffer), and at most
+	// the device's MTU and an Ethernet header (and a VLAN tag, for a frame
+	// that has one): NewGenerator fails with ErrFrameTooLong otherwise.
+	// They go out in the order given, cycling.
 	Frames [][]byte
 	// Count is the number of frames to send in total, split exactly over
 	// the queues; 0 sends until the context of Run is done.
@@ -80,6 +95,7 @@ func (c *GeneratorConfig) sockets() Config {
 		FrameSize: c.FrameSize, NumFrames: c.NumFrames, CompletionSize: c.CompletionSize, TxSize: c.TxSize,
 		BindMode: c.BindMode, NeedWakeup: c.NeedWakeup, Wait: c.Wait,
 		BusyPollUsecs: c.BusyPollUsecs, BusyPollBudget: c.BusyPollBudget, PollTimeout: c.PollTimeout,
+		Unaligned: c.Unaligned, HugePages: c.HugePages, MultiBuffer: c.MultiBuffer,
 	}
 }
 
@@ -103,27 +119,48 @@ func (c *GeneratorConfig) Validate() error {
 		return errors.New("no frames to send")
 	}
 	for i, f := range c.Frames {
-		if len(f) < packet.EthHdrLen || len(f) > int(c.FrameSize) {
-			return fmt.Errorf("frame %d is %d bytes: must be %d..%d (the UMEM frame size)", i, len(f), packet.EthHdrLen, c.FrameSize)
+		switch {
+		case len(f) < packet.EthHdrLen:
+			return fmt.Errorf("frame %d is %d bytes: must be at least %d (an Ethernet header)", i, len(f), packet.EthHdrLen)
+		case c.MultiBuffer && len(f) > int(c.FrameSize)*netdev.CopyModeMaxFrags:
+			return fmt.Errorf("frame %d is %d bytes: at most %d in %d UMEM frames of %d bytes, the most a frame may span in copy mode",
+				i, len(f), int(c.FrameSize)*netdev.CopyModeMaxFrags, netdev.CopyModeMaxFrags, c.FrameSize)
+		case !c.MultiBuffer && len(f) > int(c.FrameSize):
+			return fmt.Errorf("frame %d is %d bytes, more than the %d-byte UMEM frame holds: %w", i, len(f), c.FrameSize, errNeedsMultiBuffer)
 		}
 	}
-	if c.NumFrames != 0 && c.NumFrames < uint32(len(c.Frames)) {
-		return fmt.Errorf("%d UMEM frames cannot hold the %d frame variants", c.NumFrames, len(c.Frames))
+	if need := uint32(len(c.Frames)) * c.segments(); c.NumFrames != 0 && c.NumFrames < need {
+		return fmt.Errorf("%d UMEM frames cannot hold the %d frame variants (%d UMEM frames)", c.NumFrames, len(c.Frames), need)
 	}
 	return nil
 }
 
+// errNeedsMultiBuffer says that a frame longer than a UMEM frame needs
+// multi-buffer; the CLI adds which flag that is.
+var errNeedsMultiBuffer = errors.New("send it over several with MultiBuffer, or use larger UMEM frames")
+
+// segments is the UMEM frames each frame variant gets: what the longest
+// needs.
+func (c *GeneratorConfig) segments() uint32 {
+	k := uint32(1)
+	for _, f := range c.Frames {
+		k = max(k, (uint32(len(f))+c.FrameSize-1)/c.FrameSize)
+	}
+	return k
+}
+
 // txFrames is the number of UMEM frames of one generator socket: enough for
 // every descriptor the tx and completion rings can hold at once, rounded up
-// to a multiple of the variants so that frame j always holds variant j % K
-// and cycling frames cycles variants.
+// to a whole number of slots (segments() frames each, one variant per slot)
+// and of variants, so that slot j always holds variant j % K and cycling
+// slots cycles variants.
 func (c *GeneratorConfig) txFrames() uint32 {
-	k := uint32(len(c.Frames))
-	n := c.TxSize + c.CompletionSize
+	k, seg := uint32(len(c.Frames)), c.segments()
 	if c.NumFrames != 0 {
-		return c.NumFrames / k * k // Validate made sure it is at least k
+		return c.NumFrames / (k * seg) * k * seg // Validate made sure it is at least k * seg
 	}
-	return (n + k - 1) / k * k
+	slots := (c.TxSize + c.CompletionSize + seg - 1) / seg
+	return (slots + k - 1) / k * k * seg
 }
 
 // Generator sends frames built in advance out of the tx queues of a
@@ -172,6 +209,9 @@ func NewGenerator(cfg GeneratorConfig) (_ *Generator, err error) {
 			return nil, &QueueError{Device: info.Name, Driver: info.Driver, Queue: q, RxQueues: queues}
 		}
 	}
+	if err := checkFrameLengths(info, cfg.Frames); err != nil {
+		return nil, err
+	}
 	sc := cfg.sockets()
 	sc.Queues = cfg.Queues
 	if err := sc.resolveCPUs(); err != nil {
@@ -179,22 +219,28 @@ func NewGenerator(cfg GeneratorConfig) (_ *Generator, err error) {
 	}
 	cfg.CPUs = sc.CPUs
 	g := &Generator{core: core{dev: info}, cfg: cfg}
+	n := cfg.txFrames()
+	sizes := make([]int, len(cfg.Queues))
+	for i := range sizes {
+		sizes[i] = int(n+outFrames) * int(cfg.FrameSize)
+	}
+	if g.pages, err = choosePages(cfg.HugePages, cfg.Unaligned, sizes); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			g.Close()
 		}
 	}()
-	n := cfg.txFrames()
 	for i, q := range cfg.Queues {
 		// One frame more than the generator uses: the kernel wants a fill
 		// ring on every socket, and this frame sits in it, unused, as the
 		// socket has no rx ring.
-		u, err := xsk.NewUmem(xsk.UmemConfig{FrameSize: cfg.FrameSize, NumFrames: n + outFrames})
+		u, err := g.newUmem(sc.umemConfig(n + outFrames))
 		if err != nil {
 			return nil, fmt.Errorf("queue %d: %w", q, err)
 		}
-		g.umems = append(g.umems, u)
-		writeTxFrames(u, cfg.Frames, n)
+		writeTxFrames(u, cfg.Frames, n, cfg.segments())
 		s, err := xsk.NewSocket(u, xsk.SocketConfig{
 			Ifindex:        info.Index,
 			Queue:          q,
@@ -205,6 +251,7 @@ func NewGenerator(cfg GeneratorConfig) (_ *Generator, err error) {
 			NeedWakeup:     cfg.NeedWakeup,
 			FirstFrame:     n,
 			NumFrames:      outFrames,
+			MultiBuffer:    cfg.MultiBuffer,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("queue %d: %w", q, bindError(err))
@@ -232,6 +279,31 @@ func (g *Generator) Config() GeneratorConfig { return g.cfg }
 // Device is the device the generator transmits on.
 func (g *Generator) Device() Device { return deviceOf(g.dev) }
 
+// Umem describes the generator's UMEMs as it set them up.
+func (g *Generator) Umem() UmemInfo {
+	sc := g.cfg.sockets()
+	return g.umemInfo(&sc)
+}
+
+// checkFrameLengths refuses frames longer than the device takes: its MTU
+// and an Ethernet header, and a VLAN tag for a tagged frame. veth, and any
+// device that forwards what it sends, drops the rest silently.
+func checkFrameLengths(info *netdev.Info, frames [][]byte) error {
+	if info.MTU <= 0 {
+		return nil
+	}
+	for _, f := range frames {
+		limit := info.MTU + packet.EthHdrLen
+		if len(f) >= packet.EthHdrLen && binary.BigEndian.Uint16(f[12:14]) == packet.EtherTypeVLAN {
+			limit += packet.VLANTagLen
+		}
+		if len(f) > limit {
+			return &FrameTooLongError{Device: info.Name, MTU: info.MTU, Length: len(f), Max: limit}
+		}
+	}
+	return nil
+}
+
 // ZeroCopy reports whether the kernel granted zero-copy to the sockets.
 func (g *Generator) ZeroCopy() bool { return g.zeroCopy() }
 
@@ -251,27 +323,37 @@ func (g *Generator) Close() error {
 	return g.closeSockets()
 }
 
-// writeTxFrames writes variant j % len(frames) into frame j of u's first n
-// frames.
-func writeTxFrames(u *xsk.Umem, frames [][]byte, n uint32) {
-	fs := uint64(u.FrameSize())
-	for j := uint32(0); j < n; j++ {
+// writeTxFrames writes variant j % len(frames) into slot j of u's first n
+// frames: frames seg*j to seg*j+seg-1, the variant's bytes split over them.
+func writeTxFrames(u *xsk.Umem, frames [][]byte, n, seg uint32) {
+	fs := u.FrameSize()
+	for j := uint32(0); j < n/seg; j++ {
 		f := frames[int(j)%len(frames)]
-		copy(u.Frame(uint64(j)*fs, uint32(len(f))), f)
+		for k := uint32(0); k < seg && k*fs < uint32(len(f)); k++ {
+			part := f[k*fs : min(uint32(len(f)), (k+1)*fs)]
+			copy(u.Frame(uint64(j*seg+k)*uint64(fs), uint32(len(part))), part)
+		}
 	}
 }
 
-// txGen is a generator worker's state.
+// txGen is a generator worker's state. A slot is the seg UMEM frames that
+// hold one frame variant; without multi-buffer a slot is one UMEM frame.
 type txGen struct {
-	frames  uint32   // UMEM frames in use, a multiple of len(lens)
+	frames  uint32   // UMEM frames in use, a multiple of seg * len(lens)
 	next    uint32   // frame of the next descriptor
-	variant uint32   // next % len(lens), kept to avoid a division per frame
+	variant uint32   // next / seg % len(lens), kept to avoid a division per frame
 	lens    []uint32 // length of each variant
 	shift   uint     // log2 of the frame size
 	limited bool     // send left frames, then stop
 	left    uint64
 	pace    pacer
 	clock   clock
+
+	// Multi-buffer (seg > 1): each variant's descriptors, and the frames
+	// in flight, which bound the slots in use.
+	seg      uint32
+	segLens  [][]uint32 // segLens[v][k]: length of variant v's k-th descriptor
+	inFlight uint32
 }
 
 // clock is how a generator worker reads the time and waits: the pacer's
@@ -292,9 +374,14 @@ func (wallClock) Sleep(d time.Duration) { time.Sleep(d) }
 func newTxGen(t *GeneratorConfig, i int, frames uint32) *txGen {
 	cfg := t
 	nq := uint64(len(cfg.Queues))
-	g := &txGen{frames: frames, limited: t.Count > 0, clock: wallClock{}}
+	g := &txGen{frames: frames, limited: t.Count > 0, clock: wallClock{}, seg: t.segments()}
 	for _, f := range t.Frames {
 		g.lens = append(g.lens, uint32(len(f)))
+		var sl []uint32
+		for left := uint32(len(f)); left > 0; left -= min(left, t.FrameSize) {
+			sl = append(sl, min(left, t.FrameSize))
+		}
+		g.segLens = append(g.segLens, sl)
 	}
 	for fs := cfg.FrameSize; fs > 1; fs >>= 1 {
 		g.shift++
@@ -366,7 +453,12 @@ func (w *worker) runTxOnly(stop *atomic.Bool) error {
 		if g.pace.perNs != 0 {
 			now = g.clock.Now()
 		}
-		sent := w.txBatch(now)
+		var sent uint32
+		if g.seg > 1 {
+			sent = w.txBatchMB(now)
+		} else {
+			sent = w.txBatch(now)
+		}
 		done := w.txComplete()
 		if sent > 0 || done > 0 {
 			spins = 0
@@ -452,6 +544,9 @@ func (w *worker) txComplete() uint32 {
 	if n == 0 {
 		return 0
 	}
+	if g.seg > 1 {
+		return w.txCompleteMB(idx, n)
+	}
 	var bytes uint64
 	if k := uint32(len(g.lens)); k == 1 {
 		bytes = uint64(n) * uint64(g.lens[0])
@@ -471,7 +566,7 @@ func (w *worker) txComplete() uint32 {
 // it waits for the pacer, or for the kernel to complete frames.
 func (w *worker) txIdle(spins *int) error {
 	g := w.tx
-	if g.pace.perNs != 0 && (!g.limited || g.left > 0) && w.txOutstanding < g.frames {
+	if g.pace.perNs != 0 && (!g.limited || g.left > 0) && w.txOutstanding+g.seg <= g.frames {
 		if d := g.pace.wait(); d > 20*time.Microsecond {
 			w.publish()
 			g.clock.Sleep(min(d, w.pollTimeout()))
@@ -496,3 +591,89 @@ func (w *worker) txIdle(spins *int) error {
 }
 
 func (w *worker) pollTimeout() time.Duration { return time.Duration(w.pollMs) * time.Millisecond }
+
+// txBatchMB is txBatch for frames of several descriptors: whole frames
+// only, up to a batch of them, and never more frames in flight than slots.
+func (w *worker) txBatchMB(now time.Time) uint32 {
+	g, s := w.tx, w.sock
+	n := w.batchSize
+	if g.limited && uint64(n) > g.left {
+		n = uint32(g.left)
+	}
+	if free := g.frames/g.seg - g.inFlight; n > free {
+		n = free
+	}
+	if g.pace.perNs != 0 && n > 0 {
+		n = g.pace.allow(now, n)
+	}
+	var sent uint32
+	if n > 0 {
+		// The descriptors of n frames, as far as the ring has room for
+		// whole ones.
+		var descs uint32
+		v, k := g.variant, uint32(len(g.lens))
+		for range n {
+			descs += uint32(len(g.segLens[v]))
+			if v++; v == k {
+				v = 0
+			}
+		}
+		idx, got := s.Tx.Reserve(descs)
+		next, v, used := g.next, g.variant, uint32(0)
+		for sent < n && used+uint32(len(g.segLens[v])) <= got {
+			sl := g.segLens[v]
+			for j, l := range sl {
+				var opts uint32
+				if j < len(sl)-1 {
+					opts = xsk.PacketContinues
+				}
+				s.Tx.SetOptions(idx+used, uint64(next+uint32(j))<<g.shift, l, opts)
+				used++
+			}
+			if next += g.seg; next == g.frames {
+				next = 0
+			}
+			if v++; v == k {
+				v = 0
+			}
+			sent++
+		}
+		s.Tx.Cancel(got - used)
+		g.next, g.variant = next, v
+		if used > 0 {
+			s.Tx.Submit(used)
+			w.txOutstanding += used
+			g.inFlight += sent
+			g.left -= uint64(sent)
+			g.pace.spend(sent)
+			w.c.batches++
+		}
+	}
+	if sent > 0 || s.Tx.Pending() > 0 {
+		w.kickTx(s)
+	}
+	return sent
+}
+
+// txCompleteMB counts the completions of frames of several descriptors:
+// a frame is done with its last. It returns the descriptors reaped.
+func (w *worker) txCompleteMB(idx, n uint32) uint32 {
+	g, s := w.tx, w.sock
+	var frames, bytes uint64
+	k := uint32(len(g.lens))
+	for i := uint32(0); i < n; i++ {
+		f := uint32(s.Completion.Addr(idx+i) >> g.shift)
+		slot := f / g.seg
+		v := slot % k
+		if f-slot*g.seg == uint32(len(g.segLens[v]))-1 {
+			frames++
+			bytes += uint64(g.lens[v])
+		}
+	}
+	s.Completion.Release(n)
+	w.txOutstanding -= n
+	g.inFlight -= uint32(frames)
+	w.c.txPackets += frames
+	w.c.txBytes += bytes
+	return n
+}

@@ -36,7 +36,7 @@ func memTxWorker(t testing.TB, tc GeneratorConfig, queues int) (*worker, *xsk.Me
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeTxFrames(u, cfg.Frames, n)
+	writeTxFrames(u, cfg.Frames, n, cfg.segments())
 	s, err := xsk.NewMemSocket(u, xsk.SocketConfig{FillSize: outFillSize, CompletionSize: cfg.CompletionSize, TxSize: cfg.TxSize, FirstFrame: n, NumFrames: outFrames})
 	if err != nil {
 		t.Fatal(err)

@@ -79,6 +79,7 @@ func (e *Engine) bindOutput(w *worker, k int, fillFrame uint32) error {
 		FillSize:       outFillSize,
 		CompletionSize: cfg.CompletionSize,
 		TxSize:         cfg.TxSize,
+		MultiBuffer:    cfg.MultiBuffer, // inherited from the UMEM when shared
 	}
 	if !o.copy {
 		shared := sc
@@ -98,12 +99,11 @@ func (e *Engine) bindOutput(w *worker, k int, fillFrame uint32) error {
 		}
 		o.copy, o.why = true, err
 	}
-	u, err := xsk.NewUmem(xsk.UmemConfig{FrameSize: cfg.FrameSize, NumFrames: cfg.TxSize + outFrames})
+	u, err := e.newUmem(cfg.umemConfig(cfg.TxSize + outFrames))
 	if err != nil {
 		return fmt.Errorf("queue %d: UMEM for %s: %w", w.queue, o.info.Name, err)
 	}
-	e.umems = append(e.umems, u)
-	sc.Mode, sc.NeedWakeup = cfg.BindMode.xsk(), cfg.NeedWakeup
+	sc.Mode, sc.NeedWakeup, sc.MultiBuffer = cfg.BindMode.xsk(), cfg.NeedWakeup, cfg.MultiBuffer
 	s, err := xsk.NewSocket(u, sc)
 	if err != nil {
 		return fmt.Errorf("queue %d: output socket on %s: %w", w.queue, o.info.Name, bindError(err))

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 
+	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
 
@@ -49,8 +50,7 @@ func (r SimResult) SentOn(p Port) [][]byte {
 // default, the engine's default batch size.
 const SimBatch = 64
 
-// simFrameSize is the UMEM frame size of a simulation and so bounds the
-// longest frame it takes.
+// simFrameSize is the UMEM frame size of a simulation by default.
 const simFrameSize = 4096
 
 // Sim describes a simulated engine for Run: a worker on in-memory rings,
@@ -60,8 +60,18 @@ type Sim struct {
 	// OutputPort(0) to OutputPort(Outputs-1).
 	Outputs int
 	// Batch is the most frames the handler sees at once; 0 means
-	// SimBatch.
+	// SimBatch. With MultiBuffer it bounds the descriptors of a batch, as
+	// Config.Batch does, so a handler may see fewer frames at once.
 	Batch int
+	// FrameSize, FrameHeadroom, Unaligned and MultiBuffer are those of
+	// Config; FrameSize 0 means 4096. A frame longer than a UMEM frame
+	// holds after the headroom (the kernel's 256 bytes and FrameHeadroom)
+	// arrives in several segments with MultiBuffer (at most 18) and is an
+	// error without.
+	FrameSize     uint32
+	FrameHeadroom uint32
+	Unaligned     bool
+	MultiBuffer   bool
 }
 
 // Simulate runs h over frames on an engine without outputs; see Sim.Run.
@@ -70,6 +80,34 @@ type Sim struct {
 //	// res.Frames[1].Sent, res.Frames[1].Data: was it sent, and as what?
 func Simulate(h Handler, frames [][]byte) (SimResult, error) {
 	return Sim{}.Run(h, frames)
+}
+
+// frameSize is c.FrameSize with its default.
+func (c Sim) frameSize() uint32 {
+	if c.FrameSize == 0 {
+		return simFrameSize
+	}
+	return c.FrameSize
+}
+
+// segments checks that frames fit and returns the most UMEM frames one of
+// them takes.
+func (c Sim) segments(frames [][]byte) (int, error) {
+	room := int(c.frameSize()) - xdpHeadroom - int(c.FrameHeadroom)
+	segs := 1
+	for i, f := range frames {
+		n := (len(f) + room - 1) / room
+		switch {
+		case n > 1 && !c.MultiBuffer:
+			return 0, fmt.Errorf("simulate: frame %d is %d bytes, longer than the %d bytes a %d-byte UMEM frame holds after %d bytes of headroom (set MultiBuffer to have it in several)",
+				i, len(f), room, c.frameSize(), xdpHeadroom+int(c.FrameHeadroom))
+		case n > netdev.CopyModeMaxFrags:
+			return 0, fmt.Errorf("simulate: frame %d is %d bytes, more than %d UMEM frames hold (%d bytes each after the headroom)",
+				i, len(f), netdev.CopyModeMaxFrags, room)
+		}
+		segs = max(segs, n)
+	}
+	return segs, nil
 }
 
 // Run runs h over frames as a worker of an engine would, without a device
@@ -81,16 +119,14 @@ func Simulate(h Handler, frames [][]byte) (SimResult, error) {
 // as an Engine's do by default.
 //
 // The frames are copied in, so the caller's slices are not modified. A frame
-// longer than 4096 bytes less the kernel's 256 bytes of headroom is an
-// error; a panic in h is returned as an error.
+// longer than a UMEM frame holds after the headroom is an error without
+// MultiBuffer; a panic in h is returned as an error.
 func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
-	for i, f := range frames {
-		if len(f) > simFrameSize-xdpHeadroom {
-			return res, fmt.Errorf("simulate: frame %d is %d bytes, longer than the %d bytes a %d-byte UMEM frame holds after the headroom",
-				i, len(f), simFrameSize-xdpHeadroom, simFrameSize)
-		}
+	segs, err := c.segments(frames)
+	if err != nil {
+		return res, err
 	}
-	sw, err := c.setup(h)
+	sw, err := c.setup(h, segs)
 	if err != nil {
 		return res, err
 	}
@@ -104,58 +140,95 @@ func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 	res.Frames = make([]SimFrame, len(frames))
 	for start := 0; start < len(frames); start += batch {
 		end := min(start+batch, len(frames))
+		posted := k.Received
 		for _, f := range frames[start:end] {
-			if k.Receive(1, uint32(len(f)), f) != 1 {
+			if k.ReceiveLong(1, uint32(len(f)), f) != 1 {
 				return res, fmt.Errorf("simulate: the rx ring took no frame (fill ring empty)")
 			}
 		}
+		descs := uint32(k.Received - posted)
 		if w.dropAll {
 			// The handler declared DropAll: the worker recycles the
 			// frames without calling it, as an engine's would.
 			for i, f := range frames[start:end] {
 				res.Frames[start+i] = SimFrame{Data: append([]byte(nil), f...)}
 			}
-			if got := w.rxDrop(); got != uint32(end-start) {
-				return res, fmt.Errorf("simulate: worker took %d frames of a batch of %d", got, end-start)
+			for taken := uint32(0); taken < descs; {
+				var got uint32
+				if w.mb {
+					got = w.rxDropMB()
+				} else {
+					got = w.rxDrop()
+				}
+				if got == 0 {
+					return res, fmt.Errorf("simulate: worker took %d of %d descriptors", taken, descs)
+				}
+				taken += got
 			}
 			continue
 		}
-		before := make([]uint64, len(kernels))
-		for p, pk := range kernels {
-			before[p] = pk.Transmitted
-		}
-		if got := w.rxHandle(); got != uint32(end-start) {
-			return res, fmt.Errorf("simulate: worker took %d frames of a batch of %d", got, end-start)
-		}
-		// The batch still holds each frame's address, length and verdict;
-		// the frames' bytes stay in the UMEM until the next Receive.
-		b := &w.batch
-		for i := 0; i < b.n; i++ {
-			r := &res.Frames[start+i]
-			r.Verdict = b.verdicts[i]
-			if r.Verdict == Forward {
-				r.Port = b.ports[i]
+		// A batch of the worker's is at most Batch descriptors: with
+		// multi-buffer, a round's frames may take several.
+		next := start
+		for taken := uint32(0); taken < descs; {
+			before := make([]uint64, len(kernels))
+			for p, pk := range kernels {
+				before[p] = pk.Transmitted
 			}
-			r.Data = append([]byte(nil), b.Frame(i)...)
-		}
-		// Transmit what the worker queued on each port and match the
-		// descriptors to the batch's frames by address.
-		for p, pk := range kernels {
-			sent := pk.Transmit(int(cfg.TxSize))
-			for j := 0; j < sent; j++ {
-				d := pk.TxDesc(uint32(before[p]) + uint32(j))
-				for i := 0; i < b.n; i++ {
-					if b.addrs[i] == d.Addr {
-						r := &res.Frames[start+i]
-						r.Sent, r.Port = true, Port(p)
-						r.Data = append(r.Data[:0], u.Frame(d.Addr, d.Len)...)
-						break
+			var got uint32
+			if w.mb {
+				got = w.rxHandleMB()
+			} else {
+				got = w.rxHandle()
+			}
+			if got == 0 {
+				return res, fmt.Errorf("simulate: worker took %d of %d descriptors", taken, descs)
+			}
+			taken += got
+			// The batch still holds each frame's addresses, lengths and
+			// verdict; the frames' bytes stay in the UMEM until the next
+			// Receive.
+			b := &w.batch
+			for i := 0; i < b.n; i++ {
+				r := &res.Frames[next+i]
+				r.Verdict = b.verdicts[i]
+				if r.Verdict == Forward {
+					r.Port = b.ports[i]
+				}
+				r.Data = b.AppendPacket(nil, i)
+			}
+			// Transmit what the worker queued on each port and match
+			// each frame's descriptors to the batch's frames by the
+			// address of the first.
+			for p, pk := range kernels {
+				sent := pk.Transmit(int(cfg.TxSize))
+				var data []byte
+				var first uint64
+				inFrame := false
+				for j := 0; j < sent; j++ {
+					d := pk.TxDesc(uint32(before[p]) + uint32(j))
+					if !inFrame {
+						first, inFrame = d.Addr, true
 					}
+					data = append(data, u.Frame(d.Addr, d.Len)...)
+					if d.Options&xsk.PacketContinues != 0 {
+						continue
+					}
+					for i := 0; i < b.n; i++ {
+						if b.addrs[i] == first {
+							r := &res.Frames[next+i]
+							r.Sent, r.Port = true, Port(p)
+							r.Data = data
+							break
+						}
+					}
+					data, inFrame = nil, false
 				}
 			}
-		}
-		if err := w.complete(); err != nil {
-			return res, fmt.Errorf("simulate: %w", err)
+			next += b.n
+			if err := w.complete(); err != nil {
+				return res, fmt.Errorf("simulate: %w", err)
+			}
 		}
 	}
 	if w.idler != nil {
@@ -175,7 +248,9 @@ type simWorld struct {
 	kernels []*xsk.MemKernel // one per port
 }
 
-func (c Sim) setup(h Handler) (*simWorld, error) {
+// setup makes the simulated engine, with rings for frames of up to segs
+// UMEM frames each.
+func (c Sim) setup(h Handler, segs int) (*simWorld, error) {
 	if h == nil {
 		return nil, fmt.Errorf("simulate: nil handler")
 	}
@@ -191,34 +266,38 @@ func (c Sim) setup(h Handler) (*simWorld, error) {
 	}
 	cfg := DefaultConfig()
 	cfg.Interface = "sim"
-	cfg.FrameSize = simFrameSize
+	cfg.FrameSize, cfg.FrameHeadroom = c.frameSize(), c.FrameHeadroom
+	cfg.Unaligned, cfg.MultiBuffer = c.Unaligned, c.MultiBuffer
 	cfg.Batch = batch
 	// Rings of a few batches (a power of two): everything fits, and a
 	// simulation costs a few MiB of UMEM rather than an engine's 32.
 	ring := uint32(4)
-	for ring < 4*uint32(batch) {
+	for ring < 4*uint32(batch*segs) {
 		ring <<= 1
 	}
 	cfg.FillSize, cfg.CompletionSize, cfg.RxSize, cfg.TxSize = ring, ring, ring, ring
+	if err := cfg.checkSockets(true); err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
 	per := cfg.framesPerSocket()
-	u, err := xsk.NewMemUmem(xsk.UmemConfig{FrameSize: cfg.FrameSize, NumFrames: per + uint32(c.Outputs)*outFrames})
+	u, err := xsk.NewMemUmem(cfg.umemConfig(per + uint32(c.Outputs)*outFrames))
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
 	s, err := xsk.NewMemSocket(u, xsk.SocketConfig{
 		FillSize: cfg.FillSize, CompletionSize: cfg.CompletionSize, RxSize: cfg.RxSize, TxSize: cfg.TxSize,
-		NumFrames: per,
+		NumFrames: per, MultiBuffer: cfg.MultiBuffer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
-	s.Kernel().Headroom = xdpHeadroom
+	s.Kernel().Headroom = u.RxOffset()
 	sw := &simWorld{cfg: cfg, batch: batch, u: u, kernels: []*xsk.MemKernel{s.Kernel()}}
 	sw.w = newWorker(0, 0, s, h, workerOptions(&cfg))
 	for k := 0; k < c.Outputs; k++ {
 		o, err := xsk.NewMemSocket(u, xsk.SocketConfig{
 			FillSize: outFillSize, CompletionSize: cfg.CompletionSize, TxSize: cfg.TxSize,
-			FirstFrame: per + uint32(k)*outFrames, NumFrames: outFrames,
+			FirstFrame: per + uint32(k)*outFrames, NumFrames: outFrames, MultiBuffer: cfg.MultiBuffer,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("simulate: output %d: %w", k, err)
@@ -240,8 +319,8 @@ type SimLoop struct {
 }
 
 // NewLoop prepares a simulated worker with handler h whose UMEM frame i
-// holds frames[i % len(frames)] (after the kernel's headroom) from the
-// start. Each Step then has the simulated kernel deliver a batch of
+// holds frames[i % len(frames)] (after the headroom) from the start. Each
+// frame must fit in one UMEM frame, MultiBuffer or not. Each Step then has the simulated kernel deliver a batch of
 // descriptors of the longest frame's length, without copying anything,
 // runs the worker on it as an engine's would (h.Handle, or the drop-all loop
 // for a handler that declares DropAll), has the simulated kernel transmit
@@ -252,20 +331,23 @@ func (c Sim) NewLoop(h Handler, frames [][]byte) (*SimLoop, error) {
 	if len(frames) == 0 {
 		return nil, fmt.Errorf("simulate: no frames")
 	}
-	sw, err := c.setup(h)
+	single := c
+	single.MultiBuffer = false
+	if _, err := single.segments(frames); err != nil {
+		return nil, err
+	}
+	sw, err := c.setup(h, 1)
 	if err != nil {
 		return nil, err
 	}
 	l := &SimLoop{sw: sw}
 	for _, f := range frames {
-		if len(f) > simFrameSize-xdpHeadroom {
-			return nil, fmt.Errorf("simulate: a frame of %d bytes is longer than a UMEM frame holds after the headroom", len(f))
-		}
 		l.length = max(l.length, uint32(len(f)))
 	}
+	fs, off := uint64(sw.u.FrameSize()), sw.u.RxOffset()
 	for i := uint32(0); i < sw.u.NumFrames(); i++ {
 		f := frames[int(i)%len(frames)]
-		copy(sw.u.Frame(uint64(i)*uint64(simFrameSize)+xdpHeadroom, uint32(len(f))), f)
+		copy(sw.u.Frame(sw.u.Addr(uint64(i)*fs, off), uint32(len(f))), f)
 	}
 	return l, nil
 }
@@ -276,9 +358,14 @@ func (l *SimLoop) Step() int {
 	sw := l.sw
 	sw.kernels[0].Receive(sw.batch, l.length, nil)
 	var n uint32
-	if sw.w.dropAll {
+	switch {
+	case sw.w.mb && sw.w.dropAll:
+		n = sw.w.rxDropMB()
+	case sw.w.mb:
+		n = sw.w.rxHandleMB()
+	case sw.w.dropAll:
 		n = sw.w.rxDrop()
-	} else {
+	default:
 		n = sw.w.rxHandle()
 	}
 	for _, k := range sw.kernels {

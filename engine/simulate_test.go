@@ -113,14 +113,33 @@ func TestSimUnknownPort(t *testing.T) {
 
 // TestBatchHeadAndLength moves frames' starts and ends within their UMEM
 // frames and checks what is sent, and that moves out of bounds are refused
-// and change nothing.
+// and change nothing: in aligned and unaligned chunk mode, with and without
+// a UMEM headroom, whose addresses differ.
 func TestBatchHeadAndLength(t *testing.T) {
+	for _, sim := range []engine.Sim{
+		{},
+		{Unaligned: true},
+		{FrameHeadroom: 300},
+		{Unaligned: true, FrameHeadroom: 300, FrameSize: 2048},
+	} {
+		t.Run(fmt.Sprintf("unaligned=%v,headroom=%d,frame=%d", sim.Unaligned, sim.FrameHeadroom, sim.FrameSize), func(t *testing.T) {
+			testBatchHeadAndLength(t, sim)
+		})
+	}
+}
+
+func testBatchHeadAndLength(t *testing.T, sim engine.Sim) {
+	fs := 4096
+	if sim.FrameSize != 0 {
+		fs = int(sim.FrameSize)
+	}
+	wantHead := 256 + int(sim.FrameHeadroom)
 	var checks []string
 	h := engine.HandlerFunc(func(b *engine.Batch) {
 		for i := 0; i < b.Len(); i++ {
 			hr, tr, n := b.Headroom(i), b.Tailroom(i), len(b.Frame(i))
-			if hr != 256 || hr+n+tr != 4096 {
-				checks = append(checks, fmt.Sprintf("frame %d: headroom %d, tailroom %d, length %d", i, hr, tr, n))
+			if hr != wantHead || hr+n+tr != fs || b.Segments(i) != 1 || b.PacketLen(i) != n {
+				checks = append(checks, fmt.Sprintf("frame %d: headroom %d, tailroom %d, length %d, %d segments", i, hr, tr, n, b.Segments(i)))
 			}
 			if b.AdjustHead(i, -hr-1) || b.AdjustHead(i, n+1) || b.SetLen(i, n+tr+1) || b.SetLen(i, -1) {
 				checks = append(checks, fmt.Sprintf("frame %d: a move out of bounds was accepted", i))
@@ -138,12 +157,15 @@ func TestBatchHeadAndLength(t *testing.T) {
 				b.SetLen(i, 20)
 			case 3: // the whole UMEM frame after the head
 				b.SetLen(i, n+tr)
+			case 4: // all the headroom, and back
+				b.AdjustHead(i, -hr)
+				b.AdjustHead(i, hr)
 			}
 			b.Transmit(i)
 		}
 	})
-	frames := [][]byte{udpFrame(1, 64), udpFrame(2, 64), udpFrame(3, 64), udpFrame(4, 64)}
-	res, err := engine.Simulate(h, frames)
+	frames := [][]byte{udpFrame(1, 64), udpFrame(2, 64), udpFrame(3, 64), udpFrame(4, 64), udpFrame(5, 64)}
+	res, err := sim.Run(h, frames)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,8 +182,14 @@ func TestBatchHeadAndLength(t *testing.T) {
 			t.Errorf("frame %d sent %v:\n %x\nwant\n %x", i, f.Sent, f.Data, w)
 		}
 	}
-	if f := res.Frames[3]; !f.Sent || len(f.Data) != 4096-256 || !bytes.Equal(f.Data[:64], frames[3]) {
+	if f := res.Frames[3]; !f.Sent || len(f.Data) != fs-wantHead || !bytes.Equal(f.Data[:64], frames[3]) {
 		t.Errorf("frame 3 sent %v, %d bytes, want the UMEM frame after the headroom starting with the frame", f.Sent, len(f.Data))
+	}
+	if f := res.Frames[4]; !f.Sent || !bytes.Equal(f.Data, frames[4]) {
+		t.Errorf("frame 4 sent %v as %x, want it unchanged", f.Sent, f.Data)
+	}
+	if st := res.Stats; st.TxPackets != 5 || st.XDP.TxInvalidDescs != 0 {
+		t.Errorf("stats %+v", st)
 	}
 }
 

@@ -70,6 +70,14 @@ type worker struct {
 
 	// pubBatches and pubTxPackets are c's counts at the last publish.
 	pubBatches, pubTxPackets uint64
+
+	// mb is set for multi-buffer sockets (Config.MultiBuffer): frames may
+	// span several descriptors. eop marks, per frame of the worker's
+	// UMEM, whether the descriptor last queued on a tx ring from it ended
+	// a frame, so that completions count frames, not descriptors.
+	mb       bool
+	maxDescs uint32 // the most descriptors a batch may hold: the rx ring
+	eop      []uint8
 }
 
 // options are a worker's settings from its engine's or generator's
@@ -79,10 +87,13 @@ type options struct {
 	wait        WaitMode
 	needWakeup  bool
 	pollTimeout time.Duration
+	multiBuffer bool
+	rxSize      uint32
 }
 
 func workerOptions(c *Config) options {
-	return options{batch: c.Batch, wait: c.Wait, needWakeup: c.NeedWakeup, pollTimeout: c.PollTimeout}
+	return options{batch: c.Batch, wait: c.Wait, needWakeup: c.NeedWakeup, pollTimeout: c.PollTimeout,
+		multiBuffer: c.MultiBuffer, rxSize: c.RxSize}
 }
 
 // newWorker makes the worker of queue on cpu; h nil drops every frame.
@@ -105,7 +116,14 @@ func newWorker(queue, cpu int, sock *xsk.Socket, h Handler, o options) *worker {
 	}
 	w.dropAll = hintsOf(h).DropAll
 	w.idler, _ = h.(Idler)
-	w.batch = newBatch(queue, o.batch, w.umem)
+	if o.multiBuffer {
+		w.mb = true
+		// A batch of descriptors ends with a whole frame, which the rx
+		// ring holds all of: the ring bounds what a batch may take.
+		w.maxDescs = max(o.rxSize, uint32(o.batch))
+		w.eop = make([]uint8, w.umem.NumFrames())
+	}
+	w.batch = newBatch(queue, o.batch, w.umem, w.mb, int(w.maxDescs))
 	w.syncPorts()
 	return w
 }
@@ -136,9 +154,14 @@ func (w *worker) run(stop *atomic.Bool) error {
 			}
 		}
 		var n uint32
-		if w.dropAll {
+		switch {
+		case w.mb && w.dropAll:
+			n = w.rxDropMB()
+		case w.mb:
+			n = w.rxHandleMB()
+		case w.dropAll:
 			n = w.rxDrop()
-		} else {
+		default:
 			n = w.rxHandle()
 		}
 		if w.txOutstanding > 0 {
@@ -182,7 +205,7 @@ func (w *worker) rxDrop() uint32 {
 	}
 	fidx, room := s.Fill.Reserve(n)
 	var bytes uint64
-	mask := ^uint64(w.umem.FrameSize() - 1)
+	mask := w.umem.BaseMask()
 	for i := uint32(0); i < room; i++ {
 		d := s.Rx.Desc(idx + i)
 		bytes += uint64(d.Len)
@@ -232,7 +255,7 @@ func (w *worker) rxHandle() uint32 {
 
 	w.handler.Handle(b)
 
-	mask := ^uint64(w.umem.FrameSize() - 1)
+	mask := w.umem.BaseMask()
 	var tidx, troom uint32
 	if s.Tx.Size() > 0 { // a receive-only socket has no tx ring
 		tidx, troom = s.Tx.Reserve(n)
@@ -307,6 +330,8 @@ type outPort struct {
 	copy            bool
 	idx, room, used uint32
 	reserved        bool
+	// eop is the port's own UMEM's worker.eop (copy ports, multi-buffer).
+	eop []uint8
 }
 
 // syncPorts builds the per-port state; call it after w.ports changed,
@@ -315,6 +340,9 @@ func (w *worker) syncPorts() {
 	w.out = make([]outPort, len(w.ports))
 	for i, s := range w.ports {
 		w.out[i] = outPort{s: s, copy: s.Umem() != w.umem}
+		if w.mb && w.out[i].copy {
+			w.out[i].eop = make([]uint8, s.Umem().NumFrames())
+		}
 	}
 }
 
@@ -409,7 +437,7 @@ const maxKicks = 8
 // only when the fill ring is full); frames of a port with a UMEM of its own
 // go back to that port's stack.
 func (w *worker) complete() error {
-	mask := ^uint64(w.umem.FrameSize() - 1)
+	mask := w.umem.BaseMask()
 	rx := w.sock
 	for i := range w.out {
 		o := &w.out[i]
@@ -421,9 +449,23 @@ func (w *worker) complete() error {
 			}
 			continue
 		}
-		if o.copy {
+		done := uint64(n)
+		if w.mb {
+			// Each descriptor of a frame is completed on its own; the
+			// frame is done with its last.
+			done = 0
+			eop, u := w.eop, w.umem
+			if o.copy {
+				eop, u = o.eop, s.Umem()
+			}
 			for j := uint32(0); j < n; j++ {
-				s.Frames.Push(s.Completion.Addr(idx+j) & mask)
+				done += uint64(eop[u.FrameIndex(s.Completion.Addr(idx+j))])
+			}
+		}
+		if o.copy {
+			pmask := s.Umem().BaseMask()
+			for j := uint32(0); j < n; j++ {
+				s.Frames.Push(s.Completion.Addr(idx+j) & pmask)
 			}
 		} else {
 			fidx, room := rx.Fill.Reserve(n)
@@ -439,7 +481,7 @@ func (w *worker) complete() error {
 		}
 		s.Completion.Release(n)
 		w.txOutstanding -= n
-		w.c.txPackets += uint64(n)
+		w.c.txPackets += done
 	}
 	if rx.Frames.Len() > 0 {
 		rx.Refill()

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/internal/netdev"
@@ -19,6 +20,9 @@ func advise(err error) error {
 		me *engine.MTUError
 		ae *engine.AttachedError
 		fe *netdev.ForeignXDPError
+		mb *engine.MultiBufferError
+		hp *engine.HugePagesError
+		tl *engine.FrameTooLongError
 	)
 	switch {
 	case err == nil:
@@ -37,6 +41,18 @@ func advise(err error) error {
 		return fmt.Errorf("%w; add queues with: ethtool -L %s combined %d", err, qe.Device, want)
 	case errors.As(err, &me):
 		return fmt.Errorf("%w: %s", err, mtuHint(me))
+	case errors.As(err, &mb) && mb.NoRxSG:
+		return fmt.Errorf("%w: use -S (generic XDP takes multi-buffer frames on any device), or leave out -F", err)
+	case errors.As(err, &mb):
+		if largest := uint32(os.Getpagesize()); mb.FrameSize < largest {
+			return fmt.Errorf("%w: use --frame-size %d, or lower the MTU (ip link set %s mtu %d)", err, largest, mb.Device, mb.MaxMTU)
+		}
+		return fmt.Errorf("%w: lower the MTU (ip link set %s mtu %d)", err, mb.Device, mb.MaxMTU)
+	case errors.As(err, &hp):
+		return fmt.Errorf("%w; or leave --huge-pages at auto (with -u the UMEM then goes into normal pages when there are none)", err)
+	case errors.As(err, &tl):
+		return fmt.Errorf("%w: send smaller frames (--size %d, counting the FCS), or raise the MTU (ip link set %s mtu %d; a test bed: xdpeng testbed up --mtu %d)",
+			err, wireSize(tl.Max), tl.Device, tl.Length-(tl.Max-tl.MTU), tl.Length-(tl.Max-tl.MTU))
 	case errors.As(err, &ae):
 		return foreignAdvice(err, ae.Device, ae.LinkID, ae.OwnerPID)
 	case errors.As(err, &fe):
@@ -65,16 +81,17 @@ func foreignAdvice(err error, dev string, linkID uint32, ownerPID int) error {
 }
 
 // mtuHint says how to make a device's frames fit the UMEM frames: a larger
-// frame size, or a smaller MTU where even 4096-byte frames are too small.
+// frame size (up to the page size), a smaller MTU where even the largest
+// frames are too small, or multi-buffer, which spreads a frame over several.
 func mtuHint(e *engine.MTUError) string {
-	const largest = 4096
-	max4096 := e.MaxMTU + int(largest-e.FrameSize)
-	if e.MTU <= max4096 {
-		return "use --frame-size 4096"
+	largest := uint32(os.Getpagesize())
+	maxLargest := e.MaxMTU + int(largest-e.FrameSize)
+	if e.MTU <= maxLargest {
+		return fmt.Sprintf("use --frame-size %d, or -F (multi-buffer: a frame in several UMEM frames)", largest)
 	}
-	hint := fmt.Sprintf("lower it to at most %d (ip link set %s mtu %d)", max4096, e.Device, max4096)
+	hint := fmt.Sprintf("use -F (multi-buffer: a frame in several UMEM frames), or lower it to at most %d (ip link set %s mtu %d)", maxLargest, e.Device, maxLargest)
 	if e.FrameSize < largest {
-		hint += " and use --frame-size 4096"
+		hint += fmt.Sprintf(" and use --frame-size %d", largest)
 	}
 	return hint
 }

@@ -40,15 +40,23 @@ func (f *frameFlags) register(fs *pflag.FlagSet) {
 }
 
 // apply checks the flags and puts them into frame; the size there is
-// without FCS.
-func (f *frameFlags) apply(frame *packet.UDPConfig) error {
-	maxSize := packet.MaxFrameSize + fcsLen
+// without FCS. jumbo allows frames beyond a 1500-byte MTU (multi-buffer).
+func (f *frameFlags) apply(frame *packet.UDPConfig, jumbo bool) error {
+	largest := packet.MaxFrameSize
+	if jumbo {
+		largest = packet.MaxJumboFrameSize
+	}
+	maxSize := largest + fcsLen
 	if f.vlanTag || f.vlan != 0 {
 		maxSize += packet.VLANTagLen
 	}
 	if f.size < packet.MinFrameSize+fcsLen || f.size > maxSize {
-		return fmt.Errorf("--size %d out of range: frame size with FCS must be %d..%d (%d with a VLAN tag)",
-			f.size, packet.MinFrameSize+fcsLen, packet.MaxFrameSize+fcsLen, packet.MaxFrameSize+fcsLen+packet.VLANTagLen)
+		hint := ""
+		if !jumbo && f.size > maxSize {
+			hint = "; larger frames need multi-buffer (-F, txonly only)"
+		}
+		return fmt.Errorf("--size %d out of range: frame size with FCS must be %d..%d (%d with a VLAN tag)%s",
+			f.size, packet.MinFrameSize+fcsLen, largest+fcsLen, largest+fcsLen+packet.VLANTagLen, hint)
 	}
 	frame.Size = f.size - fcsLen
 	frame.VLAN = f.vlan

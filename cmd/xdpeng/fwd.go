@@ -134,6 +134,7 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 			ecfg.Interface, eng.Device().Driver, out.Device.Name, out.Device.Driver, queuesOnCPUs(ecfg.Queues, ecfg.CPUs),
 			ecfg.XDPMode, bindModeName(eng.ZeroCopy()), umem, dstMAC, ecfg.Batch,
 			ecfg.FillSize, ecfg.CompletionSize, ecfg.RxSize, ecfg.TxSize, ecfg.NeedWakeup, ecfg.Wait)
+		fmt.Fprint(p.w, umemLine(eng.Umem()))
 		if why != nil {
 			fmt.Fprintf(p.w, "  (the kernel refused to share the UMEM with %s: %v; copying instead)\n", out.Device.Name, why)
 		}

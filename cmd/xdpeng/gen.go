@@ -133,7 +133,7 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 	}
 	// The exact bounds depend on the frame (IPv6, VLAN) and are checked
 	// again by Validate; this catches the obvious before any lookup.
-	if err := f.frameFlags.apply(&cfg.Frame); err != nil {
+	if err := f.frameFlags.apply(&cfg.Frame, false); err != nil {
 		return err
 	}
 	if f.ports < 1 {

@@ -33,7 +33,9 @@ On a real NIC, l2fwd reflects everything it receives, SSH included: use
   # on a real NIC: reflect only UDP to port 9, copy mode
   xdpeng l2fwd -i eth1 --udp-port 9 -c
   # on the test bed
-  ip netns exec xdpeng-dut xdpeng l2fwd -i dut0 --json`,
+  ip netns exec xdpeng-dut xdpeng l2fwd -i dut0 --json
+  # jumbo frames, each sent back whole (a bed of testbed up --mtu 9000)
+  ip netns exec xdpeng-dut xdpeng l2fwd -i dut0 -F`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.config()

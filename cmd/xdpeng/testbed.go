@@ -58,11 +58,15 @@ use it. Nothing is left behind if a step fails.
   auto      threaded, pinned to --dut-cpus, if they differ from --gen-cpus`,
 		Example: `  xdpeng testbed up
   xdpeng testbed up --name t1 --queues 4 --links 2
-  xdpeng testbed up --gen-cpus 0 --dut-cpus 1 --napi threaded`,
+  xdpeng testbed up --gen-cpus 0 --dut-cpus 1 --napi threaded
+  xdpeng testbed up --mtu 9000              # jumbo frames (rxdrop -F, txonly -F)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.Queues < 1 || cfg.Links < 1 {
 				return fmt.Errorf("--queues %d, --links %d: each needs at least 1", cfg.Queues, cfg.Links)
+			}
+			if cmd.Flags().Changed("mtu") && (cfg.MTU < testbed.MinMTU || cfg.MTU > testbed.MaxMTU) {
+				return fmt.Errorf("--mtu %d: use %d-%d (9000 for jumbo frames)", cfg.MTU, testbed.MinMTU, testbed.MaxMTU)
 			}
 			var err error
 			if cfg.NAPI, err = parseNAPIMode(napi); err != nil {
@@ -107,6 +111,7 @@ use it. Nothing is left behind if a step fails.
 	f.StringVar(&genCPUs, "gen-cpus", "", "CPUs of the generator, e.g. 0 (default: the first CPU)")
 	f.StringVar(&dutCPUs, "dut-cpus", "", "CPUs for the DUT's NAPI kthreads, queue 0's on the first, round-robin, e.g. 1 or 1,0 (default: the last CPU)")
 	f.StringVar(&napi, "napi", "softirq", "DUT receive work: softirq (layout A), threaded (layout B) or auto")
+	f.IntVar(&cfg.MTU, "mtu", 0, fmt.Sprintf("MTU of both ends of every link, %d-%d (default: the kernel's, 1500); 9000 for jumbo frames", testbed.MinMTU, testbed.MaxMTU))
 	return cmd
 }
 
@@ -207,6 +212,7 @@ func printBed(w io.Writer, b *testbed.Bed) {
 	fmt.Fprintf(w, "test bed %s\n", b.Name)
 	fmt.Fprintf(w, "  namespaces   %s (generator), %s (device under test)\n", b.GenNS, b.DUTNS)
 	fmt.Fprintf(w, "  queues       %d rx + %d tx per veth end\n", b.Queues, b.Queues)
+	fmt.Fprintf(w, "  MTU          %d\n", b.MTU)
 	for _, l := range b.Links {
 		fmt.Fprintf(w, "  link         %-6s %s %-15s <-> %-6s %s %s\n",
 			l.Gen, l.GenMAC, l.GenIP, l.DUT, l.DUTMAC, l.DUTIP)
@@ -243,6 +249,11 @@ func printExamples(w io.Writer, b *testbed.Bed) {
 	fmt.Fprintf(w, "\ntry:\n")
 	fmt.Fprintf(w, "  ip netns exec %s %s rxdrop -i %s -q %s\n", b.DUTNS, self, l.DUT, q)
 	fmt.Fprintf(w, "  ip netns exec %s %s gen -i %s -d 5s\n", b.GenNS, self, l.Gen)
+	if b.MTU > 1500 {
+		// Live frames stop at a page; AF_XDP transmit sends jumbo frames.
+		fmt.Fprintf(w, "  ip netns exec %s %s rxdrop -i %s -q %s -F\n", b.DUTNS, self, l.DUT, q)
+		fmt.Fprintf(w, "  ip netns exec %s %s txonly -i %s -F -s %d --count 100000\n", b.GenNS, self, l.Gen, wireSize(min(b.MTU, 9000)+14))
+	}
 	fmt.Fprintf(w, "  ip netns exec %s ethtool -S %s\n", b.DUTNS, l.DUT)
 	fmt.Fprintf(w, "  %s testbed down --name %s\n", self, b.Name)
 }

@@ -54,11 +54,18 @@ drivers (i40e, ice, ixgbe, igb, igc, bnxt, ...) set up only while an XDP
 program is attached: where the device's XDP features say so and zero-copy
 may be used, txonly attaches XDP_PASS to it for the run (a bpf_link, removed
 at exit, never replacing another program) and says so; --xdp-pass never
-turns that off, always forces it.`,
+turns that off, always forces it.
+
+Jumbo frames: with -F (multi-buffer) a frame longer than a UMEM frame goes out
+as several descriptors, each frame in consecutive UMEM frames (up to 18), so
+--size may go up to the device's MTU + 18 (on a test bed: testbed up --mtu
+9000, then -s 9018). gen's live frames stop at a page (3408 bytes here):
+txonly -F is what sends jumbo frames.`,
 		Example: `  xdpeng txonly -i dut0 --count 1000000
   xdpeng txonly -i dut0 -d 5s --rate 500000 --ports 16 --size 128 --json
   xdpeng txonly -i dut0 -q 0 -C 100000 -s 64 -V -J 7 -K 3 -P 12345678   # xdpsock's letters
-  ip netns exec xdpeng-dut xdpeng txonly -i dut0 -q 0 --count 100 -c`,
+  ip netns exec xdpeng-dut xdpeng txonly -i dut0 -q 0 --count 100 -c
+  ip netns exec xdpeng-gen xdpeng txonly -i gen0 -F -s 9018 --count 100000   # a bed of MTU 9000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTxOnly(cmd, f) },
 	}
@@ -102,6 +109,7 @@ var txOnlyIgnores = []struct{ flag, why string }{
 	{"write", "it receives nothing to capture"},
 	{"snaplen", "it receives nothing to capture"},
 	{"capture-count", "it receives nothing to capture"},
+	{"headroom", "it receives nothing, and the UMEM headroom is what the kernel leaves in front of received frames"},
 }
 
 func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
@@ -124,7 +132,7 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 		return err
 	}
 	frame := packet.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort, Fill: f.fill}
-	if err := f.frameFlags.apply(&frame); err != nil {
+	if err := f.frameFlags.apply(&frame, cfg.MultiBuffer); err != nil {
 		return err
 	}
 	if frame.Pattern != 0 && cmd.Flags().Changed("fill") {
@@ -153,9 +161,13 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 		FrameSize: cfg.FrameSize, NumFrames: cfg.NumFrames, CompletionSize: cfg.CompletionSize, TxSize: cfg.TxSize,
 		BindMode: cfg.BindMode, NeedWakeup: cfg.NeedWakeup, Wait: cfg.Wait,
 		BusyPollUsecs: cfg.BusyPollUsecs, BusyPollBudget: cfg.BusyPollBudget, PollTimeout: cfg.PollTimeout,
+		Unaligned: cfg.Unaligned, HugePages: cfg.HugePages, MultiBuffer: cfg.MultiBuffer,
 		Frames: frames, Count: f.count, Rate: f.rate,
 	}
 	if err := gcfg.Validate(); err != nil {
+		if cfg.MultiBuffer {
+			return fmt.Errorf("--size %d: %w", f.size, err)
+		}
 		return err
 	}
 	helper, err := setupTx(info.Name, f.xdpPass, false, cfg.BindMode != engine.BindCopy, sayTo(cmd.OutOrStdout(), cmd.ErrOrStderr(), f.json))
@@ -186,6 +198,7 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 			wireSize(frame.Size), frame.Size, frame.SrcIP, frame.SrcPort, frame.DstIP, frame.DstPort, frame.DstMAC, f.ports,
 			orUnbounded(f.count), orUnbounded(f.rate), cfg.NeedWakeup)
 		w.header(p.w)
+		fmt.Fprint(p.w, umemLine(g.Umem()))
 	}
 	last, runErr := runEngine(g, &f.xskFlags, p)
 	runErr = errors.Join(runErr, w.finish(0))
@@ -193,7 +206,7 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	t := last.Total()
 	sum := txOnlySummary{
 		Type: "summary", Mode: "txonly", Interface: info.Name, Driver: info.Driver, Queues: g.Config().Queues,
-		ZeroCopy: g.ZeroCopy(), Batch: cfg.Batch, Size: wireSize(frame.Size), FrameBytes: frame.Size, Ports: f.ports,
+		ZeroCopy: g.ZeroCopy(), Batch: cfg.Batch, Size: wireSize(frame.Size), FrameBytes: frame.Size, Ports: f.ports, Umem: umemSummary(g.Umem()),
 		Count: f.count, Rate: f.rate, DurationS: round3(dur), TxPackets: t.TxPackets, TxBytes: t.TxBytes,
 		PerQueue: last.Queues, XDPStats: t.XDP, XDPPass: helper.Attached(),
 		App:       map[string]uint64{"tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches},
@@ -230,6 +243,7 @@ type txOnlySummary struct {
 	Size       int                 `json:"size"`        // with FCS, as --size
 	FrameBytes int                 `json:"frame_bytes"` // without: what tx_bytes counts
 	Ports      int                 `json:"ports"`
+	Umem       umemJSON            `json:"umem"`
 	Count      uint64              `json:"count"`
 	Rate       uint64              `json:"rate"`
 	DurationS  float64             `json:"duration_s"`

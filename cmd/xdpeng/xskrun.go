@@ -31,6 +31,10 @@ type xskFlags struct {
 	queues, cpus                       string
 	batch                              int
 	frameSize                          uint32
+	headroom                           uint32
+	unaligned                          bool
+	hugePages                          string
+	frags                              bool
 	frames                             uint32
 	ringSize                           uint32
 	fillSize, compSize, rxSize, txSize uint32
@@ -56,7 +60,11 @@ func (f *xskFlags) register(fs *pflag.FlagSet) {
 	fs.StringVarP(&f.queues, "queues", "q", "", "rx queues to bind, e.g. 0, 0-3, 0,2 (default: all of the device's)")
 	fs.StringVar(&f.cpus, "cpus", "", "CPU of each queue's worker, in the order of -q: -q 0-1 --cpus 1,0 puts queue 0 on CPU 1 (default: from the last CPU down)")
 	fs.IntVarP(&f.batch, "batch", "b", 64, "descriptors taken from a ring at once")
-	fs.Uint32Var(&f.frameSize, "frame-size", 2048, "UMEM frame size: 2048 (MTU up to 1774) or 4096")
+	fs.Uint32VarP(&f.frameSize, "frame-size", "f", 2048, fmt.Sprintf("UMEM frame size: a power of two from 2048 to the page size (here: %s); a frame must fit in one after 256 bytes of headroom and --headroom (2048: MTU up to 1774), unless -F", frameSizes()))
+	fs.Uint32Var(&f.headroom, "headroom", 0, "UMEM headroom: bytes the kernel leaves free in front of every received frame, beyond its own 256, at most the frame size - 704")
+	fs.BoolVarP(&f.unaligned, "unaligned", "u", false, "unaligned chunk mode (XDP_UMEM_UNALIGNED_CHUNK_FLAG), the UMEM in huge pages where the pool has them (see --huge-pages)")
+	fs.StringVar(&f.hugePages, "huge-pages", "auto", "huge pages behind the UMEM: auto (with -u, when the pool has them free; else normal pages, and it says so), on (required, with or without -u) or off")
+	fs.BoolVarP(&f.frags, "frags", "F", false, "multi-buffer (XDP frags): frames longer than a UMEM frame arrive, and go out, in several, up to 18")
 	fs.Uint32Var(&f.frames, "frames", 0, "UMEM frames per socket (default: fill ring + tx ring sizes)")
 	fs.Uint32Var(&f.ringSize, "ring-size", 2048, "size of all four rings (power of two)")
 	fs.Uint32Var(&f.fillSize, "fill-size", 0, "fill ring size (default: --ring-size)")
@@ -108,6 +116,14 @@ func (f *xskFlags) config() (engine.Config, error) {
 	}
 	cfg.Batch = f.batch
 	cfg.FrameSize = f.frameSize
+	cfg.FrameHeadroom = f.headroom
+	cfg.Unaligned = f.unaligned
+	cfg.MultiBuffer = f.frags
+	hp, err := engine.ParseHugePageMode(f.hugePages)
+	if err != nil {
+		return cfg, fmt.Errorf("--huge-pages %q: use auto, on or off", f.hugePages)
+	}
+	cfg.HugePages = hp
 	cfg.NumFrames = f.frames
 	pick := func(v uint32) uint32 {
 		if v == 0 {
@@ -163,7 +179,58 @@ func (f *xskFlags) config() (engine.Config, error) {
 	if err := f.watch.check(); err != nil {
 		return cfg, err
 	}
-	return cfg, cfg.Validate()
+	if err := cfg.Validate(); err != nil {
+		return cfg, geometryError(err, f.frameSize, f.headroom)
+	}
+	return cfg, nil
+}
+
+// geometryError names the flag behind a frame size or headroom the engine
+// refused.
+func geometryError(err error, frameSize, headroom uint32) error {
+	if errors.Is(err, engine.ErrFrameSize) {
+		return fmt.Errorf("--frame-size: %w", err)
+	}
+	if max := engine.MaxFrameHeadroom(frameSize); headroom > max {
+		return fmt.Errorf("--headroom %d: at most %d with %d-byte frames (-f): the kernel keeps 704 bytes of each frame for itself", headroom, max, frameSize)
+	}
+	return err
+}
+
+// frameSizes lists the UMEM frame sizes this machine takes: powers of two
+// from 2048 to the page size.
+func frameSizes() string {
+	var s []string
+	for fs := 2048; fs <= os.Getpagesize(); fs *= 2 {
+		s = append(s, fmt.Sprint(fs))
+	}
+	return strings.Join(s, ", ")
+}
+
+// umemLine describes the UMEM where it is not the default (2048-byte
+// aligned frames, no headroom, one buffer per frame), and why it is not in
+// huge pages where it would be; "" otherwise.
+func umemLine(u engine.UmemInfo) string {
+	var parts []string
+	if u.Headroom != 0 {
+		parts = append(parts, fmt.Sprintf("headroom %d", u.Headroom))
+	}
+	if u.Unaligned {
+		parts = append(parts, "unaligned chunks")
+	}
+	if u.MultiBuffer {
+		parts = append(parts, "multi-buffer (a frame in up to 18 UMEM frames)")
+	}
+	switch {
+	case u.HugePages:
+		parts = append(parts, fmt.Sprintf("in huge pages of %d kB", u.HugePageSize>>10))
+	case u.Note != "":
+		parts = append(parts, u.Note)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("  UMEM: %d-byte frames, %s\n", u.FrameSize, strings.Join(parts, ", "))
 }
 
 // runXsk runs an engine in mode until the duration ends or Ctrl-C/SIGTERM,
@@ -302,6 +369,7 @@ func (p *xskPrinter) header() {
 		p.mode, cfg.Interface, p.eng.Device().Driver, queuesOnCPUs(cfg.Queues, cfg.CPUs), cfg.XDPMode, zc, cfg.Batch,
 		cfg.FrameSize, cfg.FillSize, cfg.CompletionSize, cfg.RxSize, cfg.TxSize, cfg.NeedWakeup, cfg.Wait)
 	p.watch.header(p.w)
+	fmt.Fprint(p.w, umemLine(p.eng.Umem()))
 }
 
 // queuesOnCPUs says which queue runs on which CPU: "queue 0 on CPU 1" or
@@ -425,22 +493,23 @@ func (p *xskPrinter) interval(prev, cur engine.Snapshot) {
 
 // xskSummary is the last JSON line of an AF_XDP mode.
 type xskSummary struct {
-	Type      string  `json:"type"`
-	Mode      string  `json:"mode"`
-	Interface string  `json:"interface"`
-	Driver    string  `json:"driver"`
-	Queues    []int   `json:"queues"`
-	XDPMode   string  `json:"xdp_mode"`
-	ZeroCopy  bool    `json:"zero_copy"`
-	Batch     int     `json:"batch"`
-	FrameSize uint32  `json:"umem_frame_size"`
-	DurationS float64 `json:"duration_s"`
-	RxPackets uint64  `json:"rx_packets"`
-	RxBytes   uint64  `json:"rx_bytes"`
-	TxPackets uint64  `json:"tx_packets"`
-	TxBytes   uint64  `json:"tx_bytes"`
-	RxPPS     float64 `json:"rx_pps"`
-	TxPPS     float64 `json:"tx_pps"`
+	Type      string   `json:"type"`
+	Mode      string   `json:"mode"`
+	Interface string   `json:"interface"`
+	Driver    string   `json:"driver"`
+	Queues    []int    `json:"queues"`
+	XDPMode   string   `json:"xdp_mode"`
+	ZeroCopy  bool     `json:"zero_copy"`
+	Batch     int      `json:"batch"`
+	FrameSize uint32   `json:"umem_frame_size"`
+	Umem      umemJSON `json:"umem"`
+	DurationS float64  `json:"duration_s"`
+	RxPackets uint64   `json:"rx_packets"`
+	RxBytes   uint64   `json:"rx_bytes"`
+	TxPackets uint64   `json:"tx_packets"`
+	TxBytes   uint64   `json:"tx_bytes"`
+	RxPPS     float64  `json:"rx_pps"`
+	TxPPS     float64  `json:"tx_pps"`
 	// HandlerDropped are the frames the handler gave the Drop verdict
 	// (every frame in rxdrop), not drops of the kernel's (xdp_stats).
 	HandlerDropped uint64 `json:"handler_dropped"`
@@ -461,6 +530,7 @@ func (p *xskPrinter) summary(s engine.Snapshot) {
 	sum := xskSummary{
 		Type: "summary", Mode: p.mode, Interface: cfg.Interface, Driver: p.eng.Device().Driver,
 		Queues: cfg.Queues, XDPMode: cfg.XDPMode.String(), ZeroCopy: zc, Batch: cfg.Batch, FrameSize: cfg.FrameSize,
+		Umem:      umemSummary(p.eng.Umem()),
 		DurationS: round3(dur), RxPackets: t.RxPackets, RxBytes: t.RxBytes, TxPackets: t.TxPackets, TxBytes: t.TxBytes,
 		HandlerDropped: t.Dropped, Dropped: t.Dropped, TxRingFull: t.TxRingFull, PerQueue: s.Queues, XDPStats: t.XDP,
 		App:       map[string]uint64{"rx_wakeups": t.RxWakeups, "tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches, "naps": t.Naps},
@@ -491,6 +561,23 @@ func (p *xskPrinter) summary(s engine.Snapshot) {
 		p.hooks.summaryText(p.w)
 	}
 	p.watch.summaryText(p.w)
+}
+
+// umemJSON is the UMEM in a JSON summary.
+type umemJSON struct {
+	FrameSize   uint32 `json:"frame_size"`
+	Headroom    uint32 `json:"headroom"`
+	Unaligned   bool   `json:"unaligned"`
+	MultiBuffer bool   `json:"multi_buffer"`
+	HugePages   bool   `json:"huge_pages"`
+	// Note says why the UMEM is in normal pages where huge pages were
+	// wanted.
+	Note string `json:"note,omitempty"`
+}
+
+func umemSummary(u engine.UmemInfo) umemJSON {
+	return umemJSON{FrameSize: u.FrameSize, Headroom: u.Headroom, Unaligned: u.Unaligned,
+		MultiBuffer: u.MultiBuffer, HugePages: u.HugePages, Note: u.Note}
 }
 
 func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }

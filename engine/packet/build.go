@@ -19,7 +19,7 @@ type UDPConfig struct {
 	// VLANPriority is the tag's 802.1p priority (PCP), 0..7; only with a
 	// VLAN.
 	VLANPriority uint8
-	// Size is the frame length without FCS, MinFrameSize..MaxFrameSize
+	// Size is the frame length without FCS, MinFrameSize..MaxJumboFrameSize
 	// (+VLANTagLen when tagged), and at least the headers' length.
 	Size int
 	Fill byte // every payload byte, where Pattern is 0
@@ -43,12 +43,13 @@ func (c *UDPConfig) L4Offset() int {
 	return off
 }
 
-// MaxSize is the largest valid Size for c: MaxFrameSize, plus a VLAN tag.
+// MaxSize is the largest valid Size for c: MaxJumboFrameSize, plus a VLAN
+// tag.
 func (c *UDPConfig) MaxSize() int {
 	if c.VLAN != 0 {
-		return MaxFrameSize + VLANTagLen
+		return MaxJumboFrameSize + VLANTagLen
 	}
-	return MaxFrameSize
+	return MaxJumboFrameSize
 }
 
 // FieldError reports an invalid UDPConfig field. Msg names the field and

@@ -37,4 +37,8 @@ const (
 	// MaxFrameSize is the largest untagged frame for a 1500-byte MTU without
 	// FCS; a VLAN tag adds VLANTagLen to it.
 	MaxFrameSize = 1514
+	// MaxJumboFrameSize is the largest untagged frame the builders make: an
+	// Ethernet header and the most an IPv4 packet's total length can say.
+	// Which of these a device carries is its MTU's business.
+	MaxJumboFrameSize = EthHdrLen + 65535
 )

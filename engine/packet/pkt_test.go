@@ -79,9 +79,9 @@ func serialize(t testing.TB, c UDPConfig, l4 gopacket.SerializableLayer, l4proto
 func TestBuildUDPMatchesGopacket(t *testing.T) {
 	for _, v6 := range []bool{false, true} {
 		for _, vlan := range []uint16{0, 100} {
-			for _, size := range []int{66, 64 + 4*3, 128, 1514} {
+			for _, size := range []int{66, 64 + 4*3, 128, 1514, 9000, MaxJumboFrameSize} {
 				c := udpConfig(v6, vlan, size)
-				buf := make([]byte, 2048)
+				buf := make([]byte, MaxJumboFrameSize)
 				n, err := BuildUDP(buf, c)
 				if err != nil {
 					t.Fatalf("v6=%v vlan=%d size=%d: %v", v6, vlan, size, err)
@@ -166,13 +166,13 @@ func TestBuildErrorsNameTheField(t *testing.T) {
 		modify func(*UDPConfig)
 		want   string
 	}{
-		{"short size", func(c *UDPConfig) { c.Size = 59 }, "Size 59 out of range: frame size without FCS must be 60..1514"},
-		{"big size", func(c *UDPConfig) { c.Size = 1515 }, "Size 1515 out of range"},
-		{"vlan big size ok", func(c *UDPConfig) { c.VLAN = 5; c.Size = 1519 }, "Size 1519 out of range: frame size without FCS must be 60..1518"},
+		{"short size", func(c *UDPConfig) { c.Size = 59 }, "Size 59 out of range: frame size without FCS must be 60..65549"},
+		{"big size", func(c *UDPConfig) { c.Size = 65550 }, "Size 65550 out of range"},
+		{"vlan big size ok", func(c *UDPConfig) { c.VLAN = 5; c.Size = 65554 }, "Size 65554 out of range: frame size without FCS must be 60..65553"},
 		{"v6 min", func(c *UDPConfig) {
 			c.SrcIP, c.DstIP = netip.MustParseAddr("::1"), netip.MustParseAddr("::2")
 			c.VLAN, c.Size = 7, 64
-		}, "must be 66..1518"},
+		}, "must be 66..65553"},
 		{"src mac", func(c *UDPConfig) { c.SrcMAC = nil }, "SrcMAC"},
 		{"dst mac", func(c *UDPConfig) { c.DstMAC = net.HardwareAddr{1, 2} }, "DstMAC"},
 		{"src ip", func(c *UDPConfig) { c.SrcIP = netip.Addr{} }, "SrcIP is not set"},
@@ -183,7 +183,7 @@ func TestBuildErrorsNameTheField(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := udpConfig(false, 0, 64)
 			tc.modify(&c)
-			_, err := BuildUDP(make([]byte, 2048), c)
+			_, err := BuildUDP(make([]byte, 70000), c)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}

@@ -77,7 +77,7 @@ func (s *Socket) Audit() (FrameCount, error) {
 	end := first + uint64(s.cfg.NumFrames)*fs
 	where := make(map[uint64]string, s.cfg.NumFrames)
 	put := func(addr uint64, place string) error {
-		base := addr &^ (fs - 1)
+		base := s.umem.FrameBase(addr)
 		if base < first || base >= end {
 			return fmt.Errorf("address %#x in the %s is outside the socket's frames %#x..%#x", addr, place, first, end)
 		}

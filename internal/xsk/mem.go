@@ -10,7 +10,7 @@ func NewMemUmem(cfg UmemConfig) (*Umem, error) {
 		return nil, err
 	}
 	area := make([]byte, int(cfg.FrameSize)*int(cfg.NumFrames))
-	return &Umem{fd: -1, area: mapping{mem: area}, frameSize: cfg.FrameSize, numFrames: cfg.NumFrames}, nil
+	return newUmem(cfg, -1, mapping{mem: area}), nil
 }
 
 // NewMemSocket returns a socket whose rings live in ordinary memory, with
@@ -31,7 +31,8 @@ func NewMemSocket(u *Umem, cfg SocketConfig) (*Socket, error) {
 		s.maps = append(s.maps, memRing(cfg.TxSize, descSize, &s.Tx.ring))
 	}
 	s.setup()
-	k := &MemKernel{s: s, fill: s.Fill.ring, comp: s.Completion.ring, rx: s.Rx.ring, tx: s.Tx.ring}
+	k := &MemKernel{s: s, fill: s.Fill.ring, comp: s.Completion.ring, rx: s.Rx.ring, tx: s.Tx.ring,
+		multiBuffer: cfg.MultiBuffer, frameSize: u.frameSize, offShift: u.offShift}
 	// The kernel's views share the rings' memory, with their own cursors.
 	k.fill.cachedProd, k.fill.cachedCons = 0, 0
 	k.comp.cachedProd, k.comp.cachedCons = 0, 0
@@ -59,32 +60,43 @@ type MemKernel struct {
 	// AutoTransmit makes WakeTx transmit everything on the tx ring, like a
 	// copy-mode sendto.
 	AutoTransmit bool
-	// Received, Transmitted count frames delivered to rx and completed.
+	// Received, Transmitted count descriptors delivered to rx and completed
+	// (a frame split over several buffers counts once per buffer).
 	Received, Transmitted uint64
-	// Headroom is where in its buffer Receive puts a frame, as the kernel
-	// puts it XDP_PACKET_HEADROOM (256) bytes in.
+	// Headroom is where in its buffer Receive puts a frame. The kernel
+	// puts it the UMEM headroom and XDP_PACKET_HEADROOM (256) bytes in
+	// (Umem.RxOffset), which a simulation sets; it is 0 to begin with, for
+	// benchmarks that prepare the frames at the start of each buffer.
 	Headroom uint32
 
 	s                    *Socket
 	fill, comp, rx, tx   ring
 	fillAddrs, compAddrs []uint64
 	rxDescs, txDescs     []Desc
+	multiBuffer          bool   // the socket was bound with XDP_USE_SG
+	frameSize            uint32 // of the UMEM
+	offShift             uint   // of the UMEM: where an address keeps its offset
 }
 
 // Receive delivers up to n frames of length bytes into the rx ring, taking
 // buffers from the fill ring, and returns how many it delivered. Frames that
 // find no buffer or no room are counted as a kernel would count them, and
-// the caller's payload (if any) is copied into each frame.
+// the caller's payload (if any) is copied into each frame. Each frame must
+// fit in one buffer after Headroom (Fits); ReceiveLong takes the others.
 func (k *MemKernel) Receive(n int, length uint32, payload []byte) int {
 	fidx, got := k.fill.peek(uint32(n))
 	ridx, room := k.rx.reserve(got)
+	// A descriptor's address is the buffer's and the offset, in the
+	// UMEM's mode.
+	off := uint64(k.Headroom) << k.offShift
 	for i := uint32(0); i < room; i++ {
-		addr := k.fillAddrs[(fidx+i)&k.fill.mask] + uint64(k.Headroom)
+		addr := k.fillAddrs[(fidx+i)&k.fill.mask]
 		if payload != nil {
-			copy(k.s.umem.area.mem[addr:addr+uint64(length)], payload)
+			a := addr + uint64(k.Headroom)
+			copy(k.s.umem.area.mem[a:a+uint64(length)], payload)
 		}
 		d := &k.rxDescs[(ridx+i)&k.rx.mask]
-		d.Addr, d.Len, d.Options = addr, length, 0
+		d.Addr, d.Len, d.Options = addr+off, length, 0
 	}
 	// Buffers taken from the fill ring but without room in rx are put back
 	// by consuming fewer: only room entries leave the fill ring.
@@ -107,8 +119,70 @@ func (k *MemKernel) Receive(n int, length uint32, payload []byte) int {
 	return int(room)
 }
 
+// Fits reports whether a frame of length bytes fits in one buffer after
+// Headroom.
+func (k *MemKernel) Fits(length uint32) bool { return length+k.Headroom <= k.frameSize }
+
+// ReceiveLong is Receive for frames of any length. A frame longer than a
+// buffer holds after Headroom is split over several buffers, as many
+// descriptors with PacketContinues on all but the last, on a socket bound
+// for multi-buffer (all of them delivered or none, counted once when
+// dropped, as __xsk_rcv in net/xdp/xsk.c does); on another socket it is
+// dropped (RxDropped), as the kernel drops it.
+func (k *MemKernel) ReceiveLong(n int, length uint32, payload []byte) int {
+	if k.Fits(length) {
+		return k.Receive(n, length, payload)
+	}
+	room := k.frameSize - k.Headroom
+	if !k.multiBuffer {
+		k.Stats.RxDropped += uint64(n)
+		return 0
+	}
+	segs := (length + room - 1) / room
+	delivered := 0
+	for range n {
+		fidx, got := k.fill.peek(segs)
+		if got < segs {
+			k.fill.cachedCons -= got
+			k.Stats.RxFillRingEmptyDescs++
+			k.Stats.RxDropped++
+			continue
+		}
+		ridx, slots := k.rx.reserve(segs)
+		if slots < segs {
+			k.rx.cancel(slots)
+			k.fill.cachedCons -= got
+			k.Stats.RxRingFull++
+			continue
+		}
+		left := length
+		for j := uint32(0); j < segs; j++ {
+			base := k.fillAddrs[(fidx+j)&k.fill.mask]
+			l := min(left, room)
+			if payload != nil {
+				a := base + uint64(k.Headroom)
+				off := length - left
+				copy(k.s.umem.area.mem[a:a+uint64(l)], payload[off:off+l])
+			}
+			left -= l
+			d := &k.rxDescs[(ridx+j)&k.rx.mask]
+			d.Addr, d.Len, d.Options = k.s.umem.Addr(base, k.Headroom), l, 0
+			if left > 0 {
+				d.Options = PacketContinues
+			}
+		}
+		k.fill.release(segs)
+		k.rx.submit(segs)
+		k.Received += uint64(segs)
+		delivered++
+	}
+	return delivered
+}
+
 // Transmit consumes up to n descriptors from the tx ring and posts their
-// frames to the completion ring; it returns how many it completed.
+// frames to the completion ring; it returns how many it completed. Each
+// descriptor of a multi-buffer packet is completed on its own, as the
+// kernel does.
 func (k *MemKernel) Transmit(n int) int {
 	tidx, got := k.tx.peek(uint32(n))
 	cidx, room := k.comp.reserve(got)

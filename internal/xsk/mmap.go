@@ -4,6 +4,7 @@ package xsk
 // UMEM, and viewing their memory as indices and descriptors.
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -69,12 +70,32 @@ func (r *ring) init(mem []byte, off unix.XDPRingOffset, size uint32) {
 func addrSlice(r *ring) []uint64 { return unsafe.Slice((*uint64)(r.desc), r.size) }
 func descSlice(r *ring) []Desc   { return unsafe.Slice((*Desc)(r.desc), r.size) }
 
-// mmapArea maps the UMEM: anonymous and private, backed by transparent huge
-// pages where the kernel allows them, and populated up front so that the
-// first packets do not fault pages in. Huge pages matter here: the kernel
-// copies every received frame into a different UMEM frame, and with 4 KiB
-// pages each of those copies would need a TLB entry of its own.
-func mmapArea(size int) (mapping, error) {
+// mmapArea maps the UMEM: anonymous and private, and populated up front so
+// that the first packets do not fault pages in. With huge, it is in huge
+// pages of the system's default size (MAP_HUGETLB), size rounded up to a
+// whole page; the kernel reserves them at mmap, so a pool without enough
+// free pages fails here, with ErrNoHugePages. Otherwise it is in normal
+// pages, backed by transparent huge pages where the kernel allows them.
+// Huge pages matter here: the kernel copies every received frame into a
+// different UMEM frame, and with 4 KiB pages each of those copies would
+// need a TLB entry of its own.
+func mmapArea(size int, huge bool) (mapping, error) {
+	if huge {
+		hp, err := ReadHugePages()
+		if err != nil {
+			return mapping{}, err
+		}
+		size = (size + hp.Size - 1) / hp.Size * hp.Size
+		mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE,
+			unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_HUGETLB|unix.MAP_POPULATE)
+		if err != nil {
+			if errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.EINVAL) {
+				return mapping{}, &HugePagesError{Need: size / hp.Size, Pages: hp, Err: err}
+			}
+			return mapping{}, fmt.Errorf("mmap UMEM of %d bytes in huge pages: %w", size, err)
+		}
+		return mapping{mem: mem, mapped: true}, nil
+	}
 	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return mapping{}, fmt.Errorf("mmap UMEM of %d bytes: %w", size, err)

@@ -14,6 +14,11 @@ func (r *RxRing) Peek(n uint32) (idx, got uint32) { return r.peek(n) }
 // Desc returns the descriptor in slot idx.
 func (r *RxRing) Desc(idx uint32) *Desc { return &r.descs[idx&r.mask] }
 
+// Unpeek gives back the last n peeked slots, unreleased, so that the next
+// Peek returns them again: a batch that ends in the middle of a
+// multi-buffer packet leaves its start for the next batch.
+func (r *RxRing) Unpeek(n uint32) { r.cachedCons -= n }
+
 // Release gives n peeked slots back to the kernel.
 func (r *RxRing) Release(n uint32) { r.release(n) }
 

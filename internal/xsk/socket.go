@@ -46,7 +46,18 @@ type SocketConfig struct {
 	// FirstFrame and NumFrames are the part of the UMEM this socket owns.
 	// NumFrames 0 means the whole UMEM.
 	FirstFrame, NumFrames uint32
+	// MultiBuffer lets a packet span several descriptors (XDP_USE_SG):
+	// received frames longer than a buffer arrive split, with
+	// PacketContinues on every descriptor but the last, and the tx ring
+	// takes packets of several descriptors. Without it the kernel drops
+	// such frames. A socket that shares its UMEM inherits it from the
+	// UMEM's first socket (Linux 6.6 and later).
+	MultiBuffer bool
 }
+
+// PacketContinues is set in a descriptor's Options when the packet goes
+// on in the next descriptor (XDP_PKT_CONTD, multi-buffer only).
+const PacketContinues = unix.XDP_PKT_CONTD
 
 // MaxRingSize bounds ring sizes; the kernel accepts more, but a larger ring
 // only adds latency and memory.
@@ -182,6 +193,9 @@ func NewSocket(u *Umem, cfg SocketConfig) (_ *Socket, err error) {
 	if cfg.NeedWakeup {
 		sa.Flags |= unix.XDP_USE_NEED_WAKEUP
 	}
+	if cfg.MultiBuffer && !shared {
+		sa.Flags |= unix.XDP_USE_SG
+	}
 	if shared {
 		sa.Flags |= unix.XDP_SHARED_UMEM
 		sa.SharedUmemFD = uint32(u.fd)
@@ -247,8 +261,12 @@ func bindError(cfg SocketConfig, err error) error {
 	switch {
 	case errors.Is(err, unix.EBUSY):
 		return fmt.Errorf("%s: %w (%w)", where, err, ErrBusy)
+	case cfg.Mode == ZeroCopy && cfg.MultiBuffer && errors.Is(err, unix.EOPNOTSUPP):
+		return fmt.Errorf("%s: %w (%w: the driver has no multi-buffer in zero-copy mode)", where, err, ErrNoZeroCopy)
 	case cfg.Mode == ZeroCopy && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL)):
 		return fmt.Errorf("%s: %w (%w)", where, err, ErrNoZeroCopy)
+	case cfg.MultiBuffer && errors.Is(err, unix.EINVAL):
+		return fmt.Errorf("%s: %w (multi-buffer sockets, XDP_USE_SG, need Linux 6.6 or later)", where, err)
 	case errors.Is(err, unix.EINVAL):
 		return fmt.Errorf("%s: %w (is the queue within the device's channels, and the XDP program attached?)", where, err)
 	}

@@ -19,6 +19,16 @@ func (t *TxRing) Set(idx uint32, addr uint64, length uint32) {
 	d.Options = 0
 }
 
+// SetOptions writes the descriptor for slot idx with options: 0, or
+// PacketContinues on every descriptor of a multi-buffer packet but the
+// last.
+func (t *TxRing) SetOptions(idx uint32, addr uint64, length, options uint32) {
+	d := &t.descs[idx&t.mask]
+	d.Addr = addr
+	d.Len = length
+	d.Options = options
+}
+
 // Cancel gives back the last n reserved slots, which will not be submitted.
 func (t *TxRing) Cancel(n uint32) { t.cancel(n) }
 

@@ -3,30 +3,109 @@ package xsk
 import (
 	"errors"
 	"fmt"
+	"math/bits"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
+// MinFrameSize is the smallest UMEM frame (chunk) size the kernel takes
+// (XDP_UMEM_MIN_CHUNK_SIZE); the largest is the page size (PageSize).
+// xdp_umem_reg in net/xdp/xdp_umem.c wants a power of two between the two in
+// aligned mode and takes other sizes in unaligned mode; xdpeng takes powers
+// of two only, in both modes, so that a frame's number is a shift of its
+// address. Huge pages do not raise the limit: a patch that let them
+// ("xsk: Support UMEM chunk_size > PAGE_SIZE", 2023) did not stay in the
+// kernel, and Linux 6.18 refuses 8192-byte chunks in huge pages (EINVAL).
+const MinFrameSize = 2048
+
+// XDP_PACKET_HEADROOM: what the kernel leaves in front of a received frame
+// in its buffer, after the UMEM's own headroom.
+const KernelHeadroom = unix.XDP_PACKET_HEADROOM
+
+// headroomReserve is what a frame keeps besides the UMEM headroom, as
+// xdp_umem_reg checks it: XDP_PACKET_HEADROOM, an aligned struct
+// skb_shared_info (320 bytes on 64-bit machines) and 128 bytes of data. It
+// is the check of Linux 7.0 and the stable kernels that took the fix
+// ("xsk: Fix headroom validation", 2026; this VM's 6.18 takes at most
+// FrameSize - 704); older kernels only wanted KernelHeadroom.
+const headroomReserve = KernelHeadroom + 320 + 128
+
+// MaxHeadroom is the largest UMEM headroom frames of frameSize bytes take.
+func MaxHeadroom(frameSize uint32) uint32 { return frameSize - headroomReserve }
+
+// In unaligned mode a descriptor's address carries the offset of the data
+// in its buffer in the upper 16 bits and the buffer's address in the lower
+// 48 (XSK_UNALIGNED_BUF_OFFSET_SHIFT, XSK_UNALIGNED_BUF_ADDR_MASK in
+// include/uapi/linux/if_xdp.h).
+const (
+	unalignedOffsetShift = 48
+	unalignedAddrMask    = 1<<unalignedOffsetShift - 1
+)
+
 // UmemConfig sizes a UMEM.
 type UmemConfig struct {
-	// FrameSize is the size of one frame: 2048 or 4096 (aligned mode).
+	// FrameSize is the size of one frame: a power of two from MinFrameSize
+	// to the page size.
 	FrameSize uint32
 	// NumFrames is the number of frames in the UMEM.
 	NumFrames uint32
+	// Headroom is what the kernel leaves free at the start of every
+	// receive buffer (XDP_UMEM_REG headroom), in front of its own
+	// KernelHeadroom: received data starts Headroom + KernelHeadroom bytes
+	// into the frame. It must leave room for data: less than FrameSize -
+	// KernelHeadroom.
+	Headroom uint32
+	// Unaligned registers the UMEM in unaligned chunk mode
+	// (XDP_UMEM_UNALIGNED_CHUNK_FLAG): the kernel takes fill-ring addresses
+	// as they are instead of rounding them down to a frame, and receive
+	// descriptors carry the data's offset in their upper 16 bits
+	// (FrameBase and DataAddr read both modes).
+	Unaligned bool
+	// HugePages backs the UMEM with huge pages (MAP_HUGETLB, the system's
+	// default huge page size): they must be free in the pool
+	// (HugePages_Free in /proc/meminfo), or NewUmem fails with
+	// ErrNoHugePages. Without it the UMEM is in normal pages, which the
+	// kernel may merge into transparent huge pages.
+	HugePages bool
 }
+
+// PageSize is the system's page size: the largest frame size.
+func PageSize() int { return unix.Getpagesize() }
 
 // Validate checks the configuration and says how to fix it.
 func (c UmemConfig) Validate() error {
-	if c.FrameSize != 2048 && c.FrameSize != 4096 {
-		return fmt.Errorf("frame size %d: must be 2048 or 4096 (a power of two between 2048 and the page size)", c.FrameSize)
+	fs := c.FrameSize
+	if fs < MinFrameSize || int(fs) > PageSize() || fs&(fs-1) != 0 {
+		return &FrameSizeError{FrameSize: fs}
+	}
+	if c.Headroom > MaxHeadroom(fs) {
+		return fmt.Errorf("UMEM headroom %d is too large for %d-byte frames: at most %d (the kernel keeps %d bytes of each frame for itself)",
+			c.Headroom, fs, MaxHeadroom(fs), headroomReserve)
 	}
 	if c.NumFrames == 0 {
 		return errors.New("number of UMEM frames must be at least 1")
 	}
-	if uint64(c.FrameSize)*uint64(c.NumFrames) > 1<<32 {
-		return fmt.Errorf("UMEM of %d frames of %d bytes is larger than 4 GiB", c.NumFrames, c.FrameSize)
+	if uint64(fs)*uint64(c.NumFrames) > 1<<32 {
+		return fmt.Errorf("UMEM of %d frames of %d bytes is larger than 4 GiB", c.NumFrames, fs)
 	}
 	return nil
+}
+
+// FrameSizeError is a frame size the kernel does not take, or xdpeng does
+// not offer.
+type FrameSizeError struct {
+	FrameSize uint32
+}
+
+func (e *FrameSizeError) Error() string {
+	var sizes []string
+	for fs := MinFrameSize; fs <= PageSize(); fs *= 2 {
+		sizes = append(sizes, strconv.Itoa(fs))
+	}
+	return fmt.Sprintf("frame size %d: must be a power of two from %d to the page size, %d (here: %s)",
+		e.FrameSize, MinFrameSize, PageSize(), strings.Join(sizes, ", "))
 }
 
 // Umem is the memory region shared with the kernel, split into frames. The
@@ -38,7 +117,29 @@ type Umem struct {
 	area      mapping
 	frameSize uint32
 	numFrames uint32
-	sockets   int // sockets created on it so far
+	headroom  uint32
+	unaligned bool
+	huge      bool
+	// baseMask turns a descriptor's address into its frame's address:
+	// the frame-size bits cleared in aligned mode, the offset bits in
+	// unaligned mode.
+	baseMask uint64
+	// offShift is where a descriptor keeps the data's offset in its frame:
+	// added to the address (0) in aligned mode, in the upper 16 bits in
+	// unaligned mode.
+	offShift uint
+	shift    uint // log2(frameSize)
+	sockets  int  // sockets created on it so far
+}
+
+func newUmem(cfg UmemConfig, fd int, area mapping) *Umem {
+	u := &Umem{fd: fd, area: area, frameSize: cfg.FrameSize, numFrames: cfg.NumFrames, headroom: cfg.Headroom,
+		unaligned: cfg.Unaligned, huge: cfg.HugePages, shift: uint(bits.TrailingZeros32(cfg.FrameSize))}
+	u.baseMask = ^uint64(cfg.FrameSize - 1)
+	if cfg.Unaligned {
+		u.baseMask, u.offShift = unalignedAddrMask, unalignedOffsetShift
+	}
+	return u
 }
 
 // NewUmem maps a UMEM and registers it with a new AF_XDP socket.
@@ -46,7 +147,7 @@ func NewUmem(cfg UmemConfig) (*Umem, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	area, err := mmapArea(int(cfg.FrameSize) * int(cfg.NumFrames))
+	area, err := mmapArea(int(cfg.FrameSize)*int(cfg.NumFrames), cfg.HugePages)
 	if err != nil {
 		return nil, err
 	}
@@ -62,19 +163,27 @@ func NewUmem(cfg UmemConfig) (*Umem, error) {
 		return nil, fmt.Errorf("create AF_XDP socket: %w", err)
 	}
 	reg := unix.XDPUmemReg{
-		Addr: areaAddr(area.mem),
-		Len:  uint64(len(area.mem)),
-		Size: cfg.FrameSize,
+		Addr:     areaAddr(area.mem),
+		Len:      uint64(len(area.mem)),
+		Size:     cfg.FrameSize,
+		Headroom: cfg.Headroom,
+	}
+	if cfg.Unaligned {
+		reg.Flags |= unix.XDP_UMEM_UNALIGNED_CHUNK_FLAG
 	}
 	if err := setsockopt(fd, unix.SOL_XDP, unix.XDP_UMEM_REG, &reg); err != nil {
+		size := len(area.mem)
 		unix.Close(fd)
 		area.unmap()
-		if errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.EPERM) {
-			return nil, fmt.Errorf("register UMEM of %d bytes: %w (raise RLIMIT_MEMLOCK, or use fewer frames)", len(area.mem), err)
+		switch {
+		case errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOBUFS):
+			return nil, fmt.Errorf("register UMEM of %d bytes: %w (raise RLIMIT_MEMLOCK, or use fewer frames)", size, err)
+		case errors.Is(err, unix.EINVAL) && cfg.Unaligned:
+			return nil, fmt.Errorf("register UMEM in unaligned chunk mode: %w (needs Linux 5.4 or later)", err)
 		}
-		return nil, fmt.Errorf("register UMEM of %d bytes: %w", len(area.mem), err)
+		return nil, fmt.Errorf("register UMEM of %d bytes: %w", size, err)
 	}
-	return &Umem{fd: fd, area: area, frameSize: cfg.FrameSize, numFrames: cfg.NumFrames}, nil
+	return newUmem(cfg, fd, area), nil
 }
 
 // FrameSize is the size of one frame.
@@ -83,17 +192,52 @@ func (u *Umem) FrameSize() uint32 { return u.frameSize }
 // NumFrames is the number of frames.
 func (u *Umem) NumFrames() uint32 { return u.numFrames }
 
+// Headroom is the UMEM headroom of every receive buffer (UmemConfig.Headroom).
+func (u *Umem) Headroom() uint32 { return u.headroom }
+
+// RxOffset is where in its frame the kernel puts a received frame's data:
+// the UMEM headroom and the kernel's own.
+func (u *Umem) RxOffset() uint32 { return u.headroom + KernelHeadroom }
+
+// Unaligned reports whether the UMEM is in unaligned chunk mode.
+func (u *Umem) Unaligned() bool { return u.unaligned }
+
+// HugePages reports whether huge pages back the UMEM.
+func (u *Umem) HugePages() bool { return u.huge }
+
 // FD is the registering socket (-1 for an in-memory UMEM).
 func (u *Umem) FD() int { return u.fd }
 
-// Frame returns the bytes of a frame's data: length bytes from addr.
+// Frame returns the bytes of a frame's data: length bytes from the data
+// address of descriptor address addr (see DataAddr).
 func (u *Umem) Frame(addr uint64, length uint32) []byte {
-	return u.area.mem[addr : addr+uint64(length) : addr+uint64(length)]
+	a := u.DataAddr(addr)
+	return u.area.mem[a : a+uint64(length) : a+uint64(length)]
 }
 
-// FrameBase returns the address of the frame that contains addr: the kernel
-// hands out addresses past a headroom, and frames are recycled by base.
-func (u *Umem) FrameBase(addr uint64) uint64 { return addr &^ uint64(u.frameSize-1) }
+// FrameBase returns the address of the frame a descriptor address refers
+// to: the kernel hands out addresses past a headroom, and frames are
+// recycled by base. It is one AND in either mode.
+func (u *Umem) FrameBase(addr uint64) uint64 { return addr & u.baseMask }
+
+// BaseMask is what FrameBase ANDs an address with, for loops that keep it
+// in a register.
+func (u *Umem) BaseMask() uint64 { return u.baseMask }
+
+// DataAddr returns where the data of descriptor address addr starts in the
+// UMEM: addr itself in aligned mode; the buffer address in the lower 48
+// bits plus the offset in the upper 16 in unaligned mode. The same sum
+// serves both, since an aligned address has no upper bits.
+func (u *Umem) DataAddr(addr uint64) uint64 {
+	return addr&unalignedAddrMask + addr>>unalignedOffsetShift
+}
+
+// Addr returns the descriptor address of the data off bytes into the frame
+// at base, as the kernel reads it in the UMEM's mode.
+func (u *Umem) Addr(base uint64, off uint32) uint64 { return base + uint64(off)<<u.offShift }
+
+// FrameIndex is the number of the frame a descriptor address refers to.
+func (u *Umem) FrameIndex(addr uint64) uint32 { return uint32(u.FrameBase(addr) >> u.shift) }
 
 // Close releases the UMEM. Close every socket using it first.
 func (u *Umem) Close() error {

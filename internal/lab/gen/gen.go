@@ -44,6 +44,14 @@
 // and so would the next frame if a receiver on the same host rewrote a frame
 // and then dropped it back into the pool.
 //
+// # How long a frame may be
+//
+// Live frames live in one page each, so a frame is at most MaxFrameSize
+// bytes (3408 with 4 KiB pages): the kernel refuses longer ones in
+// live-frames mode, frags or not. Jumbo frames come from the AF_XDP
+// generator (engine.Generator with MultiBuffer, xdpeng txonly -F), which
+// splits each over several UMEM frames.
+//
 // # Stamped frames
 //
 // With Config.Stamp the program writes a stamp (packet.Stamp) at the start of
@@ -147,6 +155,19 @@ type Config struct {
 // 32 bits.
 const MaxStampCount = 1 << 32
 
+// liveFrameOverhead is what a page of live frames keeps besides the frame:
+// XDP_PACKET_HEADROOM (256), struct skb_shared_info (320) and struct
+// xdp_page_head (112). bpf_prog_test_run_xdp refuses longer frames in
+// live-frames mode ("disallow live data mode for jumbo frames", EINVAL):
+// 3408 bytes with 4 KiB pages, measured on Linux 6.18.
+const liveFrameOverhead = 256 + 320 + 112
+
+// MaxFrameSize is the longest frame the generator sends: live frames live
+// in one page each. Longer (jumbo) frames need a sender that can split a
+// frame over several buffers: the AF_XDP generator (engine.Generator with
+// MultiBuffer, xdpeng txonly -F).
+func MaxFrameSize() int { return unix.Getpagesize() - liveFrameOverhead }
+
 // FieldError reports an invalid Config field; Field is its name as in
 // Config ("Rate", "Frame.Size"), so that a CLI can name its own flag.
 type FieldError struct {
@@ -172,6 +193,10 @@ func (c *Config) Validate() error {
 			return &FieldError{"Frame." + fe.Field, fe.Msg}
 		}
 		return &FieldError{"Frame", err.Error()}
+	}
+	if c.Frame.Size > MaxFrameSize() {
+		return &FieldError{"Frame.Size", fmt.Sprintf("%d bytes: live frames take at most %d, a page less the kernel's headroom and tailroom (the AF_XDP generator, engine.Generator with MultiBuffer, sends longer frames)",
+			c.Frame.Size, MaxFrameSize())}
 	}
 	if c.Ports == 0 {
 		c.Ports = 1

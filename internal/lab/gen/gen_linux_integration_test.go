@@ -219,6 +219,35 @@ func TestRunDeliversExactCount(t *testing.T) {
 	}
 }
 
+// TestRunLargestLiveFrame sends frames of MaxFrameSize bytes over a veth
+// whose MTU takes them: live frames go up to there (the kernel refuses one
+// byte more, which Validate refuses first).
+func TestRunLargestLiveFrame(t *testing.T) {
+	p := newVethPair(t, 1)
+	size := MaxFrameSize()
+	for _, end := range []struct {
+		ns   netns.NsHandle
+		name string
+	}{{p.genNS, "gen0"}, {p.dutNS, "dut0"}} {
+		if err := inNS(t, end.ns, func() error {
+			l, err := netlink.LinkByName(end.name)
+			if err != nil {
+				return err
+			}
+			return netlink.LinkSetMTU(l, size-14)
+		}); err != nil {
+			t.Fatalf("set the MTU of %s: %v", end.name, err)
+		}
+	}
+	p.attachDUT(t, 1) // XDP_DROP
+	cfg := p.config(10_000)
+	cfg.Frame.Size = size
+	s := p.run(t, context.Background(), cfg)
+	if s.Sent != 10_000 || s.Bytes != 10_000*uint64(size) || s.Xmit+s.Errors != s.Sent {
+		t.Errorf("sent %d frames of %d bytes (%d bytes), xmit %d + errors %d", s.Sent, size, s.Bytes, s.Xmit, s.Errors)
+	}
+}
+
 func TestRunTwoThreadsTwoQueues(t *testing.T) {
 	privtest.Root(t)
 	online, err := cpuset.Online()

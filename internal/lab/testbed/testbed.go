@@ -45,6 +45,10 @@ const (
 	MaxLinks   = 256
 	MaxQueues  = 128
 	MaxNameLen = 32
+	// MinMTU and MaxMTU bound Config.MTU: what veth takes (the IPv4
+	// minimum, and 64 KiB less an Ethernet header).
+	MinMTU = 68
+	MaxMTU = 65535
 )
 
 // NAPIMode chooses where the DUT's veth receive work (NAPI) runs.
@@ -76,6 +80,9 @@ type Config struct {
 	// the first and the last CPU this process may run on.
 	GenCPUs, DUTCPUs []int
 	NAPI             NAPIMode
+	// MTU is the MTU of both ends of every link, 0 for the kernel's
+	// default (1500); up to MaxMTU, so that beds can carry jumbo frames.
+	MTU int
 }
 
 // Link is one veth pair of a bed.
@@ -101,6 +108,7 @@ type Bed struct {
 	GenNS, DUTNS string // namespace names, usable with Do and `ip netns exec`
 	Links        []Link
 	Queues       int
+	MTU          int // of both ends of every link
 	GenCPUs      []int
 	DUTCPUs      []int
 	ThreadedNAPI bool         // the DUT ends run threaded NAPI
@@ -185,6 +193,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Links < 1 || cfg.Links > MaxLinks {
 		return cfg, fmt.Errorf("links: %d is out of range 1-%d", cfg.Links, MaxLinks)
 	}
+	if cfg.MTU != 0 && (cfg.MTU < MinMTU || cfg.MTU > MaxMTU) {
+		return cfg, fmt.Errorf("MTU %d is out of range %d-%d", cfg.MTU, MinMTU, MaxMTU)
+	}
 	if cfg.Name == "" {
 		cfg.Name = UniqueName("tb")
 	}
@@ -239,6 +250,7 @@ func Up(cfg Config) (_ *Bed, err error) {
 		GenNS:   GenNS(cfg.Name),
 		DUTNS:   DUTNS(cfg.Name),
 		Queues:  cfg.Queues,
+		MTU:     cfg.MTU,
 		GenCPUs: cfg.GenCPUs,
 		DUTCPUs: cfg.DUTCPUs,
 	}
@@ -367,14 +379,29 @@ func (b *Bed) makeLinks(n int) error {
 			PeerNumRxQueues:  uint32(b.Queues),
 			PeerNumTxQueues:  uint32(b.Queues),
 		}
+		if b.MTU != 0 {
+			// Both ends: the link attributes are the first end's, and
+			// netlink gives the peer the same MTU (veth_newlink).
+			veth.LinkAttrs.MTU = b.MTU
+		}
 		if err := h.gen.LinkAdd(veth); err != nil {
 			return fmt.Errorf("create veth pair %s/%s: %w", l.Gen, l.DUT, err)
+		}
+		if err := setMTU(h, l, b.MTU); err != nil {
+			return err
 		}
 		if l.GenIndex, err = setupEnd(h.gen, l.Gen, l.GenIP, l.DUTIP, l.DUTMAC); err != nil {
 			return err
 		}
 		if l.DUTIndex, err = setupEnd(h.dut, l.DUT, l.DUTIP, l.GenIP, l.GenMAC); err != nil {
 			return err
+		}
+		if b.MTU == 0 {
+			dl, err := h.dut.LinkByName(l.DUT)
+			if err != nil {
+				return fmt.Errorf("find %s: %w", l.DUT, err)
+			}
+			b.MTU = dl.Attrs().MTU
 		}
 		b.Links = append(b.Links, l)
 	}
@@ -384,6 +411,30 @@ func (b *Bed) makeLinks(n int) error {
 		return err
 	}
 	return Do(b.DUTNS, func() error { return b.enableGRO(func(l Link) string { return l.DUT }) })
+}
+
+// setMTU makes sure both ends of l have mtu (0: whatever they got), and
+// sets the DUT end's where the kernel did not give it the first end's.
+func setMTU(h *nsHandles, l Link, mtu int) error {
+	if mtu == 0 {
+		return nil
+	}
+	for _, end := range []struct {
+		h    *netlink.Handle
+		name string
+	}{{h.gen, l.Gen}, {h.dut, l.DUT}} {
+		link, err := end.h.LinkByName(end.name)
+		if err != nil {
+			return fmt.Errorf("find %s: %w", end.name, err)
+		}
+		if link.Attrs().MTU == mtu {
+			continue
+		}
+		if err := end.h.LinkSetMTU(link, mtu); err != nil {
+			return fmt.Errorf("set the MTU of %s to %d: %w", end.name, mtu, err)
+		}
+	}
+	return nil
 }
 
 // setupEnd gives one veth end its address and its peer's static neighbour
@@ -482,6 +533,9 @@ func Open(name string) (*Bed, error) {
 			return nil, fmt.Errorf("test bed %s: %s has no peer %s in %s: %w", name, l.Gen, l.DUT, b.DUTNS, err)
 		}
 		l.DUTMAC, l.DUTIndex, l.DUTIP = dl.Attrs().HardwareAddr, dl.Attrs().Index, linkIP(n, 2)
+		if b.MTU == 0 || dl.Attrs().MTU < b.MTU {
+			b.MTU = dl.Attrs().MTU
+		}
 		if a := firstIPv4(h.gen, gl); a != nil {
 			l.GenIP = a
 		}

@@ -311,8 +311,48 @@ func packetSocket(ifindex int) (int, error) {
 
 // TestFrameCrossesLink sends a frame with AF_PACKET on gen0 and receives it
 // with AF_PACKET on dut0: the link, the MACs and the addresses work.
+// TestFrameCrossesLink sends a frame from the generator end and receives it
+// on the DUT end: on a bed of the default MTU, and a jumbo frame on a bed
+// of MTU 9000 (both ends of the link have it).
 func TestFrameCrossesLink(t *testing.T) {
-	bed := testbedtest.New(t, 1, 1)
+	for _, tc := range []struct{ mtu, payload int }{{0, 32}, {9000, 9000 - 28}} {
+		t.Run("mtu="+strconv.Itoa(tc.mtu), func(t *testing.T) {
+			bed := testbedtest.NewConfig(t, testbed.Config{MTU: tc.mtu})
+			l := bed.Links[0]
+			want := tc.mtu
+			if want == 0 {
+				want = 1500
+			}
+			if bed.MTU != want {
+				t.Errorf("bed MTU %d, want %d", bed.MTU, want)
+			}
+			for _, end := range []struct {
+				in   func(func() error) error
+				name string
+			}{{bed.InGen, l.Gen}, {bed.InDUT, l.DUT}} {
+				var mtu int
+				if err := end.in(func() error {
+					link, err := netlink.LinkByName(end.name)
+					if err == nil {
+						mtu = link.Attrs().MTU
+					}
+					return err
+				}); err != nil || mtu != want {
+					t.Errorf("%s has MTU %d (%v), want %d", end.name, mtu, err, want)
+				}
+			}
+			if got, err := testbed.Open(bed.Name); err != nil || got.MTU != want {
+				t.Errorf("Open says MTU %d (%v), want %d", got.MTU, err, want)
+			}
+			sendAcross(t, bed, udpFrame(l.GenMAC, l.DUTMAC, l.GenIP, l.DUTIP, tc.payload))
+		})
+	}
+}
+
+// sendAcross sends frame on the generator end of the bed's link and waits for
+// it on the DUT end.
+func sendAcross(t *testing.T, bed *testbed.Bed, frame []byte) {
+	t.Helper()
 	l := bed.Links[0]
 	var rx, tx int
 	if err := bed.InDUT(func() (err error) { rx, err = packetSocket(l.DUTIndex); return err }); err != nil {
@@ -324,12 +364,11 @@ func TestFrameCrossesLink(t *testing.T) {
 	}
 	defer unix.Close(tx)
 
-	frame := udpFrame(l.GenMAC, l.DUTMAC, l.GenIP, l.DUTIP, 32)
 	// The sockets were made in their namespaces and are used from here.
 	if err := unix.Sendto(tx, frame, 0, &unix.SockaddrLinklayer{Ifindex: l.GenIndex, Halen: 6}); err != nil {
 		t.Fatalf("send on %s: %v", l.Gen, err)
 	}
-	buf := make([]byte, 2048)
+	buf := make([]byte, 65536)
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {
 		n, _, err := unix.Recvfrom(rx, buf, 0)
@@ -343,7 +382,7 @@ func TestFrameCrossesLink(t *testing.T) {
 			return
 		}
 	}
-	t.Fatalf("the frame sent on %s did not arrive on %s", l.Gen, l.DUT)
+	t.Fatalf("the %d-byte frame sent on %s did not arrive on %s", len(frame), l.Gen, l.DUT)
 }
 
 // TestRedirectDelivered runs the generator's program in live-frames mode in

@@ -44,12 +44,16 @@ func TestConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := (Config{MTU: 9000}).withDefaults(); err != nil {
+		t.Errorf("MTU 9000: %v", err)
+	}
 	if cfg.Queues != 1 || cfg.Links != 1 || cfg.Name == "" || len(cfg.GenCPUs) != 1 || len(cfg.DUTCPUs) != 1 {
 		t.Errorf("defaults = %+v, want 1 queue, 1 link, a name, one generator and one DUT CPU", cfg)
 	}
 	bad := []Config{
 		{Queues: -1}, {Queues: MaxQueues + 1}, {Links: -2}, {Links: MaxLinks + 1},
 		{Name: "a b"}, {NAPI: 7}, {DUTCPUs: []int{4000}}, {GenCPUs: []int{4000}},
+		{MTU: 67}, {MTU: 65536}, {MTU: -1},
 	}
 	for _, c := range bad {
 		if _, err := c.withDefaults(); err == nil {
