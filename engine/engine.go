@@ -85,14 +85,14 @@ func New(cfg Config) (_ *Engine, err error) {
 	if err := dev.CheckQueues(cfg.Queues); err != nil {
 		return nil, err
 	}
-	plan, err := devicePlan(info)
+	facts, plan, err := devicePlan(info)
 	if err != nil {
 		return nil, err
 	}
 	if err := cfg.resolveXDPMode(info, plan); err != nil {
 		return nil, err
 	}
-	if err := checkMultiBuffer(info, &cfg); err != nil {
+	if err := cfg.checkMultiBuffer(facts, plan); err != nil {
 		return nil, err
 	}
 	if err := checkMTU(info, &cfg); err != nil {
@@ -170,26 +170,6 @@ func checkMTU(info *netdev.Info, c *Config) error {
 	}
 	if maxMTU := netdev.FrameMTU(fs, hr, 1); info.MTU > maxMTU {
 		return &MTUError{Device: info.Name, MTU: info.MTU, FrameSize: c.FrameSize, Headroom: c.FrameHeadroom, MaxMTU: maxMTU}
-	}
-	return nil
-}
-
-// checkMultiBuffer refuses multi-buffer in native mode on a driver that
-// cannot hand XDP frames in fragments (no rx-sg among its XDP features,
-// Documentation/networking/af_xdp.rst, "Probing for Multi-Buffer Support").
-// A kernel that does not report features (before 6.3) is left to try.
-func checkMultiBuffer(info *netdev.Info, c *Config) error {
-	if !c.MultiBuffer || c.XDPMode != XDPNative {
-		return nil
-	}
-	f, err := netdev.Features(info.Index)
-	switch {
-	case errors.Is(err, netdev.ErrNoXDPFeatures):
-		return nil
-	case err != nil:
-		return err
-	case !f.XDP.Has(netdev.XDPRxSG):
-		return &MultiBufferError{Device: info.Name, NoRxSG: true, Features: f.XDP.String()}
 	}
 	return nil
 }

@@ -197,7 +197,7 @@ func NewGenerator(cfg GeneratorConfig) (_ *Generator, err error) {
 	if len(cfg.Queues) == 0 {
 		return nil, fmt.Errorf("%s reports no tx queues", cfg.Interface)
 	}
-	plan, err := devicePlan(info)
+	_, plan, err := devicePlan(info)
 	if err != nil {
 		return nil, err
 	}

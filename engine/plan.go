@@ -14,16 +14,26 @@ import (
 // devicePlan reads the device's XDP features and derives what xdpeng does
 // there (netdev.Facts.Plan); Plan.FeaturesKnown is false on kernels that
 // do not report them (before Linux 6.3).
-func devicePlan(info *netdev.Info) (netdev.Plan, error) {
+func devicePlan(info *netdev.Info) (*netdev.Facts, netdev.Plan, error) {
 	f := &netdev.Facts{Info: *info}
 	feat, err := netdev.Features(info.Index)
 	switch {
 	case err == nil:
 		f.Features = &feat
 	case !errors.Is(err, netdev.ErrNoXDPFeatures):
-		return netdev.Plan{}, err
+		return nil, netdev.Plan{}, err
 	}
-	return f.Plan(), nil
+	return f, f.Plan(), nil
+}
+
+// checkMultiBuffer refuses multi-buffer in native mode on a device whose
+// driver cannot hand XDP frames in fragments (no rx-sg among its XDP
+// features). Generic mode works on every device.
+func (c *Config) checkMultiBuffer(f *netdev.Facts, plan netdev.Plan) error {
+	if !c.MultiBuffer || c.XDPMode != XDPNative || !plan.FeaturesKnown || plan.MultiBuffer {
+		return nil
+	}
+	return &MultiBufferError{Device: f.Name, NoRxSG: true, Features: f.Features.XDP.String()}
 }
 
 // resolveXDPMode turns XDPAuto into the mode the device has, and refuses
