@@ -90,10 +90,25 @@ Scenarios (for CPUs 0 and 1):
 	return c
 }
 
+// printEnv prints an environment's header (labenv.Env.Header), each line
+// indented.
+func printEnv(w io.Writer, header string) {
+	for _, l := range strings.Split(strings.TrimRight(header, "\n"), "\n") {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+}
+
 func printBench(w io.Writer, r bench.Result) {
 	fmt.Fprintf(w, "xdpeng bench: %d runs of %.1f s per path; medians\n", r.Runs, r.DurationS)
+	printEnv(w, r.Env.Header())
 	for _, sc := range r.Scenarios {
 		fmt.Fprintf(w, "\nscenario %s: %s\n  %s\n", sc.Name, sc.Describe, sc.Command)
+		for _, p := range r.Paths {
+			if p.Scenario == sc.Name {
+				fmt.Fprintf(w, "  %s; driver %s, %d queue(s), %d-byte frames\n", p.Env.Layout, p.Env.Driver, p.Env.Queues, p.Env.FrameSize)
+				break
+			}
+		}
 		fmt.Fprintf(w, "  %-14s %8s %8s %8s %7s  %s\n", "path", "Mpps", "offered", "ns/pkt", "loss%", "runs (Mpps)")
 		for _, p := range r.Paths {
 			if p.Scenario != sc.Name {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/lab/compare"
+	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
 	"github.com/xdpeng/xdpeng/internal/lab/progbench"
 )
 
@@ -78,6 +79,9 @@ type PathResult struct {
 	NsPerPacket float64   `json:"ns_per_packet"` // median
 	OfferedMpps float64   `json:"offered_mpps"`  // median of the generator's rate
 	LossPct     float64   `json:"loss_percent"`  // median
+	// Env is the environment of the scenario's first run of the path
+	// (the runs of a scenario share it).
+	Env labenv.Env `json:"env"`
 }
 
 // Target is one of the project's goals, with what was measured.
@@ -96,6 +100,10 @@ type Target struct {
 
 // Result is a whole bench run.
 type Result struct {
+	// Env is the machine's part of the environment (kernel, CPU,
+	// mitigations, BPF JIT), read when the run began; each path result
+	// carries its scenario's whole environment.
+	Env       labenv.Env         `json:"env"`
 	Runs      int                `json:"runs"`
 	DurationS float64            `json:"duration_s"`
 	Scenarios []Scenario         `json:"scenarios"`
@@ -190,7 +198,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			cfg.Progress(fmt.Sprintf(f, a...))
 		}
 	}
-	res := Result{Runs: cfg.Runs, DurationS: cfg.Duration.Seconds()}
+	res := Result{Env: labenv.Collect(), Runs: cfg.Runs, DurationS: cfg.Duration.Seconds()}
 	for _, sc := range Scenarios() {
 		if len(cfg.Scenarios) > 0 && !slices.Contains(cfg.Scenarios, sc.Name) {
 			continue
@@ -241,6 +249,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 func summarize(scenario, path string, rows []compare.Row) PathResult {
 	p := PathResult{Scenario: scenario, Path: path}
+	if len(rows) > 0 {
+		p.Env = rows[0].Env
+	}
 	var ns, off, loss []float64
 	for _, r := range rows {
 		p.Mpps = append(p.Mpps, r.Mpps)
@@ -337,6 +348,7 @@ func perRun(r *Result, sc, a, b string) string {
 type (
 	SetupLine struct {
 		Type      string     `json:"type"` // "setup"
+		Env       labenv.Env `json:"env"`
 		Runs      int        `json:"runs"`
 		DurationS float64    `json:"duration_s"`
 		Scenarios []Scenario `json:"scenarios"`
@@ -359,7 +371,7 @@ type (
 // medians), then a "summary" line (progbench, CPU 0's costs, the targets).
 func WriteJSON(w io.Writer, r *Result) error {
 	enc := json.NewEncoder(w) // one line per Encode
-	lines := []any{SetupLine{Type: "setup", Runs: r.Runs, DurationS: r.DurationS, Scenarios: r.Scenarios}}
+	lines := []any{SetupLine{Type: "setup", Env: r.Env, Runs: r.Runs, DurationS: r.DurationS, Scenarios: r.Scenarios}}
 	for _, p := range r.Paths {
 		lines = append(lines, RowLine{Type: "row", PathResult: p})
 	}

@@ -3,9 +3,12 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
+	"github.com/xdpeng/xdpeng/internal/lab/compare"
+	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
 	"github.com/xdpeng/xdpeng/internal/lab/progbench"
 )
 
@@ -141,5 +144,39 @@ func TestWriteJSON(t *testing.T) {
 	}
 	if got := strings.Join(types, ","); got != "setup,row,row,summary" {
 		t.Errorf("line types %s, want setup,row,row,summary:\n%s", got, b.String())
+	}
+}
+
+// TestRowsCarryEnv: a bench row carries the environment its compare rows
+// were taken in, and the JSON line has it as one "env" object whose
+// mitigation state is the machine's.
+func TestRowsCarryEnv(t *testing.T) {
+	e := labenv.Collect()
+	e.Layout, e.Driver, e.XDPMode = "A", "veth", "native"
+	p := summarize("A", "xdp-drop", []compare.Row{{Path: "xdp-drop", Mpps: 7, Env: e}, {Path: "xdp-drop", Mpps: 8, Env: e}})
+	if p.Env.SpectreV2 != e.SpectreV2 || p.Env.Layout != "A" || p.Env.XDPMode != "native" {
+		t.Errorf("summarized env %+v, want %+v", p.Env, e)
+	}
+	var b bytes.Buffer
+	if err := WriteJSON(&b, &Result{Env: labenv.Collect(), Paths: []PathResult{p}}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("/sys/devices/system/cpu/vulnerabilities/spectre_v2")
+	if err != nil {
+		t.Skipf("no spectre_v2 here: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		var obj struct {
+			Type string `json:"type"`
+			Env  struct {
+				SpectreV2 string `json:"spectre_v2"`
+			} `json:"env"`
+		}
+		if err := json.Unmarshal([]byte(line), &obj); err != nil {
+			t.Fatal(err)
+		}
+		if obj.Type != "summary" && obj.Env.SpectreV2 != strings.TrimSpace(string(want)) {
+			t.Errorf("%s line: env.spectre_v2 %q, the machine's is %q", obj.Type, obj.Env.SpectreV2, want)
+		}
 	}
 }

@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
+	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 )
 
@@ -320,6 +321,9 @@ type Setup struct {
 	Kernel    string  `json:"kernel,omitempty"`
 	// CPUNote says what the CPU figures include.
 	CPUNote string `json:"cpu_note"`
+	// Env is the environment every row shares; each row's Env adds the
+	// path's XDP mode.
+	Env labenv.Env `json:"env"`
 }
 
 // Result is a whole comparison.
@@ -363,6 +367,9 @@ type Row struct {
 	WindowPackets uint64  `json:"window_packets"`
 	// CountedAt says where Received is counted.
 	CountedAt string `json:"counted_at"`
+	// Env is the environment the row was measured in, with the path's
+	// XDP mode.
+	Env labenv.Env `json:"env"`
 	// Error is set when the path could not be run.
 	Error string `json:"error,omitempty"`
 }
@@ -409,7 +416,9 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	}
 	var e *env
 	if cfg.Bed != nil {
-		e = bedEnv(cfg.Bed, &cfg)
+		if e, err = bedEnv(cfg.Bed, &cfg); err != nil {
+			return res, err
+		}
 		res.Setup.Mode, res.Setup.Bed, res.Setup.Layout = "testbed", cfg.Bed.Name, cfg.Layout
 		res.Setup.NAPI = napiText(cfg.Bed)
 	} else if cfg.Testbed {
@@ -434,7 +443,9 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 				err = errors.Join(err, fmt.Errorf("compare: %w", derr))
 			}
 		}()
-		e = bedEnv(bed, &cfg)
+		if e, err = bedEnv(bed, &cfg); err != nil {
+			return res, err
+		}
 		res.Setup.Mode, res.Setup.Bed, res.Setup.Layout = "testbed", bed.Name, cfg.Layout
 		res.Setup.NAPI = napiText(bed)
 	} else {
@@ -447,6 +458,7 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	res.Setup.Interface = e.dut
 	res.Setup.Queues = len(e.queues)
 	res.Setup.CPUNote = cpuNote(&cfg)
+	res.Setup.Env = runEnv(&cfg, e)
 
 	for _, name := range cfg.Paths {
 		if err := ctx.Err(); err != nil {
@@ -454,7 +466,7 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		}
 		info, _ := LookupPath(name)
 		cfg.progress("%-20s measuring for %v", name, cfg.Duration)
-		row, perr := measure(ctx, e, &cfg, info)
+		row, perr := measure(ctx, e, &cfg, info, res.Setup.Env)
 		if perr != nil {
 			if ctx.Err() != nil {
 				return res, ctx.Err()

@@ -128,12 +128,13 @@ func TestEveryPath(t *testing.T) {
 		if row["path"] != paths[i].Name {
 			t.Errorf("row %d is %v, want %s", i, row["path"], paths[i].Name)
 		}
-		for _, f := range []string{"mpps", "ns_per_packet", "sent", "received", "dropped", "drop_reasons", "cpu_percent"} {
+		for _, f := range []string{"mpps", "ns_per_packet", "sent", "received", "dropped", "drop_reasons", "cpu_percent", "env"} {
 			if _, ok := row[f]; !ok {
 				t.Errorf("%s: JSON row has no %q", paths[i].Name, f)
 			}
 		}
 	}
+	checkEnv(t, res)
 	for _, row := range res.Rows {
 		t.Logf("%-20s %6.3f Mpps %7.1f ns/pkt sent %d received %d reasons %v unexplained %d",
 			row.Path, row.Mpps, row.NsPerPacket, row.Sent, row.Received, row.Reasons, row.Unexplained)
@@ -151,6 +152,27 @@ func TestEveryPath(t *testing.T) {
 	checkClean(t, bed)
 	if n, mapped := socketState(t); n != sockets || len(mapped) > 0 {
 		t.Errorf("sockets open before %d, after %d; socket mappings left: %q", sockets, n, mapped)
+	}
+}
+
+// checkEnv checks that every row carries the run's environment with its
+// own XDP mode, and that the mitigation state is the machine's.
+func checkEnv(t *testing.T, res Result) {
+	t.Helper()
+	b, err := os.ReadFile("/sys/devices/system/cpu/vulnerabilities/spectre_v2")
+	if err != nil {
+		privtest.Unsupported(t, "no spectre_v2 file: %v", err)
+	}
+	want := strings.TrimSpace(string(b))
+	if res.Setup.Env.SpectreV2 != want {
+		t.Errorf("setup env spectre_v2 %q, the machine's is %q", res.Setup.Env.SpectreV2, want)
+	}
+	for _, row := range res.Rows {
+		e := row.Env
+		if e.SpectreV2 != want || e.Driver != "veth" || e.Queues != res.Setup.Queues || e.FrameSize != res.Setup.FrameSize ||
+			e.Layout == "" || e.Generator == "" || e.XDPMode == "" || e.Kernel == "" {
+			t.Errorf("%s: env %+v", row.Path, e)
+		}
 	}
 }
 

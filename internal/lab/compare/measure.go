@@ -16,6 +16,7 @@ import (
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/counter"
+	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/netdev"
@@ -27,20 +28,32 @@ type env struct {
 	dutNS    string       // "" is the current namespace
 	dut      string       // the receiving interface
 	dutIndex int
+	driver   string // of dut: "veth", "mlx5_core", ...
 	queues   []int
 	cpus     []int // the receiver thread of queues[i] runs on cpus[i]
 	dutCPUs  []int
 	genCPUs  []int
 }
 
-func bedEnv(bed *testbed.Bed, cfg *Config) *env {
+func bedEnv(bed *testbed.Bed, cfg *Config) (*env, error) {
 	e := &env{bed: bed, dutNS: bed.DUTNS, dut: bed.Links[0].DUT, dutIndex: bed.Links[0].DUTIndex,
 		dutCPUs: cfg.DUTCPUs, genCPUs: cfg.GenCPUs}
 	for q := range bed.Queues {
 		e.queues = append(e.queues, q)
 	}
 	e.cpus = spread(len(e.queues), cfg.DUTCPUs)
-	return e
+	err := e.inDUT(func() error {
+		info, err := netdev.Lookup(e.dut)
+		if err != nil {
+			return err
+		}
+		e.driver = info.Driver
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
+	}
+	return e, nil
 }
 
 func nicEnv(cfg *Config) (*env, error) {
@@ -57,7 +70,7 @@ func nicEnv(cfg *Config) (*env, error) {
 			return nil, fmt.Errorf("compare: every path would take all of %s's traffic, and %w", info.Name, ErrDefaultRoute)
 		}
 	}
-	e := &env{dut: info.Name, dutIndex: info.Index, queues: cfg.InterfaceQueues, dutCPUs: cfg.DUTCPUs}
+	e := &env{dut: info.Name, dutIndex: info.Index, driver: info.Driver, queues: cfg.InterfaceQueues, dutCPUs: cfg.DUTCPUs}
 	if e.queues == nil {
 		for q := range info.RxQueues {
 			e.queues = append(e.queues, q)
@@ -181,12 +194,16 @@ type runner interface {
 	countedAt() string
 	// copies is frames out per frame in.
 	copies() int
+	// xdpMode says how the path meets the device, for the row's
+	// environment: "native", "generic", "native, AF_XDP copy", "none (tc)"...
+	// It is asked after start.
+	xdpMode() string
 }
 
 // measure runs one path: set up, offer the load, sample inside it, drain,
 // tear down.
-func measure(ctx context.Context, e *env, cfg *Config, info PathInfo) (row Row, err error) {
-	row = Row{Path: info.Name, Family: info.Family, Copies: 1, Reasons: map[string]uint64{}, CPUPercent: map[string]float64{}}
+func measure(ctx context.Context, e *env, cfg *Config, info PathInfo, shared labenv.Env) (row Row, err error) {
+	row = Row{Path: info.Name, Family: info.Family, Copies: 1, Reasons: map[string]uint64{}, CPUPercent: map[string]float64{}, Env: shared}
 	r, err := newRunner(info.Name, e)
 	if err != nil {
 		return row, err
@@ -200,6 +217,7 @@ func measure(ctx context.Context, e *env, cfg *Config, info PathInfo) (row Row, 
 		return row, fmt.Errorf("%s: set up: %w", info.Name, err)
 	}
 	row.CountedAt, row.Copies = r.countedAt(), r.copies()
+	row.Env.XDPMode = r.xdpMode()
 	base, err := r.sample()
 	if err != nil {
 		return row, fmt.Errorf("%s: %w", info.Name, err)

@@ -418,3 +418,28 @@ func (r *bridgeRunner) stop() error {
 
 func (r *bridgeRunner) countedAt() string { return "tc ingress counter on gen1" }
 func (r *bridgeRunner) copies() int       { return 1 }
+
+func (r *kernRunner) xdpMode() string {
+	if r.hook == kern.TC {
+		return "none (tc ingress)"
+	}
+	return r.hook.XDPMode()
+}
+
+func (r *xskRunner) xdpMode() string {
+	if r.eng == nil {
+		return ""
+	}
+	return xskMode(r.eng.Config().XDPMode.String(), r.eng.ZeroCopy())
+}
+
+// xskMode is the XDP mode of an AF_XDP path: where its steering program
+// runs, and whether the sockets copy.
+func xskMode(steering string, zeroCopy bool) string {
+	if zeroCopy {
+		return steering + ", AF_XDP zero-copy"
+	}
+	return steering + ", AF_XDP copy"
+}
+
+func (r *bridgeRunner) xdpMode() string { return "none (bridge)" }

@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
+	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
 )
 
 // WriteTable prints the setup, one line per path and the footer that says
@@ -28,6 +29,7 @@ func WriteTable(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "interface %s: whatever traffic arrives, %.1fs per path, %d queue(s), receiver on CPU %s; Linux %s\n",
 			s.Interface, s.DurationS, s.Queues, cpuset.Format(s.DUTCPUs), s.Kernel)
 	}
+	writeEnv(w, s.Env)
 	fmt.Fprintln(w)
 	cpus := cpuColumns(r)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -85,6 +87,7 @@ func WriteTable(w io.Writer, r *Result) {
 			fmt.Fprintf(w, "    %-20s %s\n", row.Path, row.CountedAt)
 		}
 	}
+	fmt.Fprintf(w, "  XDP mode: %s.\n", xdpModes(r.Rows))
 	fmt.Fprintf(w, "  cpuN: busy %% of each CPU in the window (%s).\n", cpuRoles(cpus))
 	fmt.Fprintf(w, "  ns/pkt: %s.\n", s.CPUNote)
 	if s.Mode == "testbed" {
@@ -93,6 +96,26 @@ func WriteTable(w io.Writer, r *Result) {
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "  %s\n", n)
 	}
+}
+
+// writeEnv prints the environment of a run, each line indented, as the
+// head of a report.
+func writeEnv(w io.Writer, e labenv.Env) {
+	for _, l := range strings.Split(strings.TrimRight(e.Header(), "\n"), "\n") {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+}
+
+// xdpModes lists each row's XDP mode: "xdp-drop native, tc-drop none (tc
+// ingress), ...".
+func xdpModes(rows []Row) string {
+	var parts []string
+	for _, row := range rows {
+		if row.Env.XDPMode != "" {
+			parts = append(parts, row.Path+" "+row.Env.XDPMode)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 func offered(rate uint64) string {
