@@ -79,6 +79,7 @@ var paths = []PathInfo{
 	{"xdp-drop-generic", Drop, "XDP_DROP on the skb (generic XDP), counted by the program", false},
 	{"tc-drop", Drop, "tc ingress TC_ACT_SHOT (TCX), counted by the program", false},
 	{"xsk-drop", Drop, "xdpeng engine, DropHandler: AF_XDP rxdrop, counted by the engine", false},
+	{"xdp-tx", Drop, "XDP_TX in the driver (native XDP): swap MACs, send back; received = frames that came back out to the generator side (test bed) or the program's count (NIC)", false},
 	{"xsk-l2fwd", Drop, "xdpeng engine, L2FwdHandler: swap MACs, send back; received = frames that came back out to the generator side (test bed) or the engine's tx completions (NIC)", false},
 	{"asavie-drop", Drop, "the same rxdrop on github.com/asavie/xdp v0.3.3, its default loop, 4096 frames, rings of 2048", false},
 	{"af-packet", Drop, "AF_PACKET TPACKET_V3 mmap ring, count each block's packets and release it", false},

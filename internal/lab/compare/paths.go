@@ -25,6 +25,8 @@ func newRunner(name string, e *env) (runner, error) {
 		return &kernRunner{e: e, action: kern.Drop, hook: kern.XDPGeneric}, nil
 	case "tc-drop":
 		return &kernRunner{e: e, action: kern.Drop, hook: kern.TC}, nil
+	case "xdp-tx":
+		return &kernRunner{e: e, action: kern.TX, hook: kern.XDP, back: true}, nil
 	case "xsk-drop":
 		return &xskRunner{e: e}, nil
 	case "xsk-l2fwd":
@@ -140,23 +142,25 @@ func (e *env) egressDrops(links []int, reasons map[string]uint64) error {
 	})
 }
 
-// kernRunner is an in-kernel path (internal/kern): a drop, or a redirect
-// counted by sinks.
+// kernRunner is an in-kernel path (internal/kern): a drop, a redirect
+// counted by sinks, or XDP_TX counted by a sink where the frames come back.
 type kernRunner struct {
 	e      *env
 	action kern.Action
 	hook   kern.Hook
 	outs   []int // egress links of a redirect
+	back   bool  // frames come back out of dut0: count them on gen0 (test bed)
 
 	k    *kern.Path
 	sink *sinks
 }
 
 func (r *kernRunner) start(context.Context) (err error) {
-	if len(r.outs) > 0 {
-		// Sinks first: veth takes redirected frames only if the peer of
-		// the egress port can receive them.
-		if r.sink, err = attachSinks(r.e, r.outs, xdpFrames); err != nil {
+	// Sinks first: veth takes redirected (and XDP_TX) frames only if
+	// the peer of the egress port can receive them, and an XDP program
+	// there is what makes it.
+	if sinkLinks := r.sinkLinks(); len(sinkLinks) > 0 {
+		if r.sink, err = attachSinks(r.e, sinkLinks, xdpFrames); err != nil {
 			return err
 		}
 	}
@@ -170,14 +174,24 @@ func (r *kernRunner) start(context.Context) (err error) {
 	})
 }
 
+// sinkLinks are the links whose generator end the frames come out of.
+func (r *kernRunner) sinkLinks() []int {
+	if r.back && r.e.bed != nil {
+		return []int{0}
+	}
+	return r.outs
+}
+
 func (r *kernRunner) sample() (s sample, err error) {
 	s.reasons = map[string]uint64{}
 	if r.sink != nil {
 		if s.received, err = r.sink.count(); err != nil {
 			return s, err
 		}
-		if err := r.e.egressDrops(r.outs, s.reasons); err != nil {
-			return s, err
+		if len(r.outs) > 0 {
+			if err := r.e.egressDrops(r.outs, s.reasons); err != nil {
+				return s, err
+			}
 		}
 	} else {
 		st, err := r.k.Stats()
@@ -206,6 +220,10 @@ func (r *kernRunner) countedAt() string {
 	switch {
 	case len(r.outs) > 0:
 		return "XDP counter on the generator end of each egress link"
+	case r.sink != nil:
+		return "frames that came back: XDP counter on gen0"
+	case r.back:
+		return "the XDP program's per-CPU count of frames it sent back (XDP_TX)"
 	case r.hook == kern.TC:
 		return "the tc program's per-CPU counter"
 	}
