@@ -207,6 +207,10 @@ type Config struct {
 	// (see ErrDefaultRoute).
 	Force bool
 
+	// NDR, if set, also searches each path's zero-loss rate (test bed
+	// only).
+	NDR *NDRConfig
+
 	// Progress, if set, is told what is happening (one line per call).
 	Progress func(msg string)
 }
@@ -247,6 +251,14 @@ func (c *Config) Check() error {
 	}
 	if c.FrameSize == 0 {
 		c.FrameSize = 64
+	}
+	if c.NDR != nil {
+		if !c.Testbed {
+			return errors.New("a zero-loss search needs a generator: use a test bed (--testbed)")
+		}
+		if err := c.NDR.check(); err != nil {
+			return err
+		}
 	}
 	if c.Testbed {
 		if c.Interface != "" {
@@ -368,6 +380,15 @@ type Row struct {
 	WindowPackets uint64  `json:"window_packets"`
 	// CountedAt says where Received is counted.
 	CountedAt string `json:"counted_at"`
+	// NDRMpps is the highest rate that lost no frame in a trial of the
+	// NDR search (NDR.RatePPS), PDRMpps the highest within the PDR
+	// search's loss limit; both only with Config.NDR, and only when the
+	// search found a rate. Trials counts the searches' trials.
+	NDRMpps *float64 `json:"ndr_mpps,omitempty"`
+	PDRMpps *float64 `json:"pdr_mpps,omitempty"`
+	Trials  int      `json:"trials,omitempty"`
+	NDR     *Search  `json:"ndr,omitempty"`
+	PDR     *Search  `json:"pdr,omitempty"`
 	// Env is the environment the row was measured in, with the path's
 	// XDP mode.
 	Env labenv.Env `json:"env"`
@@ -415,51 +436,11 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		Queues: cfg.Queues, FrameSize: cfg.FrameSize, GenCPUs: cfg.GenCPUs, DUTCPUs: cfg.DUTCPUs,
 		DurationS: cfg.Duration.Seconds(), Rate: cfg.Rate, Kernel: kernelRelease(),
 	}
-	var e *env
-	if cfg.Bed != nil {
-		if e, err = bedEnv(cfg.Bed, &cfg); err != nil {
-			return res, err
-		}
-		res.Setup.Mode, res.Setup.Bed, res.Setup.Layout = "testbed", cfg.Bed.Name, cfg.Layout
-		res.Setup.NAPI = napiText(cfg.Bed)
-	} else if cfg.Testbed {
-		napi := testbed.NAPISoftirq
-		if cfg.Layout == LayoutB {
-			napi = testbed.NAPIThreaded
-		}
-		name := cfg.BedName
-		if name == "" {
-			name = testbed.UniqueName("cmp")
-		}
-		cfg.progress("making test bed %s (layout %s, %d queue(s), %d link(s))", name, cfg.Layout, cfg.Queues, needLinks(cfg.Paths))
-		bed, err := testbed.Up(testbed.Config{
-			Name: name, Queues: cfg.Queues, Links: needLinks(cfg.Paths), GenCPUs: cfg.GenCPUs, DUTCPUs: cfg.DUTCPUs, NAPI: napi,
-		})
-		if err != nil {
-			return res, fmt.Errorf("compare: %w", err)
-		}
-		defer func() {
-			cfg.progress("removing test bed %s", bed.Name)
-			if derr := bed.Down(); derr != nil {
-				err = errors.Join(err, fmt.Errorf("compare: %w", derr))
-			}
-		}()
-		if e, err = bedEnv(bed, &cfg); err != nil {
-			return res, err
-		}
-		res.Setup.Mode, res.Setup.Bed, res.Setup.Layout = "testbed", bed.Name, cfg.Layout
-		res.Setup.NAPI = napiText(bed)
-	} else {
-		if e, err = nicEnv(&cfg); err != nil {
-			return res, err
-		}
-		res.Setup.Mode = "interface"
-		res.Setup.FrameSize = 0
+	e, done, err := prepare(&cfg, &res.Setup)
+	defer func() { err = errors.Join(err, done()) }()
+	if err != nil {
+		return res, err
 	}
-	res.Setup.Interface = e.dut
-	res.Setup.Queues = len(e.queues)
-	res.Setup.CPUNote = cpuNote(&cfg)
-	res.Setup.Env = runEnv(&cfg, e)
 
 	for _, name := range cfg.Paths {
 		if err := ctx.Err(); err != nil {
@@ -478,6 +459,61 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		res.Rows = append(res.Rows, row)
 	}
 	return res, nil
+}
+
+// prepare opens the place the paths of cfg run in (cfg.Bed, a test bed it
+// makes, or cfg.Interface) and fills in what setup says about it. done
+// removes a bed it made, and must be called also when prepare fails; it is
+// a no-op when there is nothing to remove.
+func prepare(cfg *Config, setup *Setup) (e *env, done func() error, err error) {
+	done = func() error { return nil }
+	switch {
+	case cfg.Bed != nil:
+		if e, err = bedEnv(cfg.Bed, cfg); err != nil {
+			return nil, done, err
+		}
+		setup.Mode, setup.Bed, setup.Layout = "testbed", cfg.Bed.Name, cfg.Layout
+		setup.NAPI = napiText(cfg.Bed)
+	case cfg.Testbed:
+		napi := testbed.NAPISoftirq
+		if cfg.Layout == LayoutB {
+			napi = testbed.NAPIThreaded
+		}
+		name := cfg.BedName
+		if name == "" {
+			name = testbed.UniqueName("cmp")
+		}
+		cfg.progress("making test bed %s (layout %s, %d queue(s), %d link(s))", name, cfg.Layout, cfg.Queues, needLinks(cfg.Paths))
+		bed, err := testbed.Up(testbed.Config{
+			Name: name, Queues: cfg.Queues, Links: needLinks(cfg.Paths), GenCPUs: cfg.GenCPUs, DUTCPUs: cfg.DUTCPUs, NAPI: napi,
+		})
+		if err != nil {
+			return nil, done, fmt.Errorf("compare: %w", err)
+		}
+		done = func() error {
+			cfg.progress("removing test bed %s", bed.Name)
+			if err := bed.Down(); err != nil {
+				return fmt.Errorf("compare: %w", err)
+			}
+			return nil
+		}
+		if e, err = bedEnv(bed, cfg); err != nil {
+			return nil, done, err
+		}
+		setup.Mode, setup.Bed, setup.Layout = "testbed", bed.Name, cfg.Layout
+		setup.NAPI = napiText(bed)
+	default:
+		if e, err = nicEnv(cfg); err != nil {
+			return nil, done, err
+		}
+		setup.Mode = "interface"
+		setup.FrameSize = 0
+	}
+	setup.Interface = e.dut
+	setup.Queues = len(e.queues)
+	setup.CPUNote = cpuNote(cfg)
+	setup.Env = runEnv(cfg, e)
+	return e, done, nil
 }
 
 func napiText(bed *testbed.Bed) string {

@@ -201,26 +201,84 @@ type runner interface {
 }
 
 // measure runs one path: set up, offer the load, sample inside it, drain,
-// tear down.
+// tear down; with cfg.NDR, search its zero-loss rate before tearing down.
 func measure(ctx context.Context, e *env, cfg *Config, info PathInfo, shared labenv.Env) (row Row, err error) {
-	row = Row{Path: info.Name, Family: info.Family, Copies: 1, Reasons: map[string]uint64{}, CPUPercent: map[string]float64{}, Env: shared}
-	r, err := newRunner(info.Name, e)
+	row = newRow(info, shared)
+	s, err := openSession(ctx, e, info, pathOpts{})
+	if s != nil {
+		defer func() {
+			if serr := s.close(); serr != nil {
+				err = errors.Join(err, serr)
+			}
+		}()
+	}
 	if err != nil {
 		return row, err
 	}
-	defer func() {
-		if serr := r.stop(); serr != nil {
-			err = errors.Join(err, fmt.Errorf("%s: tear down: %w", info.Name, serr))
-		}
-	}()
-	if err := r.start(ctx); err != nil {
-		return row, fmt.Errorf("%s: set up: %w", info.Name, err)
+	s.describe(&row)
+	var gcfg *gen.Config
+	if e.bed != nil {
+		g := e.genConfig(info.Family, cfg)
+		gcfg = &g
 	}
-	row.CountedAt, row.Copies = r.countedAt(), r.copies()
-	row.Env.XDPMode = r.xdpMode()
+	if err := s.trial(ctx, gcfg, cfg.Duration, &row); err != nil {
+		return row, err
+	}
+	if cfg.NDR != nil {
+		if err := s.searchRates(ctx, cfg, &row); err != nil {
+			return row, err
+		}
+	}
+	return row, nil
+}
+
+func newRow(info PathInfo, shared labenv.Env) Row {
+	return Row{Path: info.Name, Family: info.Family, Copies: 1, Reasons: map[string]uint64{}, CPUPercent: map[string]float64{}, Env: shared}
+}
+
+// session is one path set up on the DUT, for one or more trials.
+type session struct {
+	e    *env
+	info PathInfo
+	r    runner
+}
+
+// openSession sets up path info; on error what it made is undone, and the
+// session returned (if not nil) must still be closed.
+func openSession(ctx context.Context, e *env, info PathInfo, o pathOpts) (*session, error) {
+	r, err := newRunner(info.Name, e, o)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{e: e, info: info, r: r}
+	if err := r.start(ctx); err != nil {
+		return s, fmt.Errorf("%s: set up: %w", info.Name, err)
+	}
+	return s, nil
+}
+
+// close tears the path down.
+func (s *session) close() error {
+	if err := s.r.stop(); err != nil {
+		return fmt.Errorf("%s: tear down: %w", s.info.Name, err)
+	}
+	return nil
+}
+
+// describe fills in what the row says about where and how it counts.
+func (s *session) describe(row *Row) {
+	row.CountedAt, row.Copies = s.r.countedAt(), s.r.copies()
+	row.Env.XDPMode = s.r.xdpMode()
+}
+
+// trial offers the load gcfg describes (nil without a test bed: whatever
+// arrives, for d), samples a measurement window inside it, drains, and
+// fills in row's figures and accounting.
+func (s *session) trial(ctx context.Context, gcfg *gen.Config, d time.Duration, row *Row) error {
+	r, e, name := s.r, s.e, s.info.Name
 	base, err := r.sample()
 	if err != nil {
-		return row, fmt.Errorf("%s: %w", info.Name, err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
 
 	// The generator runs beside the sampling, on its own locked thread in
@@ -228,12 +286,11 @@ func measure(ctx context.Context, e *env, cfg *Config, info PathInfo, shared lab
 	genDone := make(chan struct{})
 	var genStats gen.Stats
 	var genErr error
-	if e.bed != nil {
-		gcfg := e.genConfig(info.Family, cfg)
+	if gcfg != nil {
 		go func() {
 			defer close(genDone)
 			genErr = e.inGen(func() (err error) {
-				genStats, err = gen.Run(ctx, gcfg, nil)
+				genStats, err = gen.Run(ctx, *gcfg, nil)
 				return err
 			})
 		}()
@@ -244,57 +301,57 @@ func measure(ctx context.Context, e *env, cfg *Config, info PathInfo, shared lab
 	defer func() { <-genDone }()
 
 	start := time.Now()
-	warm := min(max(cfg.Duration/10, 100*time.Millisecond), 500*time.Millisecond)
-	if e.bed != nil {
+	warm := min(max(d/10, 100*time.Millisecond), 500*time.Millisecond)
+	if gcfg != nil {
 		// The window starts when frames arrive: loading the generator's
 		// program takes a while, and that is not the path's time.
-		for wait := start.Add(min(cfg.Duration/2, 2*time.Second)); time.Now().Before(wait); {
-			s, err := r.sample()
+		for wait := start.Add(min(d/2, 2*time.Second)); time.Now().Before(wait); {
+			cur, err := r.sample()
 			if err != nil {
-				return row, fmt.Errorf("%s: %w", info.Name, err)
+				return fmt.Errorf("%s: %w", name, err)
 			}
-			if s.received != base.received || isClosed(genDone) {
+			if cur.received != base.received || isClosed(genDone) {
 				break
 			}
 			if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
-				return row, err
+				return err
 			}
 		}
 		start = time.Now()
 	}
-	end := start.Add(cfg.Duration - warm)
-	if e.bed == nil {
-		end = start.Add(warm + cfg.Duration)
+	end := start.Add(d - warm)
+	if gcfg == nil {
+		end = start.Add(warm + d)
 	}
 	if err := sleepCtx(ctx, warm); err != nil {
-		return row, err
+		return err
 	}
 	a, cpuA, ta, err := snapshot(r)
 	if err != nil {
-		return row, fmt.Errorf("%s: %w", info.Name, err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	if err := sleepCtx(ctx, time.Until(end)); err != nil {
-		return row, err
+		return err
 	}
 	b, cpuB, tb, err := snapshot(r)
 	if err != nil {
-		return row, fmt.Errorf("%s: %w", info.Name, err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	<-genDone
 	if genErr != nil {
-		return row, fmt.Errorf("%s: generator: %w", info.Name, genErr)
+		return fmt.Errorf("%s: generator: %w", name, genErr)
 	}
 	if err := ctx.Err(); err != nil {
-		return row, err
+		return err
 	}
 	final, settled, err := drain(ctx, r)
 	if err != nil {
-		return row, fmt.Errorf("%s: %w", info.Name, err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
-	if e.bed != nil && !settled {
+	if gcfg != nil && !settled {
 		// With the generator stopped nothing should move: the figures
 		// would not be final.
-		return row, fmt.Errorf("%s: counters still moving %v after the generator stopped", info.Name, drainMax)
+		return fmt.Errorf("%s: counters still moving %v after the generator stopped", name, drainMax)
 	}
 
 	secs := tb.Sub(ta).Seconds()
@@ -310,12 +367,12 @@ func measure(ctx context.Context, e *env, cfg *Config, info PathInfo, shared lab
 		row.CPUPercent[strconv.Itoa(u.CPU)] = u.Busy
 	}
 
-	if e.bed != nil {
+	if gcfg != nil {
 		row.settle(base, final, &genStats)
 	} else {
 		row.settle(base, final, nil)
 	}
-	return row, nil
+	return nil
 }
 
 // settle fills in the row's accounting from the samples before the load

@@ -524,6 +524,21 @@ func nsPerFrame(cfg Config) uint64 {
 	return (uint64(time.Second)*uint64(cfg.Threads) + cfg.Rate - 1) / cfg.Rate
 }
 
+// PacedRate is the rate in frames per second that the program's pacing
+// keeps for c.Rate: each thread waits a whole number of nanoseconds between
+// frames, rounded up, so it is at most c.Rate (0.5% less at 10 Mpps over
+// one thread). It is 0 without a Rate. c.Threads of 0 counts as
+// len(c.CPUs), or 1.
+func (c Config) PacedRate() float64 {
+	if c.Rate == 0 {
+		return 0
+	}
+	if c.Threads == 0 {
+		c.Threads = max(1, len(c.CPUs))
+	}
+	return float64(c.Threads) * float64(time.Second) / float64(nsPerFrame(c))
+}
+
 func load(cfg Config) (*program, error) {
 	spec, err := bpf.LoadGen()
 	if err != nil {
