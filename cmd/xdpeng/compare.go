@@ -66,7 +66,9 @@ With --ndr (test bed only) it also searches each path's zero-loss throughput
 trial's loss counted exactly (the device's and the path's counters, after
 they came to rest), until the highest passing and the lowest failing rate are
 --resolution % of the full-load rate apart; a trial whose generator could not
-offer the rate in full fails. It prints each trial as it goes, then checks
+keep the rate (its pacing fell behind and skipped more than 1% of the frames
+the rate asks for) fails.
+It prints each trial as it goes, then checks
 the answer with a trial at the NDR and one 10% above it. --loss PCT adds a
 partial-drop rate (PDR) search that lets a trial lose PCT % of its frames.
 Rows gain ndr_mpps (pdr_mpps), trials and the searches' steps.

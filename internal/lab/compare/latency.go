@@ -246,7 +246,7 @@ func measureLatency(ctx context.Context, e *env, cfg *LatencyConfig, info PathIn
 
 	g := e.genConfig(info.Family, &cfg.Config)
 	g.Duration, g.Count, g.Stamp, g.RunID = 0, n, true, run
-	if err := s.trial(ctx, &g, cfg.Duration, &tr); err != nil {
+	if _, err := s.trial(ctx, &g, cfg.Duration, &tr); err != nil {
 		return err
 	}
 	recv, ok := s.r.(receiving)

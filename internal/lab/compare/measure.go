@@ -221,7 +221,7 @@ func measure(ctx context.Context, e *env, cfg *Config, info PathInfo, shared lab
 		g := e.genConfig(info.Family, cfg)
 		gcfg = &g
 	}
-	if err := s.trial(ctx, gcfg, cfg.Duration, &row); err != nil {
+	if _, err := s.trial(ctx, gcfg, cfg.Duration, &row); err != nil {
 		return row, err
 	}
 	if cfg.NDR != nil {
@@ -273,12 +273,13 @@ func (s *session) describe(row *Row) {
 
 // trial offers the load gcfg describes (nil without a test bed: whatever
 // arrives, for d), samples a measurement window inside it, drains, and
-// fills in row's figures and accounting.
-func (s *session) trial(ctx context.Context, gcfg *gen.Config, d time.Duration, row *Row) error {
+// fills in row's figures and accounting. It returns what the generator
+// says of its run.
+func (s *session) trial(ctx context.Context, gcfg *gen.Config, d time.Duration, row *Row) (gen.Stats, error) {
 	r, e, name := s.r, s.e, s.info.Name
 	base, err := r.sample()
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return gen.Stats{}, fmt.Errorf("%s: %w", name, err)
 	}
 
 	// The generator runs beside the sampling, on its own locked thread in
@@ -308,13 +309,13 @@ func (s *session) trial(ctx context.Context, gcfg *gen.Config, d time.Duration, 
 		for wait := start.Add(min(d/2, 2*time.Second)); time.Now().Before(wait); {
 			cur, err := r.sample()
 			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
+				return gen.Stats{}, fmt.Errorf("%s: %w", name, err)
 			}
 			if cur.received != base.received || isClosed(genDone) {
 				break
 			}
 			if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
-				return err
+				return gen.Stats{}, err
 			}
 		}
 		start = time.Now()
@@ -324,34 +325,34 @@ func (s *session) trial(ctx context.Context, gcfg *gen.Config, d time.Duration, 
 		end = start.Add(warm + d)
 	}
 	if err := sleepCtx(ctx, warm); err != nil {
-		return err
+		return gen.Stats{}, err
 	}
 	a, cpuA, ta, err := snapshot(r)
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return gen.Stats{}, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := sleepCtx(ctx, time.Until(end)); err != nil {
-		return err
+		return gen.Stats{}, err
 	}
 	b, cpuB, tb, err := snapshot(r)
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return gen.Stats{}, fmt.Errorf("%s: %w", name, err)
 	}
 	<-genDone
 	if genErr != nil {
-		return fmt.Errorf("%s: generator: %w", name, genErr)
+		return gen.Stats{}, fmt.Errorf("%s: generator: %w", name, genErr)
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return gen.Stats{}, err
 	}
 	final, settled, err := drain(ctx, r)
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return gen.Stats{}, fmt.Errorf("%s: %w", name, err)
 	}
 	if gcfg != nil && !settled {
 		// With the generator stopped nothing should move: the figures
 		// would not be final.
-		return fmt.Errorf("%s: counters still moving %v after the generator stopped", name, drainMax)
+		return gen.Stats{}, fmt.Errorf("%s: counters still moving %v after the generator stopped", name, drainMax)
 	}
 
 	secs := tb.Sub(ta).Seconds()
@@ -372,7 +373,7 @@ func (s *session) trial(ctx context.Context, gcfg *gen.Config, d time.Duration, 
 	} else {
 		row.settle(base, final, nil)
 	}
-	return nil
+	return genStats, nil
 }
 
 // settle fills in the row's accounting from the samples before the load

@@ -168,7 +168,7 @@ func writeSearches(w io.Writer, r *Result) {
 			}
 		}
 	}
-	fmt.Fprintln(w, "  limit: what failed just above the rate found: loss (the path lost frames), generator (the rate could not be offered in full), or - (the full-load rate passed).")
+	fmt.Fprintln(w, "  limit: what failed just above the rate found: loss (the path lost frames), generator (it could not keep the rate), or - (the full-load rate passed).")
 }
 
 func resolutionText(rows []Row) string {
@@ -194,10 +194,11 @@ func limitCell(sr *Search) string {
 	return sr.Limit
 }
 
-// checkCell is a check trial: "lost 0", "lost 1234", or "short (6.9 Mpps)".
+// checkCell is a check trial: "lost 0", "lost 1234", or "gen behind,
+// lost 0".
 func checkCell(t Trial) string {
 	if t.Short {
-		return fmt.Sprintf("short (%.3f Mpps)", t.OfferedPPS/1e6)
+		return fmt.Sprintf("gen behind, lost %d", t.Lost)
 	}
 	return fmt.Sprintf("lost %d", t.Lost)
 }

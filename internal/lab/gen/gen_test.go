@@ -110,23 +110,3 @@ func TestShareAddsUp(t *testing.T) {
 		}
 	}
 }
-
-func TestPacedRate(t *testing.T) {
-	for _, tc := range []struct {
-		rate    uint64
-		threads int
-		want    float64
-	}{
-		{0, 1, 0},
-		{1_000_000, 1, 1_000_000},     // 1000 ns exactly
-		{7_400_000, 1, 1e9 / 136},     // 135.1 ns rounds up to 136
-		{3_000_000, 2, 2 * 1e9 / 667}, // 666.7 ns per thread
-		{100_000, 0, 100_000},         // no threads given: one
-		{19_600_000, 1, 1e9 / 52},     // 51.02 ns: 1.9% under
-	} {
-		got := Config{Rate: tc.rate, Threads: tc.threads}.PacedRate()
-		if d := got - tc.want; d > 1e-6 || d < -1e-6 || got > float64(tc.rate) {
-			t.Errorf("rate %d over %d threads: paced %v, want %v", tc.rate, tc.threads, got, tc.want)
-		}
-	}
-}
