@@ -59,6 +59,11 @@ namespace compare runs in) is refused unless --force.
 
 Drop family (the default): ` + pathList(compare.Drop) + `
 Forward family (--family forward, test bed only): ` + pathList(compare.Forward) + `
+Run only when named in --paths (test bed only), as they need dpdk-testpmd
+(Debian 12: apt-get install dpdk-dev librte-net-af-xdp23): dpdk-af-xdp and
+dpdk-af-xdp-nobusy (DPDK's AF_XDP driver under testpmd rxonly, its default
+arguments and busy_budget=0), dpdk-l2fwd and dpdk-l2fwd-nobusy (macswap).
+Where dpdk-testpmd is missing they are skipped with a note.
 
 With --ndr (test bed only) it also searches each path's zero-loss throughput
 (RFC 2544's throughput, NDR): after the full-load trial, a binary search over
@@ -82,6 +87,7 @@ with the receiver threads.`,
   sudo xdpeng compare --testbed --family forward
   sudo xdpeng compare --testbed --paths xdp-drop,xsk-drop,asavie-drop --rate 2000000 --csv
   sudo xdpeng compare -i eth1 --paths xdp-drop,xsk-drop -d 10s
+  sudo xdpeng compare --testbed --paths xsk-drop,dpdk-af-xdp,dpdk-af-xdp-nobusy
   sudo xdpeng compare --testbed --paths xdp-drop,xsk-drop --ndr
   sudo xdpeng compare --testbed --paths xsk-drop --ndr --loss 0.1 --trial 2s`,
 		Args: cobra.NoArgs,

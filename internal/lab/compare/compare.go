@@ -71,35 +71,52 @@ type PathInfo struct {
 	// Testbed is set for paths that need a test bed (forwarding: they
 	// count where frames come out, on the generator side).
 	Testbed bool
+	// Needs names a program the path runs that xdpeng does not bring
+	// (dpdk-testpmd): such a path runs only when asked for by name, and
+	// is skipped with a note where the program is missing.
+	Needs string
 }
 
 // paths lists every path in the order tables show them.
 var paths = []PathInfo{
-	{"xdp-drop", Drop, "XDP_DROP in the driver (native XDP), counted by the program", false},
-	{"xdp-drop-generic", Drop, "XDP_DROP on the skb (generic XDP), counted by the program", false},
-	{"tc-drop", Drop, "tc ingress TC_ACT_SHOT (TCX), counted by the program", false},
-	{"xsk-drop", Drop, "xdpeng engine, DropHandler: AF_XDP rxdrop, counted by the engine", false},
-	{"xdp-tx", Drop, "XDP_TX in the driver (native XDP): swap MACs, send back; received = frames that came back out to the generator side (test bed) or the program's count (NIC)", false},
-	{"xsk-l2fwd", Drop, "xdpeng engine, L2FwdHandler: swap MACs, send back; received = frames that came back out to the generator side (test bed) or the engine's tx completions (NIC)", false},
-	{"asavie-drop", Drop, "the same rxdrop on github.com/asavie/xdp v0.3.3, its default loop, 4096 frames, rings of 2048", false},
-	{"af-packet", Drop, "AF_PACKET TPACKET_V3 mmap ring, count each block's packets and release it", false},
-	{"bridge", Forward, "Linux bridge of dut0 and dut1, counted where frames come out (gen1)", true},
-	{"xdp-redirect", Forward, "XDP redirect dut0 -> dut1 through a DEVMAP (native), counted at gen1", true},
-	{"xdp-redirect-generic", Forward, "the same in generic XDP, counted at gen1", true},
-	{"xdp-redirect-multi", Forward, "XDP broadcast redirect (DEVMAP_HASH) dut0 -> dut1 and dut2, a copy counted at each of gen1 and gen2", true},
-	{"xsk-fwd", Forward, "xdpeng engine, fwd: AF_XDP dut0 -> dut1, the UMEM shared across the devices, counted at gen1", true},
+	{"xdp-drop", Drop, "XDP_DROP in the driver (native XDP), counted by the program", false, ""},
+	{"xdp-drop-generic", Drop, "XDP_DROP on the skb (generic XDP), counted by the program", false, ""},
+	{"tc-drop", Drop, "tc ingress TC_ACT_SHOT (TCX), counted by the program", false, ""},
+	{"xsk-drop", Drop, "xdpeng engine, DropHandler: AF_XDP rxdrop, counted by the engine", false, ""},
+	{"xdp-tx", Drop, "XDP_TX in the driver (native XDP): swap MACs, send back; received = frames that came back out to the generator side (test bed) or the program's count (NIC)", false, ""},
+	{"xsk-l2fwd", Drop, "xdpeng engine, L2FwdHandler: swap MACs, send back; received = frames that came back out to the generator side (test bed) or the engine's tx completions (NIC)", false, ""},
+	{"asavie-drop", Drop, "the same rxdrop on github.com/asavie/xdp v0.3.3, its default loop, 4096 frames, rings of 2048", false, ""},
+	{"af-packet", Drop, "AF_PACKET TPACKET_V3 mmap ring, count each block's packets and release it", false, ""},
+	{"bridge", Forward, "Linux bridge of dut0 and dut1, counted where frames come out (gen1)", true, ""},
+	{"xdp-redirect", Forward, "XDP redirect dut0 -> dut1 through a DEVMAP (native), counted at gen1", true, ""},
+	{"xdp-redirect-generic", Forward, "the same in generic XDP, counted at gen1", true, ""},
+	{"xdp-redirect-multi", Forward, "XDP broadcast redirect (DEVMAP_HASH) dut0 -> dut1 and dut2, a copy counted at each of gen1 and gen2", true, ""},
+	{"xsk-fwd", Forward, "xdpeng engine, fwd: AF_XDP dut0 -> dut1, the UMEM shared across the devices, counted at gen1", true, ""},
+	{Name: "dpdk-af-xdp", Family: Drop, Testbed: true, Needs: TestPMD,
+		Doc: "DPDK's AF_XDP driver (net_af_xdp), dpdk-testpmd rxonly, its default arguments; counted at the device: veth's XDP redirects on dut0"},
+	{Name: "dpdk-af-xdp-nobusy", Family: Drop, Testbed: true, Needs: TestPMD,
+		Doc: "the same with busy_budget=0: no preferred busy polling"},
+	{Name: "dpdk-l2fwd", Family: Drop, Testbed: true, Needs: TestPMD,
+		Doc: "DPDK's AF_XDP driver, dpdk-testpmd macswap (swap MACs, send back), its default arguments; counted where the frames come back (gen0)"},
+	{Name: "dpdk-l2fwd-nobusy", Family: Drop, Testbed: true, Needs: TestPMD,
+		Doc: "the same with busy_budget=0"},
 }
 
-// Paths returns the paths of a family, or all of them for "".
+// Paths returns the paths of a family, or all of them for "", that run
+// without being named: not those that need a program xdpeng does not
+// bring (PathInfo.Needs; see AllPaths).
 func Paths(f Family) []PathInfo {
 	var out []PathInfo
 	for _, p := range paths {
-		if f == "" || p.Family == f {
+		if (f == "" || p.Family == f) && p.Needs == "" {
 			out = append(out, p)
 		}
 	}
 	return out
 }
+
+// AllPaths returns every path, those that run only when named included.
+func AllPaths() []PathInfo { return append([]PathInfo(nil), paths...) }
 
 // LookupPath returns the path called name.
 func LookupPath(name string) (PathInfo, bool) {
@@ -240,7 +257,7 @@ func (c *Config) Check() error {
 			return err
 		}
 		if p.Testbed && !c.Testbed {
-			return fmt.Errorf("path %s counts frames where they come out, on the test bed's generator side: use --testbed", n)
+			return fmt.Errorf("path %s counts frames on a test bed's veth ends (where they come out, or at the DUT's veth counters): use --testbed", n)
 		}
 	}
 	if c.Duration <= 0 {
@@ -452,6 +469,11 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		if perr != nil {
 			if ctx.Err() != nil {
 				return res, ctx.Err()
+			}
+			if se := (*SkipError)(nil); errors.As(perr, &se) {
+				res.Notes = append(res.Notes, se.Error())
+				cfg.progress("%s", se)
+				continue
 			}
 			row.Error = perr.Error()
 			cfg.progress("%-20s failed: %v", name, perr)

@@ -58,6 +58,8 @@ var latencyHooks = map[string]struct {
 	"xdp-redirect-generic": {1, xdpFrames},
 	"bridge":               {1, skbFrames},
 	"xsk-fwd":              {1, skbFrames},
+	"dpdk-l2fwd":           {0, skbFrames},
+	"dpdk-l2fwd-nobusy":    {0, skbFrames},
 }
 
 // LatencyPaths are the paths a latency run can measure: those whose frames
@@ -216,6 +218,11 @@ func RunLatency(ctx context.Context, cfg LatencyConfig) (res LatencyResult, err 
 				if ctx.Err() != nil {
 					return res, ctx.Err()
 				}
+				if se := (*SkipError)(nil); errors.As(err, &se) {
+					res.Notes = append(res.Notes, se.Error())
+					cfg.progress("%s", se)
+					continue
+				}
 				row.Error = err.Error()
 				cfg.progress("%-20s failed: %v", row.Name(), err)
 			}
@@ -284,6 +291,8 @@ type receiving interface {
 func (r *kernRunner) receiver() *latency.Receiver   { return r.sink.receiver() }
 func (r *xskRunner) receiver() *latency.Receiver    { return r.sink.receiver() }
 func (r *bridgeRunner) receiver() *latency.Receiver { return r.sink.receiver() }
+
+var _ receiving = (*dpdkRunner)(nil)
 
 func (s *sinks) receiver() *latency.Receiver {
 	if s == nil {

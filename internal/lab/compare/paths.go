@@ -63,6 +63,14 @@ func newRunner(name string, e *env, o pathOpts) (runner, error) {
 		return &kernRunner{e: e, o: o, action: kern.Redirect, hook: kern.XDPGeneric, outs: []int{1}}, nil
 	case "xdp-redirect-multi":
 		return &kernRunner{e: e, o: o, action: kern.Redirect, hook: kern.XDP, outs: []int{1, 2}}, nil
+	case "dpdk-af-xdp":
+		return &dpdkRunner{e: e, o: o}, nil
+	case "dpdk-af-xdp-nobusy":
+		return &dpdkRunner{e: e, o: o, noBusy: true}, nil
+	case "dpdk-l2fwd":
+		return &dpdkRunner{e: e, o: o, macswap: true}, nil
+	case "dpdk-l2fwd-nobusy":
+		return &dpdkRunner{e: e, o: o, macswap: true, noBusy: true}, nil
 	}
 	return nil, fmt.Errorf("no runner for path %q", name)
 }
