@@ -180,3 +180,34 @@ func TestRowsCarryEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestLatencyTarget: the latency scenario's target is the ratio of the
+// median p50s, met only when XDP_TX's is strictly lower.
+func TestLatencyTarget(t *testing.T) {
+	for _, tc := range []struct {
+		kern, user uint64
+		want       float64
+		met        bool
+	}{
+		{300, 3000, 10, true},
+		{500, 500, 1, false},
+		{900, 600, 600.0 / 900, false},
+	} {
+		r := &Result{Paths: []PathResult{
+			{Scenario: "lat", Path: "xdp-tx", P50Ns: tc.kern},
+			{Scenario: "lat", Path: "xsk-l2fwd", P50Ns: tc.user},
+		}}
+		var got *Target
+		for _, tg := range targets(r) {
+			if strings.HasPrefix(tg.Name, "in-kernel XDP_TX's p50") {
+				got = &tg
+			}
+		}
+		if got == nil || got.Value != tc.want || got.Met != tc.met {
+			t.Errorf("p50 %d / %d: target %+v, want value %v met %v", tc.user, tc.kern, got, tc.want, tc.met)
+		}
+	}
+	if sc := Scenarios()[len(Scenarios())-1]; !sc.Latency || !strings.HasPrefix(sc.Command, "xdpeng latency ") {
+		t.Errorf("the last scenario %+v is not the latency one", sc)
+	}
+}
