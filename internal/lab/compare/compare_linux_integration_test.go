@@ -109,9 +109,10 @@ func checkClean(t *testing.T, bed *testbed.Bed) {
 func TestEveryPath(t *testing.T) {
 	bed := testbedtest.New(t, 1, 3)
 	sockets, _ := socketState(t)
-	res := run(t, bed, 700*time.Millisecond, pathNames(Paths(""))...)
-	if len(res.Rows) != len(paths) {
-		t.Fatalf("%d rows for %d paths", len(res.Rows), len(paths))
+	all := Paths("")
+	res := run(t, bed, 700*time.Millisecond, pathNames(all)...)
+	if len(res.Rows) != len(all) {
+		t.Fatalf("%d rows for %d paths", len(res.Rows), len(all))
 	}
 	b, err := json.Marshal(&res)
 	if err != nil {
@@ -125,12 +126,12 @@ func TestEveryPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, row := range decoded.Rows {
-		if row["path"] != paths[i].Name {
-			t.Errorf("row %d is %v, want %s", i, row["path"], paths[i].Name)
+		if row["path"] != all[i].Name {
+			t.Errorf("row %d is %v, want %s", i, row["path"], all[i].Name)
 		}
 		for _, f := range []string{"mpps", "ns_per_packet", "sent", "received", "dropped", "drop_reasons", "cpu_percent", "env"} {
 			if _, ok := row[f]; !ok {
-				t.Errorf("%s: JSON row has no %q", paths[i].Name, f)
+				t.Errorf("%s: JSON row has no %q", all[i].Name, f)
 			}
 		}
 	}
