@@ -144,10 +144,9 @@ type LatencyRow struct {
 	Reasons     map[string]uint64 `json:"drop_reasons"`
 	Unexplained int64             `json:"unexplained"`
 	// Buckets are the histogram's non-empty buckets: [lo_ns, hi_ns, count].
-	Buckets   [][3]uint64 `json:"histogram"`
-	CountedAt string      `json:"counted_at"`
-	Env       labenv.Env  `json:"env"`
-	Error     string      `json:"error,omitempty"`
+	Buckets [][3]uint64 `json:"histogram"`
+	Env     labenv.Env  `json:"env"`
+	Error   string      `json:"error,omitempty"`
 }
 
 // Name is the row's path and wait mode: "xsk-l2fwd busy-poll".
@@ -247,7 +246,7 @@ func measureLatency(ctx context.Context, e *env, cfg *LatencyConfig, info PathIn
 	}
 	tr := newRow(info, row.Env)
 	s.describe(&tr)
-	row.CountedAt, row.Env.XDPMode = tr.CountedAt, tr.Env.XDPMode
+	row.Env.XDPMode = tr.Env.XDPMode
 	h := latencyHooks[info.Name]
 	row.Receiver = fmt.Sprintf("%s on %s", map[sinkKind]string{xdpFrames: "xdp", skbFrames: "tc ingress"}[h.kind], e.bed.Links[h.link].Gen)
 

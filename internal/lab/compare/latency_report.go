@@ -66,7 +66,7 @@ func WriteLatencyTable(w io.Writer, r *LatencyResult) {
 	fmt.Fprintln(w, "  lost, reordered, duplicated: by sequence number, exact; lost lists the path's own counters that explain the loss.")
 	for _, row := range r.Rows {
 		if row.Error == "" {
-			fmt.Fprintf(w, "  %-28s taken back at %s (%s); XDP mode %s\n", row.Name(), row.Receiver, row.CountedAt, row.Env.XDPMode)
+			fmt.Fprintf(w, "  %-28s taken back at %s; XDP mode %s\n", row.Name(), row.Receiver, row.Env.XDPMode)
 		}
 	}
 	for _, n := range r.Notes {
