@@ -77,7 +77,7 @@ func WriteLatencyTable(w io.Writer, r *LatencyResult) {
 func u(v uint64) string { return strconv.FormatUint(v, 10) }
 
 // NsText formats a delay in ns with three significant figures: "850ns",
-// "3.21µs", "42.0µs", "1.05ms".
+// "3.21µs", "42.0µs", "1.05ms", "1.00s".
 func NsText(ns uint64) string {
 	v := float64(ns)
 	switch {
@@ -93,8 +93,10 @@ func NsText(ns uint64) string {
 		return fmt.Sprintf("%.2fms", v/1e6)
 	case v < 100e6:
 		return fmt.Sprintf("%.1fms", v/1e6)
+	case v < 1e9:
+		return fmt.Sprintf("%.0fms", v/1e6)
 	}
-	return fmt.Sprintf("%.0fms", v/1e6)
+	return fmt.Sprintf("%.2fs", v/1e9)
 }
 
 // pictureCols is the columns of the delay picture per decade.
