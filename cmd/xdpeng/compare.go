@@ -260,12 +260,13 @@ func runCompare(cmd *cobra.Command, cfg compare.Config, asJSON, asCSV, explain b
 	return nil
 }
 
-// interrupted is returned when Ctrl-C or SIGTERM stopped a comparison; by
+// interrupted is returned when Ctrl-C or SIGTERM stopped a comparison or a
+// latency run; by
 // then every program, socket and test bed it made has been removed.
 type interrupted struct{ err error }
 
 func (e interrupted) Error() string {
-	msg := "interrupted; everything compare set up has been removed"
+	msg := "interrupted; everything the run set up has been removed"
 	if !errors.Is(e.err, context.Canceled) {
 		msg += " (" + e.err.Error() + ")"
 	}
