@@ -261,8 +261,8 @@ func runCompare(cmd *cobra.Command, cfg compare.Config, asJSON, asCSV, explain b
 }
 
 // interrupted is returned when Ctrl-C or SIGTERM stopped a comparison or a
-// latency run; by
-// then every program, socket and test bed it made has been removed.
+// latency run; by then every program, socket and test bed it made has been
+// removed.
 type interrupted struct{ err error }
 
 func (e interrupted) Error() string {
