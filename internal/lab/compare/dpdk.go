@@ -68,7 +68,7 @@ type dpdkRunner struct {
 	out       *lineTail
 	exited    chan struct{} // closed when testpmd has ended
 	exitErr   error         // valid after exited
-	runDir    string        // XDG_RUNTIME_DIR given to EAL
+	runDir    string        // the runtime directory given to EAL
 	runXDPNew bool          // /run/xdp did not exist before (libxdp's lock directory)
 	progID    uint32        // the XDP program the driver attached
 	mode      string        // its attach mode
@@ -118,7 +118,9 @@ func (r *dpdkRunner) start(ctx context.Context) (err error) {
 	}
 	args := r.args()
 	r.cmd = exec.Command(bin, args...)
-	r.cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+r.runDir)
+	// EAL keeps its runtime files under $RUNTIME_DIRECTORY/dpdk (for root;
+	// /var/run/dpdk without it), XDG_RUNTIME_DIR for other users.
+	r.cmd.Env = append(os.Environ(), "RUNTIME_DIRECTORY="+r.runDir, "XDG_RUNTIME_DIR="+r.runDir)
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if r.stdin, err = r.cmd.StdinPipe(); err != nil {
 		return err

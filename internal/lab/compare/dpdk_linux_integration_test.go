@@ -5,8 +5,10 @@ package compare
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +36,17 @@ func runXDPExisted(t *testing.T) bool {
 	return err == nil
 }
 
+// ealFiles lists EAL runtime directories of this process's testpmd runs in
+// the place EAL uses without RUNTIME_DIRECTORY.
+func ealFiles(t *testing.T) []string {
+	t.Helper()
+	all, err := filepath.Glob(fmt.Sprintf("/var/run/dpdk/xdpeng%d-*", os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
 // TestDPDKBesideEngine runs xsk-drop and DPDK's AF_XDP driver (rxonly,
 // with its default arguments and with busy polling off) in one comparison:
 // a row each, every frame accounted for, and nothing left behind: no XDP
@@ -42,6 +55,11 @@ func TestDPDKBesideEngine(t *testing.T) {
 	needTestPMD(t)
 	bed := testbedtest.New(t, 1, 1)
 	hadRunXDP := runXDPExisted(t)
+	defer func() {
+		if left := ealFiles(t); len(left) > 0 {
+			t.Errorf("EAL's runtime files left in /var/run/dpdk: %v", left)
+		}
+	}()
 	res := run(t, bed, time.Second, "xsk-drop", "dpdk-af-xdp", "dpdk-af-xdp-nobusy")
 	if len(res.Rows) != 3 || len(res.Notes) != 0 {
 		t.Fatalf("rows %d, notes %q: want 3 rows and no note", len(res.Rows), res.Notes)
