@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -649,6 +650,11 @@ func TestCLIDPDKEndsWithCompare(t *testing.T) {
 		}
 		if !hadRunXDP {
 			os.Remove(runXDP) // only if empty
+		}
+		// EAL's runtime directory, which compare could not remove.
+		left, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("xdpeng-dpdk-%d-*", pid)))
+		for _, d := range left {
+			os.RemoveAll(d)
 		}
 	})
 	if !p.waitOutput(time.Minute, true, func(s string) bool { return strings.Contains(s, "measuring for") }) {

@@ -113,7 +113,8 @@ func (r *dpdkRunner) start(ctx context.Context) (err error) {
 	if _, err := os.Stat(runXDP); errors.Is(err, os.ErrNotExist) {
 		r.runXDPNew = true
 	}
-	if r.runDir, err = os.MkdirTemp("", "xdpeng-dpdk-"); err != nil {
+	// Named by our pid, so that what a killed run left can be told apart.
+	if r.runDir, err = os.MkdirTemp("", fmt.Sprintf("xdpeng-dpdk-%d-", os.Getpid())); err != nil {
 		return err
 	}
 	args := r.args()
