@@ -41,6 +41,7 @@ struct gen_state {
 	__u32 port;	// index of the next destination port
 	__u32 pad;
 	__u64 seq;	// the next sequence number, with stamp
+	__u64 skipped;	// frames owed when pacing started afresh, not sent
 };
 
 // Per CPU: each sending thread is pinned to its own CPU, so the threads
@@ -103,14 +104,19 @@ static __always_inline int write_stamp(struct xdp_md *ctx, struct gen_state *st)
 }
 
 // pace waits until the next frame is due. A CPU that fell behind (it was
-// preempted, or the frames are slower than the rate) starts afresh rather
-// than catch up in a burst.
+// preempted, or the frames are slower than the rate) catches up on at most
+// 64 frames; one further behind starts afresh rather than catch up in a
+// burst, and counts the frames it owed in skipped: they are not sent, so
+// the run offered that much less than its rate.
 static __always_inline void pace(struct gen_state *st)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u64 due = st->next;
 
-	if (!due || now > due + 64 * ns_per_frame) {
+	if (!due) {
+		due = now;
+	} else if (now > due + 64 * ns_per_frame) {
+		st->skipped += (now - due) / ns_per_frame;
 		due = now;
 	} else if (now < due) {
 		bpf_loop(1 << 23, wait_until, &due, 0);

@@ -14,12 +14,13 @@ import (
 )
 
 type GenGenState struct {
-	_    structs.HostLayout
-	Sent uint64
-	Next uint64
-	Port uint32
-	Pad  uint32
-	Seq  uint64
+	_       structs.HostLayout
+	Sent    uint64
+	Next    uint64
+	Port    uint32
+	Pad     uint32
+	Seq     uint64
+	Skipped uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xdpeng/xdpeng/internal/lab/bench"
+	"github.com/xdpeng/xdpeng/internal/lab/compare"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 )
 
@@ -41,7 +42,9 @@ Scenarios (for CPUs 0 and 1):
   A       generator + DUT softirq on CPU 0, receiver on CPU 1: xdp-drop, xsk-drop, asavie-drop, xsk-l2fwd
   B       generator on CPU 0, threaded NAPI and receiver on CPU 1: xdp-drop, xsk-drop
   2q      2 queues, generator, DUT softirq and a worker on each CPU: xdp-drop, xsk-drop
-  A-1500  as A with 1500-byte frames: xdp-drop, xsk-drop`,
+  A-1500  as A with 1500-byte frames: xdp-drop, xsk-drop
+  lat     as A, xdpeng latency at 100000 pps: xdp-tx, xsk-l2fwd (adaptive); the
+          target is XDP_TX's median p50 delay below xsk-l2fwd's`,
 		Example: `  sudo xdpeng bench
   sudo xdpeng bench --runs 5 -d 5s --json > bench.json
   sudo xdpeng bench --scenarios B`,
@@ -90,10 +93,39 @@ Scenarios (for CPUs 0 and 1):
 	return c
 }
 
+// printEnv prints an environment's header (labenv.Env.Header), each line
+// indented.
+func printEnv(w io.Writer, header string) {
+	for _, l := range strings.Split(strings.TrimRight(header, "\n"), "\n") {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+}
+
 func printBench(w io.Writer, r bench.Result) {
 	fmt.Fprintf(w, "xdpeng bench: %d runs of %.1f s per path; medians\n", r.Runs, r.DurationS)
+	printEnv(w, r.Env.Header())
 	for _, sc := range r.Scenarios {
 		fmt.Fprintf(w, "\nscenario %s: %s\n  %s\n", sc.Name, sc.Describe, sc.Command)
+		for _, p := range r.Paths {
+			if p.Scenario == sc.Name {
+				fmt.Fprintf(w, "  %s; driver %s, %d queue(s), %d-byte frames\n", p.Env.Layout, p.Env.Driver, p.Env.Queues, p.Env.FrameSize)
+				break
+			}
+		}
+		if sc.Latency {
+			fmt.Fprintf(w, "  %-14s %10s %10s %8s  %s\n", "path", "p50", "p99", "lost", "runs (p50)")
+			for _, p := range r.Paths {
+				if p.Scenario != sc.Name {
+					continue
+				}
+				var rs []string
+				for _, v := range p.P50Runs {
+					rs = append(rs, compare.NsText(v))
+				}
+				fmt.Fprintf(w, "  %-14s %10s %10s %8d  %s\n", p.Path, compare.NsText(p.P50Ns), compare.NsText(p.P99Ns), p.Lost, strings.Join(rs, " "))
+			}
+			continue
+		}
 		fmt.Fprintf(w, "  %-14s %8s %8s %8s %7s  %s\n", "path", "Mpps", "offered", "ns/pkt", "loss%", "runs (Mpps)")
 		for _, p := range r.Paths {
 			if p.Scenario != sc.Name {

@@ -15,7 +15,7 @@ import (
 // commands is every subcommand of xdpeng. TestCLICommands fails when the
 // binary has another one, so that a new command comes with its cases here
 // rather than being skipped by them.
-var commands = []string{"bench", "compare", "count", "demo", "fwd", "gen", "kern", "l2fwd", "probe", "progbench", "rxdrop", "stats", "testbed", "txonly"}
+var commands = []string{"bench", "compare", "count", "demo", "fwd", "gen", "kern", "l2fwd", "latency", "probe", "progbench", "rxdrop", "stats", "testbed", "txonly"}
 
 func TestCLICommands(t *testing.T) {
 	var got []string
@@ -176,6 +176,30 @@ func TestCLIFlagErrors(t *testing.T) {
 			want: []string{"--mtu 70000: use 68-65535 (9000 for jumbo frames)"}},
 		{name: "compare bogus path", args: []string{"compare", "-i", "dut0", "--paths", "bogus", "--duration", "1s"},
 			want: []string{"bogus"}},
+		{name: "compare loss without ndr", args: []string{"compare", "--testbed", "--loss", "0.5"},
+			want: []string{"--loss is for --ndr"}},
+		{name: "compare ndr without a bed", args: []string{"compare", "-i", "dut0", "--ndr"},
+			want: []string{"zero-loss search needs a generator", "--testbed"}},
+		{name: "compare ndr trial too short", args: []string{"compare", "--testbed", "--ndr", "--trial", "100ms"},
+			want: []string{"trial length 100ms is too short: use at least 500ms"}},
+		{name: "compare ndr resolution", args: []string{"compare", "--testbed", "--ndr", "--resolution", "0"},
+			want: []string{"resolution 0% of the upper bound"}},
+		{name: "compare ndr loss", args: []string{"compare", "--testbed", "--ndr", "--loss", "100"},
+			want: []string{"loss limit 100%"}},
+		{name: "latency drop path", args: []string{"latency", "--paths", "xdp-drop"},
+			want: []string{"--paths: xdp-drop does not send its frames back", "xdp-tx"}},
+		{name: "latency bogus path", args: []string{"latency", "--paths", "bogus"},
+			want: []string{`unknown path "bogus"`}},
+		{name: "latency wait mode", args: []string{"latency", "--waits", "spin"},
+			want: []string{`--waits: unknown wait mode "spin": use adaptive, busy, poll, busy-poll`}},
+		{name: "latency rate 0", args: []string{"latency", "--rate", "0"},
+			want: []string{"--rate 0"}},
+		{name: "latency too many frames", args: []string{"latency", "--rate", "10000000", "-d", "1000s"},
+			want: []string{"stamped frames: use 1..4294967296"}},
+		{name: "latency layout", args: []string{"latency", "--layout", "C"},
+			want: []string{`--layout: layout "C"`}},
+		{name: "latency not root", user: true, args: []string{"latency"},
+			want: []string{"latency needs root", "sudo"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,11 +8,13 @@ package main
 // under overload every frame is counted.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -556,5 +558,138 @@ func TestCLIDemoInterrupted(t *testing.T) {
 				t.Errorf("beds %v remain after testbed down", left)
 			}
 		})
+	}
+}
+
+// TestCLILatencyAndCompareJSON runs latency and compare with --json on
+// their own beds: setup, rows and summary lines, and every row's env says
+// what the machine's spectre_v2 file says.
+func TestCLILatencyAndCompareJSON(t *testing.T) {
+	privtest.Root(t)
+	bin := buildCLI(t)
+	mitigation, err := os.ReadFile("/sys/devices/system/cpu/vulnerabilities/spectre_v2")
+	if err != nil {
+		privtest.Unsupported(t, "no spectre_v2 file: %v", err)
+	}
+	for _, argv := range [][]string{
+		{"latency", "--paths", "xdp-tx", "--rate", "10000", "-d", "500ms", "--json", "--quiet"},
+		{"compare", "--testbed", "--paths", "xdp-drop", "-d", "500ms", "--json", "--quiet"},
+	} {
+		t.Run(argv[0], func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			r := startCmd(t, exec.CommandContext(ctx, bin, argv...)).wait(t)
+			if r.code != 0 {
+				t.Fatalf("%v:\n%s", argv, r)
+			}
+			var types []string
+			for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+				var obj struct {
+					Type string `json:"type"`
+					Env  struct {
+						SpectreV2 string `json:"spectre_v2"`
+					} `json:"env"`
+					Sent      uint64 `json:"sent"`
+					Lost      uint64 `json:"lost"`
+					LatencyNs struct {
+						P50 uint64 `json:"p50"`
+					} `json:"latency_ns"`
+				}
+				if err := json.Unmarshal([]byte(line), &obj); err != nil {
+					t.Fatalf("line %q: %v", line, err)
+				}
+				types = append(types, obj.Type)
+				if obj.Type == "row" {
+					if obj.Env.SpectreV2 != strings.TrimSpace(string(mitigation)) {
+						t.Errorf("row env spectre_v2 %q, the machine's %q", obj.Env.SpectreV2, mitigation)
+					}
+					if argv[0] == "latency" && (obj.Sent != 5000 || obj.Lost != 0 || obj.LatencyNs.P50 == 0) {
+						t.Errorf("latency row: sent %d lost %d p50 %d, want 5000, 0, above 0", obj.Sent, obj.Lost, obj.LatencyNs.P50)
+					}
+				}
+			}
+			if got := strings.Join(types, ","); got != "setup,row,summary" {
+				t.Errorf("line types %s:\n%s", got, r.stdout)
+			}
+		})
+	}
+}
+
+// dpdkChildren lists the dpdk-testpmd processes a process with this pid
+// started (compare gives EAL the file prefix xdpeng<pid>-N).
+func dpdkChildren(t *testing.T, pid int) []int {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, d := range dirs {
+		p, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + d.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		if strings.Contains(string(cmdline), "xdpeng"+strconv.Itoa(pid)+"-") && strings.Contains(string(cmdline), "testpmd") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestCLIDPDKEndsWithCompare kills compare with SIGKILL while
+// dpdk-testpmd runs under it: testpmd must end too (it polls its CPU for
+// as long as it lives).
+func TestCLIDPDKEndsWithCompare(t *testing.T) {
+	privtest.Root(t)
+	if _, err := exec.LookPath("dpdk-testpmd"); err != nil {
+		privtest.Unsupported(t, "dpdk-testpmd is not installed")
+	}
+	bin := buildCLI(t)
+	// libxdp makes its lock directory there when no bpffs is mounted, and
+	// testpmd, ending on its own after compare's kill -9, leaves it.
+	const runXDP = "/run/xdp"
+	_, err := os.Stat(runXDP)
+	hadRunXDP := err == nil
+	p := startCmd(t, exec.Command(bin, "compare", "--testbed", "--paths", "dpdk-af-xdp", "-d", "30s"))
+	pid := p.cmd.Process.Pid
+	t.Cleanup(func() {
+		for _, n := range demoBeds(t, pid) {
+			testbed.Down(n)
+		}
+		if !hadRunXDP {
+			os.Remove(runXDP) // only if empty
+		}
+		// EAL's runtime directory, which compare could not remove.
+		left, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("xdpeng-dpdk-%d-*", pid)))
+		for _, d := range left {
+			os.RemoveAll(d)
+		}
+	})
+	if !p.waitOutput(time.Minute, true, func(s string) bool { return strings.Contains(s, "measuring for") }) {
+		p.cmd.Process.Kill()
+		t.Fatalf("compare did not start:\n%s", p.wait(t))
+	}
+	var children []int
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && len(children) == 0; time.Sleep(50 * time.Millisecond) {
+		children = dpdkChildren(t, pid)
+	}
+	if len(children) == 0 {
+		p.cmd.Process.Kill()
+		t.Fatalf("no dpdk-testpmd started:\n%s", p.wait(t))
+	}
+	p.signal(t, syscall.SIGKILL)
+	p.wait(t)
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && len(dpdkChildren(t, pid)) > 0; {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if left := dpdkChildren(t, pid); len(left) > 0 {
+		for _, c := range left {
+			syscall.Kill(c, syscall.SIGKILL)
+		}
+		t.Fatalf("dpdk-testpmd %v outlived compare's kill -9", left)
 	}
 }

@@ -35,6 +35,10 @@ type compareFlags struct {
 	json, csv        bool
 	quiet            bool
 	force            bool
+	ndr              bool
+	loss             float64
+	trial            time.Duration
+	resolution       float64
 }
 
 func newCompareCmd() *cobra.Command {
@@ -55,6 +59,24 @@ namespace compare runs in) is refused unless --force.
 
 Drop family (the default): ` + pathList(compare.Drop) + `
 Forward family (--family forward, test bed only): ` + pathList(compare.Forward) + `
+Run only when named in --paths (test bed only), as they need dpdk-testpmd
+(Debian 12: apt-get install dpdk-dev librte-net-af-xdp23): dpdk-af-xdp and
+dpdk-af-xdp-nobusy (DPDK's AF_XDP driver under testpmd rxonly, its default
+arguments and busy_budget=0), dpdk-l2fwd and dpdk-l2fwd-nobusy (macswap).
+Where dpdk-testpmd is missing they are skipped with a note.
+
+With --ndr (test bed only) it also searches each path's zero-loss throughput
+(RFC 2544's throughput, NDR): after the full-load trial, a binary search over
+--rate with trials of --trial each, from the full-load rate down, every
+trial's loss counted exactly (the device's and the path's counters, after
+they came to rest), until the highest passing and the lowest failing rate are
+--resolution % of the full-load rate apart; a trial whose generator could not
+keep the rate (its pacing fell behind and skipped more than 1% of the frames
+the rate asks for) fails.
+It prints each trial as it goes, then checks
+the answer with a trial at the NDR and one 10% above it. --loss PCT adds a
+partial-drop rate (PDR) search that lets a trial lose PCT % of its frames.
+Rows gain ndr_mpps (pdr_mpps), trials and the searches' steps.
 
 Layouts (2 CPUs): A = generator on CPU 0, where veth also runs the DUT's NAPI
 (XDP programs, AF_XDP copy, skbs) in softirq, receiver threads on CPU 1;
@@ -64,7 +86,10 @@ with the receiver threads.`,
   sudo xdpeng compare --testbed --layout B -d 3s --json
   sudo xdpeng compare --testbed --family forward
   sudo xdpeng compare --testbed --paths xdp-drop,xsk-drop,asavie-drop --rate 2000000 --csv
-  sudo xdpeng compare -i eth1 --paths xdp-drop,xsk-drop -d 10s`,
+  sudo xdpeng compare -i eth1 --paths xdp-drop,xsk-drop -d 10s
+  sudo xdpeng compare --testbed --paths xsk-drop,dpdk-af-xdp,dpdk-af-xdp-nobusy
+  sudo xdpeng compare --testbed --paths xdp-drop,xsk-drop --ndr
+  sudo xdpeng compare --testbed --paths xsk-drop --ndr --loss 0.1 --trial 2s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.config(cmd)
@@ -92,6 +117,10 @@ with the receiver threads.`,
 	fs.BoolVar(&f.csv, "csv", false, "print CSV: a header and one line per path")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")
 	fs.BoolVar(&f.force, "force", false, "with -i: measure DEV even if it carries the default route")
+	fs.BoolVar(&f.ndr, "ndr", false, "test bed: also search each path's zero-loss rate (NDR)")
+	fs.Float64Var(&f.loss, "loss", 0, "with --ndr: also search the rate that loses at most this percentage (PDR)")
+	fs.DurationVar(&f.trial, "trial", compare.DefaultNDR.Trial, "with --ndr: length of each trial")
+	fs.Float64Var(&f.resolution, "resolution", compare.DefaultNDR.Resolution*100, "with --ndr: stop when pass and fail are this percentage of the full-load rate apart")
 	return cmd
 }
 
@@ -126,6 +155,15 @@ func (f *compareFlags) config(cmd *cobra.Command) (compare.Config, error) {
 		return cfg, errors.New("-q/--queues is for -i; the test bed's queues are --bed-queues")
 	} else if f.force {
 		return cfg, errors.New("--force is for -i: a test bed's interfaces carry no default route")
+	}
+	if f.ndr {
+		cfg.NDR = &compare.NDRConfig{Trial: f.trial, Resolution: f.resolution / 100, LossPct: f.loss}
+	} else {
+		for _, fl := range []string{"loss", "trial", "resolution"} {
+			if cmd.Flags().Changed(fl) {
+				return cfg, fmt.Errorf("--%s is for --ndr", fl)
+			}
+		}
 	}
 	var err error
 	switch {
@@ -222,12 +260,13 @@ func runCompare(cmd *cobra.Command, cfg compare.Config, asJSON, asCSV, explain b
 	return nil
 }
 
-// interrupted is returned when Ctrl-C or SIGTERM stopped a comparison; by
-// then every program, socket and test bed it made has been removed.
+// interrupted is returned when Ctrl-C or SIGTERM stopped a comparison or a
+// latency run; by then every program, socket and test bed it made has been
+// removed.
 type interrupted struct{ err error }
 
 func (e interrupted) Error() string {
-	msg := "interrupted; everything compare set up has been removed"
+	msg := "interrupted; everything the run set up has been removed"
 	if !errors.Is(e.err, context.Canceled) {
 		msg += " (" + e.err.Error() + ")"
 	}

@@ -14,7 +14,7 @@ import (
 
 func init() { addCommand(newDemoCmd()) }
 
-// demoPerPath keeps the whole demo (11 paths, set-up and drain included)
+// demoPerPath keeps the whole demo (13 paths, set-up and drain included)
 // well under a minute and a half.
 const demoPerPath = 3 * time.Second
 

@@ -14,8 +14,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/lab/compare"
+	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
 	"github.com/xdpeng/xdpeng/internal/lab/progbench"
 )
 
@@ -30,6 +32,10 @@ type Scenario struct {
 	DUTCPUs  []int          `json:"dut_cpus"`
 	Command  string         `json:"command"`
 	Describe string         `json:"placement"`
+	// Latency scenarios run xdpeng latency (stamped frames at RatePPS)
+	// instead of compare; their rows have delays, not Mpps.
+	Latency bool   `json:"latency,omitempty"`
+	RatePPS uint64 `json:"rate_pps,omitempty"`
 }
 
 // Scenarios are the layouts of the project's performance targets, for a
@@ -52,10 +58,18 @@ func Scenarios() []Scenario {
 			Paths:   []string{"xdp-drop", "xsk-drop"},
 			GenCPUs: []int{0}, DUTCPUs: []int{1},
 			Describe: "as A, 1500-byte frames"},
+		{Name: "lat", Layout: compare.LayoutA, Queues: 1, Size: 64,
+			Paths:   []string{"xdp-tx", "xsk-l2fwd"},
+			GenCPUs: []int{0}, DUTCPUs: []int{1}, Latency: true, RatePPS: compare.DefaultLatencyRate,
+			Describe: "as A, stamped frames at a fixed rate: what a frame waits in XDP_TX and in xsk-l2fwd (adaptive)"},
 	}
 	for i := range s {
 		s[i].Command = fmt.Sprintf("xdpeng compare --testbed --layout %s --bed-queues %d --size %d --gen-cpus %s --dut-cpus %s --paths %s",
 			s[i].Layout, s[i].Queues, s[i].Size, ints(s[i].GenCPUs), ints(s[i].DUTCPUs), strings.Join(s[i].Paths, ","))
+		if s[i].Latency {
+			s[i].Command = fmt.Sprintf("xdpeng latency --layout %s --bed-queues %d --size %d --gen-cpus %s --dut-cpus %s --paths %s --waits adaptive --rate %d",
+				s[i].Layout, s[i].Queues, s[i].Size, ints(s[i].GenCPUs), ints(s[i].DUTCPUs), strings.Join(s[i].Paths, ","), s[i].RatePPS)
+		}
 	}
 	return s
 }
@@ -78,6 +92,16 @@ type PathResult struct {
 	NsPerPacket float64   `json:"ns_per_packet"` // median
 	OfferedMpps float64   `json:"offered_mpps"`  // median of the generator's rate
 	LossPct     float64   `json:"loss_percent"`  // median
+	// P50Ns and P99Ns are, in a latency scenario, the medians over the
+	// runs of the delay's p50 and p99 (ns); P50Runs the p50 of each run;
+	// Lost the frames lost over all runs.
+	P50Ns   uint64   `json:"p50_ns,omitempty"`
+	P99Ns   uint64   `json:"p99_ns,omitempty"`
+	P50Runs []uint64 `json:"p50_ns_runs,omitempty"`
+	Lost    uint64   `json:"lost,omitempty"`
+	// Env is the environment of the scenario's first run of the path
+	// (the runs of a scenario share it).
+	Env labenv.Env `json:"env"`
 }
 
 // Target is one of the project's goals, with what was measured.
@@ -96,6 +120,10 @@ type Target struct {
 
 // Result is a whole bench run.
 type Result struct {
+	// Env is the machine's part of the environment (kernel, CPU,
+	// mitigations, BPF JIT), read when the run began; each path result
+	// carries its scenario's whole environment.
+	Env       labenv.Env         `json:"env"`
 	Runs      int                `json:"runs"`
 	DurationS float64            `json:"duration_s"`
 	Scenarios []Scenario         `json:"scenarios"`
@@ -142,7 +170,7 @@ func CPU0Costs(r *Result) []Cost {
 		return 1000 / p.MedianMpps, true
 	}
 	for _, sc := range r.Scenarios {
-		if sc.Layout != compare.LayoutA || sc.Queues != 1 {
+		if sc.Layout != compare.LayoutA || sc.Queues != 1 || sc.Latency {
 			continue
 		}
 		base, ok := ns(sc.Name, "xdp-drop")
@@ -190,12 +218,20 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			cfg.Progress(fmt.Sprintf(f, a...))
 		}
 	}
-	res := Result{Runs: cfg.Runs, DurationS: cfg.Duration.Seconds()}
+	res := Result{Env: labenv.Collect(), Runs: cfg.Runs, DurationS: cfg.Duration.Seconds()}
 	for _, sc := range Scenarios() {
 		if len(cfg.Scenarios) > 0 && !slices.Contains(cfg.Scenarios, sc.Name) {
 			continue
 		}
 		res.Scenarios = append(res.Scenarios, sc)
+		if sc.Latency {
+			ps, err := runLatency(ctx, sc, cfg, say)
+			if err != nil {
+				return res, err
+			}
+			res.Paths = append(res.Paths, ps...)
+			continue
+		}
 		runs := map[string][]compare.Row{}
 		for i := 0; i < cfg.Runs; i++ {
 			say("scenario %s, run %d of %d: %s", sc.Name, i+1, cfg.Runs, sc.Command)
@@ -239,8 +275,49 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	return res, nil
 }
 
+// runLatency runs a latency scenario cfg.Runs times and returns each
+// path's medians.
+func runLatency(ctx context.Context, sc Scenario, cfg Config, say func(string, ...any)) ([]PathResult, error) {
+	runs := map[string][]compare.LatencyRow{}
+	for i := 0; i < cfg.Runs; i++ {
+		say("scenario %s, run %d of %d: %s", sc.Name, i+1, cfg.Runs, sc.Command)
+		r, err := compare.RunLatency(ctx, compare.LatencyConfig{
+			Config: compare.Config{Paths: sc.Paths, Duration: cfg.Duration, FrameSize: sc.Size, Testbed: true, Rate: sc.RatePPS,
+				Layout: sc.Layout, Queues: sc.Queues, GenCPUs: sc.GenCPUs, DUTCPUs: sc.DUTCPUs},
+			Waits: []engine.WaitMode{engine.WaitAdaptive},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+		for _, row := range r.Rows {
+			if row.Error != "" {
+				return nil, fmt.Errorf("scenario %s: %s: %s", sc.Name, row.Name(), row.Error)
+			}
+			runs[row.Path] = append(runs[row.Path], row)
+		}
+	}
+	var out []PathResult
+	for _, path := range sc.Paths {
+		p := PathResult{Scenario: sc.Name, Path: path}
+		var p50, p99 []float64
+		for _, row := range runs[path] {
+			p.Env = row.Env
+			p.P50Runs = append(p.P50Runs, row.Latency.P50)
+			p50 = append(p50, float64(row.Latency.P50))
+			p99 = append(p99, float64(row.Latency.P99))
+			p.Lost += row.Lost
+		}
+		p.P50Ns, p.P99Ns = uint64(progbench.Median(p50)), uint64(progbench.Median(p99))
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 func summarize(scenario, path string, rows []compare.Row) PathResult {
 	p := PathResult{Scenario: scenario, Path: path}
+	if len(rows) > 0 {
+		p.Env = rows[0].Env
+	}
 	var ns, off, loss []float64
 	for _, r := range rows {
 		p.Mpps = append(p.Mpps, r.Mpps)
@@ -293,6 +370,14 @@ func targets(r *Result) []Target {
 		ts = append(ts, Target{Name: "generator, one thread, receiver on its own CPU (B)", Value: p.OfferedMpps, Goal: 0.95 * 9.3, Unit: "Mpps",
 			Met: p.OfferedMpps >= 0.95*9.3, Measured: "median offered rate of the generator in scenario B, xdp-drop path", Reference: "xdp-trafficgen 9.3 Mpps"})
 	}
+	if k, ok := r.Path("lat", "xdp-tx"); ok && k.P50Ns > 0 {
+		if u, ok := r.Path("lat", "xsk-l2fwd"); ok {
+			v := float64(u.P50Ns) / float64(k.P50Ns)
+			ts = append(ts, Target{Name: "in-kernel XDP_TX's p50 delay below xsk-l2fwd's (lat)", Value: v, Goal: 1, Unit: "ratio",
+				Met: v > 1, Measured: fmt.Sprintf("median p50 of xsk-l2fwd (adaptive) / of xdp-tx at %d pps: %d / %d ns", compare.DefaultLatencyRate, u.P50Ns, k.P50Ns),
+				Reference: "the issue's expectation: userspace adds a wake-up or a poll"})
+		}
+	}
 	for _, d := range progbench.OverDrop(r.ProgBench) {
 		if d.Program != progbench.XskRedirect || d.Size != 64 {
 			continue
@@ -337,6 +422,7 @@ func perRun(r *Result, sc, a, b string) string {
 type (
 	SetupLine struct {
 		Type      string     `json:"type"` // "setup"
+		Env       labenv.Env `json:"env"`
 		Runs      int        `json:"runs"`
 		DurationS float64    `json:"duration_s"`
 		Scenarios []Scenario `json:"scenarios"`
@@ -359,7 +445,7 @@ type (
 // medians), then a "summary" line (progbench, CPU 0's costs, the targets).
 func WriteJSON(w io.Writer, r *Result) error {
 	enc := json.NewEncoder(w) // one line per Encode
-	lines := []any{SetupLine{Type: "setup", Runs: r.Runs, DurationS: r.DurationS, Scenarios: r.Scenarios}}
+	lines := []any{SetupLine{Type: "setup", Env: r.Env, Runs: r.Runs, DurationS: r.DurationS, Scenarios: r.Scenarios}}
 	for _, p := range r.Paths {
 		lines = append(lines, RowLine{Type: "row", PathResult: p})
 	}

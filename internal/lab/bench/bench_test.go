@@ -3,9 +3,12 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
+	"github.com/xdpeng/xdpeng/internal/lab/compare"
+	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
 	"github.com/xdpeng/xdpeng/internal/lab/progbench"
 )
 
@@ -141,5 +144,70 @@ func TestWriteJSON(t *testing.T) {
 	}
 	if got := strings.Join(types, ","); got != "setup,row,row,summary" {
 		t.Errorf("line types %s, want setup,row,row,summary:\n%s", got, b.String())
+	}
+}
+
+// TestRowsCarryEnv: a bench row carries the environment its compare rows
+// were taken in, and the JSON line has it as one "env" object whose
+// mitigation state is the machine's.
+func TestRowsCarryEnv(t *testing.T) {
+	e := labenv.Collect()
+	e.Layout, e.Driver, e.XDPMode = "A", "veth", "native"
+	p := summarize("A", "xdp-drop", []compare.Row{{Path: "xdp-drop", Mpps: 7, Env: e}, {Path: "xdp-drop", Mpps: 8, Env: e}})
+	if p.Env.SpectreV2 != e.SpectreV2 || p.Env.Layout != "A" || p.Env.XDPMode != "native" {
+		t.Errorf("summarized env %+v, want %+v", p.Env, e)
+	}
+	var b bytes.Buffer
+	if err := WriteJSON(&b, &Result{Env: labenv.Collect(), Paths: []PathResult{p}}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("/sys/devices/system/cpu/vulnerabilities/spectre_v2")
+	if err != nil {
+		t.Skipf("no spectre_v2 here: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		var obj struct {
+			Type string `json:"type"`
+			Env  struct {
+				SpectreV2 string `json:"spectre_v2"`
+			} `json:"env"`
+		}
+		if err := json.Unmarshal([]byte(line), &obj); err != nil {
+			t.Fatal(err)
+		}
+		if obj.Type != "summary" && obj.Env.SpectreV2 != strings.TrimSpace(string(want)) {
+			t.Errorf("%s line: env.spectre_v2 %q, the machine's is %q", obj.Type, obj.Env.SpectreV2, want)
+		}
+	}
+}
+
+// TestLatencyTarget: the latency scenario's target is the ratio of the
+// median p50s, met only when XDP_TX's is strictly lower.
+func TestLatencyTarget(t *testing.T) {
+	for _, tc := range []struct {
+		kern, user uint64
+		want       float64
+		met        bool
+	}{
+		{300, 3000, 10, true},
+		{500, 500, 1, false},
+		{900, 600, 600.0 / 900, false},
+	} {
+		r := &Result{Paths: []PathResult{
+			{Scenario: "lat", Path: "xdp-tx", P50Ns: tc.kern},
+			{Scenario: "lat", Path: "xsk-l2fwd", P50Ns: tc.user},
+		}}
+		var got *Target
+		for _, tg := range targets(r) {
+			if strings.HasPrefix(tg.Name, "in-kernel XDP_TX's p50") {
+				got = &tg
+			}
+		}
+		if got == nil || got.Value != tc.want || got.Met != tc.met {
+			t.Errorf("p50 %d / %d: target %+v, want value %v met %v", tc.user, tc.kern, got, tc.want, tc.met)
+		}
+	}
+	if sc := Scenarios()[len(Scenarios())-1]; !sc.Latency || !strings.HasPrefix(sc.Command, "xdpeng latency ") {
+		t.Errorf("the last scenario %+v is not the latency one", sc)
 	}
 }

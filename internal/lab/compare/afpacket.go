@@ -151,3 +151,4 @@ func (r *afPacketRunner) stop() error {
 
 func (r *afPacketRunner) countedAt() string { return "packets in the TPACKET_V3 blocks read" }
 func (r *afPacketRunner) copies() int       { return 1 }
+func (r *afPacketRunner) xdpMode() string   { return "none (AF_PACKET)" }

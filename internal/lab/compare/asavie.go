@@ -290,3 +290,16 @@ func unmapSocket(ino uint64) error {
 	}
 	return errors.Join(errs...)
 }
+
+// xdpMode reads from the kernel whether the first socket got zero-copy
+// (asavie/xdp binds with no copy flag, so the kernel chooses).
+func (r *asavieRunner) xdpMode() string {
+	if len(r.socks) == 0 {
+		return ""
+	}
+	flags, err := unix.GetsockoptInt(r.socks[0].FD(), unix.SOL_XDP, unix.XDP_OPTIONS)
+	if err != nil {
+		return "native, AF_XDP (copy or zero-copy: XDP_OPTIONS unreadable)"
+	}
+	return xskMode("native", flags&unix.XDP_OPTIONS_ZEROCOPY != 0)
+}

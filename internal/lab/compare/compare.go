@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
+	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 )
 
@@ -70,34 +71,52 @@ type PathInfo struct {
 	// Testbed is set for paths that need a test bed (forwarding: they
 	// count where frames come out, on the generator side).
 	Testbed bool
+	// Needs names a program the path runs that xdpeng does not bring
+	// (dpdk-testpmd): such a path runs only when asked for by name, and
+	// is skipped with a note where the program is missing.
+	Needs string
 }
 
 // paths lists every path in the order tables show them.
 var paths = []PathInfo{
-	{"xdp-drop", Drop, "XDP_DROP in the driver (native XDP), counted by the program", false},
-	{"xdp-drop-generic", Drop, "XDP_DROP on the skb (generic XDP), counted by the program", false},
-	{"tc-drop", Drop, "tc ingress TC_ACT_SHOT (TCX), counted by the program", false},
-	{"xsk-drop", Drop, "xdpeng engine, DropHandler: AF_XDP rxdrop, counted by the engine", false},
-	{"xsk-l2fwd", Drop, "xdpeng engine, L2FwdHandler: swap MACs, send back; received = frames that came back out to the generator side (test bed) or the engine's tx completions (NIC)", false},
-	{"asavie-drop", Drop, "the same rxdrop on github.com/asavie/xdp v0.3.3, its default loop, 4096 frames, rings of 2048", false},
-	{"af-packet", Drop, "AF_PACKET TPACKET_V3 mmap ring, count each block's packets and release it", false},
-	{"bridge", Forward, "Linux bridge of dut0 and dut1, counted where frames come out (gen1)", true},
-	{"xdp-redirect", Forward, "XDP redirect dut0 -> dut1 through a DEVMAP (native), counted at gen1", true},
-	{"xdp-redirect-generic", Forward, "the same in generic XDP, counted at gen1", true},
-	{"xdp-redirect-multi", Forward, "XDP broadcast redirect (DEVMAP_HASH) dut0 -> dut1 and dut2, a copy counted at each of gen1 and gen2", true},
-	{"xsk-fwd", Forward, "xdpeng engine, fwd: AF_XDP dut0 -> dut1, the UMEM shared across the devices, counted at gen1", true},
+	{"xdp-drop", Drop, "XDP_DROP in the driver (native XDP), counted by the program", false, ""},
+	{"xdp-drop-generic", Drop, "XDP_DROP on the skb (generic XDP), counted by the program", false, ""},
+	{"tc-drop", Drop, "tc ingress TC_ACT_SHOT (TCX), counted by the program", false, ""},
+	{"xsk-drop", Drop, "xdpeng engine, DropHandler: AF_XDP rxdrop, counted by the engine", false, ""},
+	{"xdp-tx", Drop, "XDP_TX in the driver (native XDP): swap MACs, send back; received = frames that came back out to the generator side (test bed) or the program's count (NIC)", false, ""},
+	{"xsk-l2fwd", Drop, "xdpeng engine, L2FwdHandler: swap MACs, send back; received = frames that came back out to the generator side (test bed) or the engine's tx completions (NIC)", false, ""},
+	{"asavie-drop", Drop, "the same rxdrop on github.com/asavie/xdp v0.3.3, its default loop, 4096 frames, rings of 2048", false, ""},
+	{"af-packet", Drop, "AF_PACKET TPACKET_V3 mmap ring, count each block's packets and release it", false, ""},
+	{"bridge", Forward, "Linux bridge of dut0 and dut1, counted where frames come out (gen1)", true, ""},
+	{"xdp-redirect", Forward, "XDP redirect dut0 -> dut1 through a DEVMAP (native), counted at gen1", true, ""},
+	{"xdp-redirect-generic", Forward, "the same in generic XDP, counted at gen1", true, ""},
+	{"xdp-redirect-multi", Forward, "XDP broadcast redirect (DEVMAP_HASH) dut0 -> dut1 and dut2, a copy counted at each of gen1 and gen2", true, ""},
+	{"xsk-fwd", Forward, "xdpeng engine, fwd: AF_XDP dut0 -> dut1, the UMEM shared across the devices, counted at gen1", true, ""},
+	{Name: "dpdk-af-xdp", Family: Drop, Testbed: true, Needs: TestPMD,
+		Doc: "DPDK's AF_XDP driver (net_af_xdp), dpdk-testpmd rxonly, its default arguments; counted at the device: veth's XDP redirects on dut0"},
+	{Name: "dpdk-af-xdp-nobusy", Family: Drop, Testbed: true, Needs: TestPMD,
+		Doc: "the same with busy_budget=0: no preferred busy polling"},
+	{Name: "dpdk-l2fwd", Family: Drop, Testbed: true, Needs: TestPMD,
+		Doc: "DPDK's AF_XDP driver, dpdk-testpmd macswap (swap MACs, send back), its default arguments; counted where the frames come back (gen0)"},
+	{Name: "dpdk-l2fwd-nobusy", Family: Drop, Testbed: true, Needs: TestPMD,
+		Doc: "the same with busy_budget=0"},
 }
 
-// Paths returns the paths of a family, or all of them for "".
+// Paths returns the paths of a family, or all of them for "", that run
+// without being named: not those that need a program xdpeng does not
+// bring (PathInfo.Needs; see AllPaths).
 func Paths(f Family) []PathInfo {
 	var out []PathInfo
 	for _, p := range paths {
-		if f == "" || p.Family == f {
+		if (f == "" || p.Family == f) && p.Needs == "" {
 			out = append(out, p)
 		}
 	}
 	return out
 }
+
+// AllPaths returns every path, those that run only when named included.
+func AllPaths() []PathInfo { return append([]PathInfo(nil), paths...) }
 
 // LookupPath returns the path called name.
 func LookupPath(name string) (PathInfo, bool) {
@@ -205,6 +224,10 @@ type Config struct {
 	// (see ErrDefaultRoute).
 	Force bool
 
+	// NDR, if set, also searches each path's zero-loss rate (test bed
+	// only).
+	NDR *NDRConfig
+
 	// Progress, if set, is told what is happening (one line per call).
 	Progress func(msg string)
 }
@@ -234,7 +257,7 @@ func (c *Config) Check() error {
 			return err
 		}
 		if p.Testbed && !c.Testbed {
-			return fmt.Errorf("path %s counts frames where they come out, on the test bed's generator side: use --testbed", n)
+			return fmt.Errorf("path %s counts frames on a test bed's veth ends (where they come out, or at the DUT's veth counters): use --testbed", n)
 		}
 	}
 	if c.Duration <= 0 {
@@ -245,6 +268,14 @@ func (c *Config) Check() error {
 	}
 	if c.FrameSize == 0 {
 		c.FrameSize = 64
+	}
+	if c.NDR != nil {
+		if !c.Testbed {
+			return errors.New("a zero-loss search needs a generator: use a test bed (--testbed)")
+		}
+		if err := c.NDR.check(); err != nil {
+			return err
+		}
 	}
 	if c.Testbed {
 		if c.Interface != "" {
@@ -320,6 +351,9 @@ type Setup struct {
 	Kernel    string  `json:"kernel,omitempty"`
 	// CPUNote says what the CPU figures include.
 	CPUNote string `json:"cpu_note"`
+	// Env is the environment every row shares; each row's Env adds the
+	// path's XDP mode.
+	Env labenv.Env `json:"env"`
 }
 
 // Result is a whole comparison.
@@ -363,6 +397,18 @@ type Row struct {
 	WindowPackets uint64  `json:"window_packets"`
 	// CountedAt says where Received is counted.
 	CountedAt string `json:"counted_at"`
+	// NDRMpps is the highest rate that lost no frame in a trial of the
+	// NDR search (NDR.RatePPS), PDRMpps the highest within the PDR
+	// search's loss limit; both only with Config.NDR, and only when the
+	// search found a rate. Trials counts the searches' trials.
+	NDRMpps *float64 `json:"ndr_mpps,omitempty"`
+	PDRMpps *float64 `json:"pdr_mpps,omitempty"`
+	Trials  int      `json:"trials,omitempty"`
+	NDR     *Search  `json:"ndr,omitempty"`
+	PDR     *Search  `json:"pdr,omitempty"`
+	// Env is the environment the row was measured in, with the path's
+	// XDP mode.
+	Env labenv.Env `json:"env"`
 	// Error is set when the path could not be run.
 	Error string `json:"error,omitempty"`
 }
@@ -407,12 +453,62 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		Queues: cfg.Queues, FrameSize: cfg.FrameSize, GenCPUs: cfg.GenCPUs, DUTCPUs: cfg.DUTCPUs,
 		DurationS: cfg.Duration.Seconds(), Rate: cfg.Rate, Kernel: kernelRelease(),
 	}
-	var e *env
-	if cfg.Bed != nil {
-		e = bedEnv(cfg.Bed, &cfg)
-		res.Setup.Mode, res.Setup.Bed, res.Setup.Layout = "testbed", cfg.Bed.Name, cfg.Layout
-		res.Setup.NAPI = napiText(cfg.Bed)
-	} else if cfg.Testbed {
+	e, done, err := prepare(&cfg, &res.Setup)
+	defer func() { err = errors.Join(err, done()) }()
+	if err != nil {
+		return res, err
+	}
+	if werr := e.watchErrors(); werr != nil {
+		res.Notes = append(res.Notes, fmt.Sprintf("the xdp tracepoints are not counted here (%v): the drops they would explain by errno or action show in veth_rx_drops or as unexplained", werr))
+	} else {
+		defer e.errs.Close()
+		if m := e.errs.Missing(); len(m) > 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("xdp tracepoints not counted on this kernel: %v", m))
+		}
+	}
+
+	for _, name := range cfg.Paths {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		info, _ := LookupPath(name)
+		cfg.progress("%-20s measuring for %v", name, cfg.Duration)
+		row, perr := measure(ctx, e, &cfg, info, res.Setup.Env)
+		if perr != nil {
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+			if se := (*SkipError)(nil); errors.As(perr, &se) {
+				res.Notes = append(res.Notes, se.Error())
+				cfg.progress("%s", se)
+				continue
+			}
+			row.Error = perr.Error()
+			cfg.progress("%-20s failed: %v", name, perr)
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	if traced(res.Rows) {
+		res.Notes = append(res.Notes, "xdp_redirect_err_*, xdp_exception_*, xdp_devmap_xmit_*: losses of the DUT's receiving device by errno or action, "+
+			"from the xdp tracepoints (xdpeng's -e); veth counts a failed redirect or XDP_TX in native mode as an rx drop too, so veth_rx_drops lists only the rest")
+	}
+	return res, nil
+}
+
+// prepare opens the place the paths of cfg run in (cfg.Bed, a test bed it
+// makes, or cfg.Interface) and fills in what setup says about it. done
+// removes a bed it made, and must be called also when prepare fails; it is
+// a no-op when there is nothing to remove.
+func prepare(cfg *Config, setup *Setup) (e *env, done func() error, err error) {
+	done = func() error { return nil }
+	switch {
+	case cfg.Bed != nil:
+		if e, err = bedEnv(cfg.Bed, cfg); err != nil {
+			return nil, done, err
+		}
+		setup.Mode, setup.Bed, setup.Layout = "testbed", cfg.Bed.Name, cfg.Layout
+		setup.NAPI = napiText(cfg.Bed)
+	case cfg.Testbed:
 		napi := testbed.NAPISoftirq
 		if cfg.Layout == LayoutB {
 			napi = testbed.NAPIThreaded
@@ -426,57 +522,32 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 			Name: name, Queues: cfg.Queues, Links: needLinks(cfg.Paths), GenCPUs: cfg.GenCPUs, DUTCPUs: cfg.DUTCPUs, NAPI: napi,
 		})
 		if err != nil {
-			return res, fmt.Errorf("compare: %w", err)
+			return nil, done, fmt.Errorf("compare: %w", err)
 		}
-		defer func() {
+		done = func() error {
 			cfg.progress("removing test bed %s", bed.Name)
-			if derr := bed.Down(); derr != nil {
-				err = errors.Join(err, fmt.Errorf("compare: %w", derr))
+			if err := bed.Down(); err != nil {
+				return fmt.Errorf("compare: %w", err)
 			}
-		}()
-		e = bedEnv(bed, &cfg)
-		res.Setup.Mode, res.Setup.Bed, res.Setup.Layout = "testbed", bed.Name, cfg.Layout
-		res.Setup.NAPI = napiText(bed)
-	} else {
-		if e, err = nicEnv(&cfg); err != nil {
-			return res, err
+			return nil
 		}
-		res.Setup.Mode = "interface"
-		res.Setup.FrameSize = 0
-	}
-	if werr := e.watchErrors(); werr != nil {
-		res.Notes = append(res.Notes, fmt.Sprintf("the xdp tracepoints are not counted here (%v): the drops they would explain by errno or action show in veth_rx_drops or as unexplained", werr))
-	} else {
-		defer e.errs.Close()
-		if m := e.errs.Missing(); len(m) > 0 {
-			res.Notes = append(res.Notes, fmt.Sprintf("xdp tracepoints not counted on this kernel: %v", m))
+		if e, err = bedEnv(bed, cfg); err != nil {
+			return nil, done, err
 		}
-	}
-	res.Setup.Interface = e.dut
-	res.Setup.Queues = len(e.queues)
-	res.Setup.CPUNote = cpuNote(&cfg)
-
-	for _, name := range cfg.Paths {
-		if err := ctx.Err(); err != nil {
-			return res, err
+		setup.Mode, setup.Bed, setup.Layout = "testbed", bed.Name, cfg.Layout
+		setup.NAPI = napiText(bed)
+	default:
+		if e, err = nicEnv(cfg); err != nil {
+			return nil, done, err
 		}
-		info, _ := LookupPath(name)
-		cfg.progress("%-20s measuring for %v", name, cfg.Duration)
-		row, perr := measure(ctx, e, &cfg, info)
-		if perr != nil {
-			if ctx.Err() != nil {
-				return res, ctx.Err()
-			}
-			row.Error = perr.Error()
-			cfg.progress("%-20s failed: %v", name, perr)
-		}
-		res.Rows = append(res.Rows, row)
+		setup.Mode = "interface"
+		setup.FrameSize = 0
 	}
-	if traced(res.Rows) {
-		res.Notes = append(res.Notes, "xdp_redirect_err_*, xdp_exception_*, xdp_devmap_xmit_*: losses of the DUT's receiving device by errno or action, "+
-			"from the xdp tracepoints (xdpeng's -e); veth counts a failed redirect or XDP_TX in native mode as an rx drop too, so veth_rx_drops lists only the rest")
-	}
-	return res, nil
+	setup.Interface = e.dut
+	setup.Queues = len(e.queues)
+	setup.CPUNote = cpuNote(cfg)
+	setup.Env = runEnv(cfg, e)
+	return e, done, nil
 }
 
 // traced reports whether a row has a drop reason from the xdp tracepoints.

@@ -110,9 +110,10 @@ func checkClean(t *testing.T, bed *testbed.Bed) {
 func TestEveryPath(t *testing.T) {
 	bed := testbedtest.New(t, 1, 3)
 	sockets, _ := socketState(t)
-	res := run(t, bed, 700*time.Millisecond, pathNames(Paths(""))...)
-	if len(res.Rows) != len(paths) {
-		t.Fatalf("%d rows for %d paths", len(res.Rows), len(paths))
+	all := Paths("")
+	res := run(t, bed, 700*time.Millisecond, pathNames(all)...)
+	if len(res.Rows) != len(all) {
+		t.Fatalf("%d rows for %d paths", len(res.Rows), len(all))
 	}
 	b, err := json.Marshal(&res)
 	if err != nil {
@@ -126,15 +127,16 @@ func TestEveryPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, row := range decoded.Rows {
-		if row["path"] != paths[i].Name {
-			t.Errorf("row %d is %v, want %s", i, row["path"], paths[i].Name)
+		if row["path"] != all[i].Name {
+			t.Errorf("row %d is %v, want %s", i, row["path"], all[i].Name)
 		}
-		for _, f := range []string{"mpps", "ns_per_packet", "sent", "received", "dropped", "drop_reasons", "cpu_percent"} {
+		for _, f := range []string{"mpps", "ns_per_packet", "sent", "received", "dropped", "drop_reasons", "cpu_percent", "env"} {
 			if _, ok := row[f]; !ok {
-				t.Errorf("%s: JSON row has no %q", paths[i].Name, f)
+				t.Errorf("%s: JSON row has no %q", all[i].Name, f)
 			}
 		}
 	}
+	checkEnv(t, res)
 	for _, row := range res.Rows {
 		t.Logf("%-20s %6.3f Mpps %7.1f ns/pkt sent %d received %d reasons %v unexplained %d",
 			row.Path, row.Mpps, row.NsPerPacket, row.Sent, row.Received, row.Reasons, row.Unexplained)
@@ -152,6 +154,27 @@ func TestEveryPath(t *testing.T) {
 	checkClean(t, bed)
 	if n, mapped := socketState(t); n != sockets || len(mapped) > 0 {
 		t.Errorf("sockets open before %d, after %d; socket mappings left: %q", sockets, n, mapped)
+	}
+}
+
+// checkEnv checks that every row carries the run's environment with its
+// own XDP mode, and that the mitigation state is the machine's.
+func checkEnv(t *testing.T, res Result) {
+	t.Helper()
+	b, err := os.ReadFile("/sys/devices/system/cpu/vulnerabilities/spectre_v2")
+	if err != nil {
+		privtest.Unsupported(t, "no spectre_v2 file: %v", err)
+	}
+	want := strings.TrimSpace(string(b))
+	if res.Setup.Env.SpectreV2 != want {
+		t.Errorf("setup env spectre_v2 %q, the machine's is %q", res.Setup.Env.SpectreV2, want)
+	}
+	for _, row := range res.Rows {
+		e := row.Env
+		if e.SpectreV2 != want || e.Driver != "veth" || e.Queues != res.Setup.Queues || e.FrameSize != res.Setup.FrameSize ||
+			e.Layout == "" || e.Generator == "" || e.XDPMode == "" || e.Kernel == "" {
+			t.Errorf("%s: env %+v", row.Path, e)
+		}
 	}
 }
 

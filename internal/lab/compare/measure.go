@@ -17,6 +17,7 @@ import (
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/counter"
+	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/netdev"
@@ -29,6 +30,7 @@ type env struct {
 	dutNS    string       // "" is the current namespace
 	dut      string       // the receiving interface
 	dutIndex int
+	driver   string // of dut: "veth", "mlx5_core", ...
 	queues   []int
 	cpus     []int // the receiver thread of queues[i] runs on cpus[i]
 	dutCPUs  []int
@@ -101,14 +103,25 @@ func (e *env) traceReasons(s *sample, native bool) error {
 	return nil
 }
 
-func bedEnv(bed *testbed.Bed, cfg *Config) *env {
+func bedEnv(bed *testbed.Bed, cfg *Config) (*env, error) {
 	e := &env{bed: bed, dutNS: bed.DUTNS, dut: bed.Links[0].DUT, dutIndex: bed.Links[0].DUTIndex,
 		dutCPUs: cfg.DUTCPUs, genCPUs: cfg.GenCPUs}
 	for q := range bed.Queues {
 		e.queues = append(e.queues, q)
 	}
 	e.cpus = spread(len(e.queues), cfg.DUTCPUs)
-	return e
+	err := e.inDUT(func() error {
+		info, err := netdev.Lookup(e.dut)
+		if err != nil {
+			return err
+		}
+		e.driver = info.Driver
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
+	}
+	return e, nil
 }
 
 func nicEnv(cfg *Config) (*env, error) {
@@ -125,7 +138,7 @@ func nicEnv(cfg *Config) (*env, error) {
 			return nil, fmt.Errorf("compare: every path would take all of %s's traffic, and %w", info.Name, ErrDefaultRoute)
 		}
 	}
-	e := &env{dut: info.Name, dutIndex: info.Index, queues: cfg.InterfaceQueues, dutCPUs: cfg.DUTCPUs}
+	e := &env{dut: info.Name, dutIndex: info.Index, driver: info.Driver, queues: cfg.InterfaceQueues, dutCPUs: cfg.DUTCPUs}
 	if e.queues == nil {
 		for q := range info.RxQueues {
 			e.queues = append(e.queues, q)
@@ -260,28 +273,92 @@ type runner interface {
 	countedAt() string
 	// copies is frames out per frame in.
 	copies() int
+	// xdpMode says how the path meets the device, for the row's
+	// environment: "native", "generic", "native, AF_XDP copy", "none (tc)"...
+	// It is asked after start.
+	xdpMode() string
 }
 
 // measure runs one path: set up, offer the load, sample inside it, drain,
-// tear down.
-func measure(ctx context.Context, e *env, cfg *Config, info PathInfo) (row Row, err error) {
-	row = Row{Path: info.Name, Family: info.Family, Copies: 1, Reasons: map[string]uint64{}, CPUPercent: map[string]float64{}}
-	r, err := newRunner(info.Name, e)
+// tear down; with cfg.NDR, search its zero-loss rate before tearing down.
+func measure(ctx context.Context, e *env, cfg *Config, info PathInfo, shared labenv.Env) (row Row, err error) {
+	row = newRow(info, shared)
+	s, err := openSession(ctx, e, info, pathOpts{})
+	if s != nil {
+		defer func() {
+			if serr := s.close(); serr != nil {
+				err = errors.Join(err, serr)
+			}
+		}()
+	}
 	if err != nil {
 		return row, err
 	}
-	defer func() {
-		if serr := r.stop(); serr != nil {
-			err = errors.Join(err, fmt.Errorf("%s: tear down: %w", info.Name, serr))
-		}
-	}()
-	if err := r.start(ctx); err != nil {
-		return row, fmt.Errorf("%s: set up: %w", info.Name, err)
+	s.describe(&row)
+	var gcfg *gen.Config
+	if e.bed != nil {
+		g := e.genConfig(info.Family, cfg)
+		gcfg = &g
 	}
-	row.CountedAt, row.Copies = r.countedAt(), r.copies()
+	if _, err := s.trial(ctx, gcfg, cfg.Duration, &row); err != nil {
+		return row, err
+	}
+	if cfg.NDR != nil {
+		if err := s.searchRates(ctx, cfg, &row); err != nil {
+			return row, err
+		}
+	}
+	return row, nil
+}
+
+func newRow(info PathInfo, shared labenv.Env) Row {
+	return Row{Path: info.Name, Family: info.Family, Copies: 1, Reasons: map[string]uint64{}, CPUPercent: map[string]float64{}, Env: shared}
+}
+
+// session is one path set up on the DUT, for one or more trials.
+type session struct {
+	e    *env
+	info PathInfo
+	r    runner
+}
+
+// openSession sets up path info; on error what it made is undone, and the
+// session returned (if not nil) must still be closed.
+func openSession(ctx context.Context, e *env, info PathInfo, o pathOpts) (*session, error) {
+	r, err := newRunner(info.Name, e, o)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{e: e, info: info, r: r}
+	if err := r.start(ctx); err != nil {
+		return s, fmt.Errorf("%s: set up: %w", info.Name, err)
+	}
+	return s, nil
+}
+
+// close tears the path down.
+func (s *session) close() error {
+	if err := s.r.stop(); err != nil {
+		return fmt.Errorf("%s: tear down: %w", s.info.Name, err)
+	}
+	return nil
+}
+
+// describe fills in what the row says about where and how it counts.
+func (s *session) describe(row *Row) {
+	row.CountedAt, row.Copies = s.r.countedAt(), s.r.copies()
+	row.Env.XDPMode = s.r.xdpMode()
+}
+
+// trial offers the load gcfg describes (nil without a test bed: whatever
+// arrives, for d), samples a measurement window inside it, drains, and
+// fills in row's figures and accounting. It returns what the generator
+// says of its run.
+func (s *session) trial(ctx context.Context, gcfg *gen.Config, d time.Duration, row *Row) (gen.Stats, error) {
+	r, e, name := s.r, s.e, s.info.Name
 	base, err := r.sample()
 	if err != nil {
-		return row, fmt.Errorf("%s: %w", info.Name, err)
+		return gen.Stats{}, fmt.Errorf("%s: %w", name, err)
 	}
 
 	// The generator runs beside the sampling, on its own locked thread in
@@ -289,12 +366,11 @@ func measure(ctx context.Context, e *env, cfg *Config, info PathInfo) (row Row, 
 	genDone := make(chan struct{})
 	var genStats gen.Stats
 	var genErr error
-	if e.bed != nil {
-		gcfg := e.genConfig(info.Family, cfg)
+	if gcfg != nil {
 		go func() {
 			defer close(genDone)
 			genErr = e.inGen(func() (err error) {
-				genStats, err = gen.Run(ctx, gcfg, nil)
+				genStats, err = gen.Run(ctx, *gcfg, nil)
 				return err
 			})
 		}()
@@ -305,57 +381,57 @@ func measure(ctx context.Context, e *env, cfg *Config, info PathInfo) (row Row, 
 	defer func() { <-genDone }()
 
 	start := time.Now()
-	warm := min(max(cfg.Duration/10, 100*time.Millisecond), 500*time.Millisecond)
-	if e.bed != nil {
+	warm := min(max(d/10, 100*time.Millisecond), 500*time.Millisecond)
+	if gcfg != nil {
 		// The window starts when frames arrive: loading the generator's
 		// program takes a while, and that is not the path's time.
-		for wait := start.Add(min(cfg.Duration/2, 2*time.Second)); time.Now().Before(wait); {
-			s, err := r.sample()
+		for wait := start.Add(min(d/2, 2*time.Second)); time.Now().Before(wait); {
+			cur, err := r.sample()
 			if err != nil {
-				return row, fmt.Errorf("%s: %w", info.Name, err)
+				return gen.Stats{}, fmt.Errorf("%s: %w", name, err)
 			}
-			if s.received != base.received || isClosed(genDone) {
+			if cur.received != base.received || isClosed(genDone) {
 				break
 			}
 			if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
-				return row, err
+				return gen.Stats{}, err
 			}
 		}
 		start = time.Now()
 	}
-	end := start.Add(cfg.Duration - warm)
-	if e.bed == nil {
-		end = start.Add(warm + cfg.Duration)
+	end := start.Add(d - warm)
+	if gcfg == nil {
+		end = start.Add(warm + d)
 	}
 	if err := sleepCtx(ctx, warm); err != nil {
-		return row, err
+		return gen.Stats{}, err
 	}
 	a, cpuA, ta, err := snapshot(r)
 	if err != nil {
-		return row, fmt.Errorf("%s: %w", info.Name, err)
+		return gen.Stats{}, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := sleepCtx(ctx, time.Until(end)); err != nil {
-		return row, err
+		return gen.Stats{}, err
 	}
 	b, cpuB, tb, err := snapshot(r)
 	if err != nil {
-		return row, fmt.Errorf("%s: %w", info.Name, err)
+		return gen.Stats{}, fmt.Errorf("%s: %w", name, err)
 	}
 	<-genDone
 	if genErr != nil {
-		return row, fmt.Errorf("%s: generator: %w", info.Name, genErr)
+		return gen.Stats{}, fmt.Errorf("%s: generator: %w", name, genErr)
 	}
 	if err := ctx.Err(); err != nil {
-		return row, err
+		return gen.Stats{}, err
 	}
 	final, settled, err := drain(ctx, r)
 	if err != nil {
-		return row, fmt.Errorf("%s: %w", info.Name, err)
+		return gen.Stats{}, fmt.Errorf("%s: %w", name, err)
 	}
-	if e.bed != nil && !settled {
+	if gcfg != nil && !settled {
 		// With the generator stopped nothing should move: the figures
 		// would not be final.
-		return row, fmt.Errorf("%s: counters still moving %v after the generator stopped", info.Name, drainMax)
+		return gen.Stats{}, fmt.Errorf("%s: counters still moving %v after the generator stopped", name, drainMax)
 	}
 
 	secs := tb.Sub(ta).Seconds()
@@ -371,12 +447,12 @@ func measure(ctx context.Context, e *env, cfg *Config, info PathInfo) (row Row, 
 		row.CPUPercent[strconv.Itoa(u.CPU)] = u.Busy
 	}
 
-	if e.bed != nil {
+	if gcfg != nil {
 		row.settle(base, final, &genStats)
 	} else {
 		row.settle(base, final, nil)
 	}
-	return row, nil
+	return genStats, nil
 }
 
 // settle fills in the row's accounting from the samples before the load

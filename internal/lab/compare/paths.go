@@ -13,36 +13,64 @@ import (
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/handler"
 	"github.com/xdpeng/xdpeng/internal/kern"
+	"github.com/xdpeng/xdpeng/internal/lab/latency"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
+// pathOpts is what a run asks of a path beyond its name.
+type pathOpts struct {
+	// wait is the wait mode of xdpeng's engine (xsk-* paths).
+	wait engine.WaitMode
+	// handler, if set, replaces the xsk-l2fwd path's handler (tests).
+	handler func(queue int) engine.Handler
+	// stamp, if set, makes the sinks latency receivers of a stamped run.
+	stamp *stampRun
+}
+
+// stampRun is a run of stamped frames (internal/lab/latency).
+type stampRun struct {
+	runID   uint32
+	count   uint64 // frames the run sends
+	streams int    // generator threads
+}
+
 // newRunner makes the runner of path name in e; nothing is touched yet.
-func newRunner(name string, e *env) (runner, error) {
+func newRunner(name string, e *env, o pathOpts) (runner, error) {
 	switch name {
 	case "xdp-drop":
-		return &kernRunner{e: e, action: kern.Drop, hook: kern.XDP}, nil
+		return &kernRunner{e: e, o: o, action: kern.Drop, hook: kern.XDP}, nil
 	case "xdp-drop-generic":
-		return &kernRunner{e: e, action: kern.Drop, hook: kern.XDPGeneric}, nil
+		return &kernRunner{e: e, o: o, action: kern.Drop, hook: kern.XDPGeneric}, nil
 	case "tc-drop":
-		return &kernRunner{e: e, action: kern.Drop, hook: kern.TC}, nil
+		return &kernRunner{e: e, o: o, action: kern.Drop, hook: kern.TC}, nil
+	case "xdp-tx":
+		return &kernRunner{e: e, o: o, action: kern.TX, hook: kern.XDP, back: true}, nil
 	case "xsk-drop":
-		return &xskRunner{e: e}, nil
+		return &xskRunner{e: e, o: o}, nil
 	case "xsk-l2fwd":
-		return &xskRunner{e: e, l2fwd: true}, nil
+		return &xskRunner{e: e, o: o, l2fwd: true}, nil
 	case "xsk-fwd":
-		return &xskRunner{e: e, fwd: true}, nil
+		return &xskRunner{e: e, o: o, fwd: true}, nil
 	case "asavie-drop":
 		return &asavieRunner{e: e}, nil
 	case "af-packet":
 		return &afPacketRunner{e: e, fd: -1}, nil
 	case "bridge":
-		return &bridgeRunner{e: e}, nil
+		return &bridgeRunner{e: e, o: o}, nil
 	case "xdp-redirect":
-		return &kernRunner{e: e, action: kern.Redirect, hook: kern.XDP, outs: []int{1}}, nil
+		return &kernRunner{e: e, o: o, action: kern.Redirect, hook: kern.XDP, outs: []int{1}}, nil
 	case "xdp-redirect-generic":
-		return &kernRunner{e: e, action: kern.Redirect, hook: kern.XDPGeneric, outs: []int{1}}, nil
+		return &kernRunner{e: e, o: o, action: kern.Redirect, hook: kern.XDPGeneric, outs: []int{1}}, nil
 	case "xdp-redirect-multi":
-		return &kernRunner{e: e, action: kern.Redirect, hook: kern.XDP, outs: []int{1, 2}}, nil
+		return &kernRunner{e: e, o: o, action: kern.Redirect, hook: kern.XDP, outs: []int{1, 2}}, nil
+	case "dpdk-af-xdp":
+		return &dpdkRunner{e: e, o: o}, nil
+	case "dpdk-af-xdp-nobusy":
+		return &dpdkRunner{e: e, o: o, noBusy: true}, nil
+	case "dpdk-l2fwd":
+		return &dpdkRunner{e: e, o: o, macswap: true}, nil
+	case "dpdk-l2fwd-nobusy":
+		return &dpdkRunner{e: e, o: o, macswap: true, noBusy: true}, nil
 	}
 	return nil, fmt.Errorf("no runner for path %q", name)
 }
@@ -57,8 +85,13 @@ func newRunner(name string, e *env) (runner, error) {
 // are counted by a tc ingress program instead, because an XDP program on a
 // veth makes the kernel copy every skb into a page-pool frame before it runs
 // (skb_pp_cow_data), work that would be charged to the path under test.
+//
+// For a stamped run the sink is a latency receiver (internal/lab/latency)
+// on one link instead, at the same hook: it counts the run's frames, takes
+// their delay and drops them.
 type sinks struct {
 	paths []*kern.Path
+	recv  *latency.Receiver
 }
 
 // sinkKind says how the frames reach a sink.
@@ -69,12 +102,33 @@ const (
 	skbFrames                 // skbs
 )
 
-// attachSinks puts a sink on the generator end of each link in links.
-func attachSinks(e *env, links []int, kind sinkKind) (*sinks, error) {
+// attachSinks puts a sink on the generator end of each link in links, or
+// with stamp a latency receiver on the one link.
+func attachSinks(e *env, links []int, kind sinkKind, stamp *stampRun) (*sinks, error) {
 	s := &sinks{}
 	h := kern.XDP
 	if kind == skbFrames {
 		h = kern.TC
+	}
+	if stamp != nil {
+		if len(links) != 1 {
+			return s, fmt.Errorf("a latency receiver takes frames from one link, not %d", len(links))
+		}
+		rh := latency.XDP
+		if kind == skbFrames {
+			rh = latency.TC
+		}
+		l := e.bed.Links[links[0]]
+		err := e.inGen(func() (err error) {
+			s.recv, err = latency.Attach(latency.ReceiverConfig{
+				Ifindex: l.GenIndex, Hook: rh, RunID: stamp.runID, Streams: stamp.streams, Capacity: stamp.count,
+			})
+			if err != nil {
+				return fmt.Errorf("on %s: %w", l.Gen, err)
+			}
+			return nil
+		})
+		return s, err
 	}
 	err := e.inGen(func() error {
 		for _, k := range links {
@@ -94,6 +148,10 @@ func attachSinks(e *env, links []int, kind sinkKind) (*sinks, error) {
 }
 
 func (s *sinks) count() (uint64, error) {
+	if s.recv != nil {
+		c, err := s.recv.Read()
+		return c.Received, err
+	}
 	var n uint64
 	for _, p := range s.paths {
 		st, err := p.Stats()
@@ -116,6 +174,10 @@ func (s *sinks) close() error {
 		errs = append(errs, p.Close())
 	}
 	s.paths = nil
+	if s.recv != nil {
+		errs = append(errs, s.recv.Close())
+		s.recv = nil
+	}
 	return errors.Join(errs...)
 }
 
@@ -140,23 +202,26 @@ func (e *env) egressDrops(links []int, reasons map[string]uint64) error {
 	})
 }
 
-// kernRunner is an in-kernel path (internal/kern): a drop, or a redirect
-// counted by sinks.
+// kernRunner is an in-kernel path (internal/kern): a drop, a redirect
+// counted by sinks, or XDP_TX counted by a sink where the frames come back.
 type kernRunner struct {
 	e      *env
+	o      pathOpts
 	action kern.Action
 	hook   kern.Hook
 	outs   []int // egress links of a redirect
+	back   bool  // frames come back out of dut0: count them on gen0 (test bed)
 
 	k    *kern.Path
 	sink *sinks
 }
 
 func (r *kernRunner) start(context.Context) (err error) {
-	if len(r.outs) > 0 {
-		// Sinks first: veth takes redirected frames only if the peer of
-		// the egress port can receive them.
-		if r.sink, err = attachSinks(r.e, r.outs, xdpFrames); err != nil {
+	// Sinks first: veth takes redirected (and XDP_TX) frames only if
+	// the peer of the egress port can receive them, and an XDP program
+	// there is what makes it.
+	if sinkLinks := r.sinkLinks(); len(sinkLinks) > 0 {
+		if r.sink, err = attachSinks(r.e, sinkLinks, xdpFrames, r.o.stamp); err != nil {
 			return err
 		}
 	}
@@ -170,14 +235,24 @@ func (r *kernRunner) start(context.Context) (err error) {
 	})
 }
 
+// sinkLinks are the links whose generator end the frames come out of.
+func (r *kernRunner) sinkLinks() []int {
+	if r.back && r.e.bed != nil {
+		return []int{0}
+	}
+	return r.outs
+}
+
 func (r *kernRunner) sample() (s sample, err error) {
 	s.reasons = map[string]uint64{}
 	if r.sink != nil {
 		if s.received, err = r.sink.count(); err != nil {
 			return s, err
 		}
-		if err := r.e.egressDrops(r.outs, s.reasons); err != nil {
-			return s, err
+		if len(r.outs) > 0 {
+			if err := r.e.egressDrops(r.outs, s.reasons); err != nil {
+				return s, err
+			}
 		}
 	} else {
 		st, err := r.k.Stats()
@@ -206,6 +281,10 @@ func (r *kernRunner) countedAt() string {
 	switch {
 	case len(r.outs) > 0:
 		return "XDP counter on the generator end of each egress link"
+	case r.sink != nil:
+		return "frames that came back: XDP counter on gen0"
+	case r.back:
+		return "the XDP program's per-CPU count of frames it sent back (XDP_TX)"
 	case r.hook == kern.TC:
 		return "the tc program's per-CPU counter"
 	}
@@ -217,6 +296,7 @@ func (r *kernRunner) copies() int { return max(1, len(r.outs)) }
 // xskRunner is xdpeng's engine: rxdrop, or l2fwd.
 type xskRunner struct {
 	e     *env
+	o     pathOpts
 	l2fwd bool // send back out of dut0
 	fwd   bool // forward out of dut1
 
@@ -231,11 +311,15 @@ func (r *xskRunner) start(ctx context.Context) (err error) {
 	cfg.Interface = r.e.dut
 	cfg.Queues = r.e.queues
 	cfg.CPUs = r.e.cpus
+	cfg.Wait = r.o.wait
 	if r.l2fwd {
 		cfg.Handler = func(int) engine.Handler { return handler.L2Fwd{} }
+		if r.o.handler != nil {
+			cfg.Handler = r.o.handler
+		}
 		if r.e.bed != nil {
 			// Frames sent back arrive at gen0: count them there.
-			if r.sink, err = attachSinks(r.e, []int{0}, skbFrames); err != nil {
+			if r.sink, err = attachSinks(r.e, []int{0}, skbFrames, r.o.stamp); err != nil {
 				return err
 			}
 		}
@@ -247,7 +331,7 @@ func (r *xskRunner) start(ctx context.Context) (err error) {
 			return &handler.Forward{Port: engine.OutputPort(0), DstMAC: out.GenMAC}
 		}
 		// Forwarded frames leave dut1 as skbs (copy-mode transmit).
-		if r.sink, err = attachSinks(r.e, []int{1}, skbFrames); err != nil {
+		if r.sink, err = attachSinks(r.e, []int{1}, skbFrames, r.o.stamp); err != nil {
 			return err
 		}
 	}
@@ -337,6 +421,7 @@ func (r *xskRunner) copies() int { return 1 }
 // bridgeRunner bridges dut0 and dut1.
 type bridgeRunner struct {
 	e      *env
+	o      pathOpts
 	bridge netlink.Link
 	sink   *sinks
 }
@@ -346,7 +431,7 @@ type bridgeRunner struct {
 const bridgeName = "cmpbr0"
 
 func (r *bridgeRunner) start(context.Context) (err error) {
-	if r.sink, err = attachSinks(r.e, []int{1}, skbFrames); err != nil {
+	if r.sink, err = attachSinks(r.e, []int{1}, skbFrames, r.o.stamp); err != nil {
 		return err
 	}
 	return r.e.inDUT(func() error {
@@ -418,3 +503,28 @@ func (r *bridgeRunner) stop() error {
 
 func (r *bridgeRunner) countedAt() string { return "tc ingress counter on gen1" }
 func (r *bridgeRunner) copies() int       { return 1 }
+
+func (r *kernRunner) xdpMode() string {
+	if r.hook == kern.TC {
+		return "none (tc ingress)"
+	}
+	return r.hook.XDPMode()
+}
+
+func (r *xskRunner) xdpMode() string {
+	if r.eng == nil {
+		return ""
+	}
+	return xskMode(r.eng.Config().XDPMode.String(), r.eng.ZeroCopy())
+}
+
+// xskMode is the XDP mode of an AF_XDP path: where its steering program
+// runs, and whether the sockets copy.
+func xskMode(steering string, zeroCopy bool) string {
+	if zeroCopy {
+		return steering + ", AF_XDP zero-copy"
+	}
+	return steering + ", AF_XDP copy"
+}
+
+func (r *bridgeRunner) xdpMode() string { return "none (bridge)" }

@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
+	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
 )
 
 // WriteTable prints the setup, one line per path and the footer that says
@@ -28,6 +29,7 @@ func WriteTable(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "interface %s: whatever traffic arrives, %.1fs per path, %d queue(s), receiver on CPU %s; Linux %s\n",
 			s.Interface, s.DurationS, s.Queues, cpuset.Format(s.DUTCPUs), s.Kernel)
 	}
+	writeEnv(w, s.Env)
 	fmt.Fprintln(w)
 	cpus := cpuColumns(r)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -78,6 +80,7 @@ func WriteTable(w io.Writer, r *Result) {
 			fmt.Fprintf(w, "  %-20s dropped %d: %s\n", row.Path, row.Dropped, reasonList(row, false))
 		}
 	}
+	writeSearches(w, r)
 	fmt.Fprintln(w, "\nnotes:")
 	fmt.Fprintf(w, "  Mpps: frames received in the measurement window (%s) / its length, counted where each path counts:\n", windowText(r))
 	for _, row := range r.Rows {
@@ -85,6 +88,7 @@ func WriteTable(w io.Writer, r *Result) {
 			fmt.Fprintf(w, "    %-20s %s\n", row.Path, row.CountedAt)
 		}
 	}
+	fmt.Fprintf(w, "  XDP mode: %s.\n", xdpModes(r.Rows))
 	fmt.Fprintf(w, "  cpuN: busy %% of each CPU in the window (%s).\n", cpuRoles(cpus))
 	fmt.Fprintf(w, "  ns/pkt: %s.\n", s.CPUNote)
 	if s.Mode == "testbed" {
@@ -93,6 +97,110 @@ func WriteTable(w io.Writer, r *Result) {
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "  %s\n", n)
 	}
+}
+
+// writeEnv prints the environment of a run, each line indented, as the
+// head of a report.
+func writeEnv(w io.Writer, e labenv.Env) {
+	for _, l := range strings.Split(strings.TrimRight(e.Header(), "\n"), "\n") {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+}
+
+// xdpModes lists each row's XDP mode: "xdp-drop native, tc-drop none (tc
+// ingress), ...".
+func xdpModes(rows []Row) string {
+	var parts []string
+	for _, row := range rows {
+		if row.Env.XDPMode != "" {
+			parts = append(parts, row.Path+" "+row.Env.XDPMode)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// writeSearches prints the NDR (and PDR) of each row that has them, with
+// the checks after the NDR search.
+func writeSearches(w io.Writer, r *Result) {
+	var first *Search
+	for _, row := range r.Rows {
+		if row.NDR != nil && first == nil {
+			first = row.NDR
+		}
+	}
+	if first == nil {
+		return
+	}
+	pdr := slices.ContainsFunc(r.Rows, func(row Row) bool { return row.PDR != nil })
+	fmt.Fprintf(w, "\nzero-loss throughput (RFC 2544): trials of %.1fs from the full-load rate down, loss counted exactly, resolution %s\n",
+		first.TrialS, resolutionText(r.Rows))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := []string{fmt.Sprintf("%-20s", "path"), "full load", "NDR Mpps", "limit"}
+	if pdr {
+		head = append(head, fmt.Sprintf("PDR Mpps (%g%%)", r.Rows[slices.IndexFunc(r.Rows, func(row Row) bool { return row.PDR != nil })].PDR.LossPct), "limit")
+	}
+	head = append(head, "trials", "check at NDR", fmt.Sprintf("check at +%.0f%%", checkAbove*100), "")
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	for _, row := range r.Rows {
+		if row.NDR == nil {
+			continue
+		}
+		cells := []string{fmt.Sprintf("%-20s", row.Path), fmt.Sprintf("%.3f", row.Mpps), rateCell(row.NDR), limitCell(row.NDR)}
+		if pdr {
+			if row.PDR != nil {
+				cells = append(cells, rateCell(row.PDR), limitCell(row.PDR))
+			} else {
+				cells = append(cells, "-", "-")
+			}
+		}
+		checks := []string{"-", "-"}
+		for i, t := range row.NDR.Checks {
+			checks[i] = checkCell(t)
+		}
+		cells = append(cells, strconv.Itoa(row.Trials), checks[0], checks[1], "")
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	tw.Flush()
+	for _, row := range r.Rows {
+		for _, sr := range []*Search{row.NDR, row.PDR} {
+			if sr != nil && sr.Error != "" {
+				fmt.Fprintf(w, "  %-20s %s\n", row.Path, sr.Error)
+			}
+		}
+	}
+	fmt.Fprintln(w, "  limit: what failed just above the rate found: loss (the path lost frames), generator (it could not keep the rate), or - (the full-load rate passed).")
+}
+
+func resolutionText(rows []Row) string {
+	for _, row := range rows {
+		if row.NDR != nil && row.NDR.UpperPPS > 0 {
+			return fmt.Sprintf("%.1f%% of the full-load rate", 100*float64(row.NDR.ResolutionPPS)/float64(row.NDR.UpperPPS))
+		}
+	}
+	return "-"
+}
+
+func rateCell(sr *Search) string {
+	if sr.RatePPS == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%.3f", float64(sr.RatePPS)/1e6)
+}
+
+func limitCell(sr *Search) string {
+	if sr.Limit == "" {
+		return "-"
+	}
+	return sr.Limit
+}
+
+// checkCell is a check trial: "lost 0", "lost 1234", or "gen behind,
+// lost 0".
+func checkCell(t Trial) string {
+	if t.Short {
+		return fmt.Sprintf("gen behind, lost %d", t.Lost)
+	}
+	return fmt.Sprintf("lost %d", t.Lost)
 }
 
 func offered(rate uint64) string {
@@ -245,7 +353,7 @@ func WriteCSV(w io.Writer, r *Result) error {
 	for _, c := range cpus {
 		head = append(head, "cpu"+c.label+"_percent")
 	}
-	head = append(head, "drop_reasons", "window_s", "error")
+	head = append(head, "drop_reasons", "window_s", "ndr_mpps", "pdr_mpps", "trials", "error")
 	if err := cw.Write(head); err != nil {
 		return fmt.Errorf("write CSV: %w", err)
 	}
@@ -260,7 +368,7 @@ func WriteCSV(w io.Writer, r *Result) error {
 		for _, k := range slices.Sorted(maps.Keys(row.Reasons)) {
 			reasons = append(reasons, fmt.Sprintf("%s=%d", k, row.Reasons[k]))
 		}
-		rec = append(rec, strings.Join(reasons, ";"), ftoa(row.WindowS), row.Error)
+		rec = append(rec, strings.Join(reasons, ";"), ftoa(row.WindowS), optional(row.NDRMpps), optional(row.PDRMpps), strconv.Itoa(row.Trials), row.Error)
 		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("write CSV: %w", err)
 		}
@@ -273,3 +381,11 @@ func WriteCSV(w io.Writer, r *Result) error {
 }
 
 func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// optional is *v, or "" for nil.
+func optional(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return ftoa(*v)
+}

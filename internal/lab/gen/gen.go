@@ -19,7 +19,10 @@
 // A Rate is kept by the program itself, frame by frame: it waits (in a
 // bpf_loop) until each frame is due, so a rate-limited run has no bursts
 // for the receiver to absorb, and the kernel flushes small batches so the
-// frames do not wait long for the flush either.
+// frames do not wait long for the flush either. A thread that falls behind
+// (kept off its CPU) sends the frames it owes at once, up to 64; further
+// behind, it starts afresh without them and counts them (Stats.Skipped):
+// a run offered Sent / (Sent + Skipped) of its rate.
 //
 // # What Sent means
 //
@@ -291,6 +294,13 @@ type Stats struct {
 	// the run (veth: tx_queue_N_xdp_xmit_errors: peer ring full, frame too
 	// long).
 	Errors uint64
+	// Skipped counts, with a Rate, the frames the threads owed their
+	// pacing when they fell more than 64 frames behind (kept off their
+	// CPU, or unable to send that fast) and started afresh without them:
+	// the run offered Sent frames where its rate asked for Sent + Skipped
+	// over the time it sent. 0 means every thread kept the rate, catching
+	// up at most 64 frames at a time.
+	Skipped uint64
 }
 
 // Unaccounted is Sent - Xmit - Errors when the device has counters: frames
@@ -399,11 +409,12 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 
 	snapshot := func() Stats {
 		s := Stats{Duration: time.Since(start), PerThread: make([]ThreadStats, len(workers))}
-		counts, _ := prog.counts()
+		counts, skipped, _ := prog.state()
 		for i := range workers {
 			n := workers[i].sent.Load()
 			if c := workers[i].cpu; c < len(counts) {
 				n = max(n, counts[c])
+				s.Skipped += skipped[c]
 			}
 			s.PerThread[i] = ThreadStats{CPU: workers[i].cpu, Sent: n}
 			s.Sent += n
@@ -512,15 +523,22 @@ func (p *program) Close() error { return p.objs.Close() }
 
 // counts returns the frames sent so far, by CPU.
 func (p *program) counts() ([]uint64, error) {
+	n, _, err := p.state()
+	return n, err
+}
+
+// state returns the frames sent so far and the frames pacing skipped, by
+// CPU.
+func (p *program) state() (sent, skipped []uint64, err error) {
 	var st []bpf.GenGenState
 	if err := p.objs.State.Lookup(uint32(0), &st); err != nil {
-		return nil, fmt.Errorf("gen: read frame counters: %w", err)
+		return nil, nil, fmt.Errorf("gen: read frame counters: %w", err)
 	}
-	n := make([]uint64, len(st))
+	sent, skipped = make([]uint64, len(st)), make([]uint64, len(st))
 	for i := range st {
-		n[i] = st[i].Sent
+		sent[i], skipped[i] = st[i].Sent, st[i].Skipped
 	}
-	return n, nil
+	return sent, skipped, nil
 }
 
 // batchSize is the frames per flush of a thread sending at rate (0:

@@ -461,6 +461,26 @@ func TestRunRateAndDuration(t *testing.T) {
 	}
 }
 
+// TestRunSkipsWhenTooFast asks a thread for a frame every nanosecond, far
+// more than it can send: it falls behind its pacing at once and keeps
+// starting afresh, and counts the frames it owed but did not send, many
+// more than it sent (it takes well over 2 ns a frame); a run without a
+// rate skips nothing.
+func TestRunSkipsWhenTooFast(t *testing.T) {
+	p := newVethPair(t, 1)
+	p.attachDUT(t, 1)
+	cfg := p.config(0)
+	cfg.Count = 100_000
+	cfg.Rate = 1_000_000_000
+	if s := p.run(t, context.Background(), cfg); s.Skipped < s.Sent {
+		t.Errorf("%d frames at %d pps: %d skipped, want more than sent", s.Sent, cfg.Rate, s.Skipped)
+	}
+	cfg.Rate = 0
+	if s := p.run(t, context.Background(), cfg); s.Skipped != 0 {
+		t.Errorf("a run without a rate: %d skipped, want 0", s.Skipped)
+	}
+}
+
 // TestRunStopsWithContext runs the generator without a bound but its
 // context, which the second progress report cancels: Run must report
 // progress, stop (else the test times out), and return totals at least as

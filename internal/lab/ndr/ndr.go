@@ -3,7 +3,9 @@
 // its frames lost (PDR), by a binary search over trials of a fixed length.
 //
 // A trial offers frames at one rate for a fixed time and counts exactly how
-// many were sent and how many were lost; how is the caller's (Trial). The
+// many were sent and how many were lost; how is the caller's (Trial). A
+// trial that could not offer the rate (the generator fell short) fails
+// whatever it lost: it did not show that the path carries that rate. The
 // search first tries the upper bound; if that loses too much it halves the
 // interval between the highest rate known to pass and the lowest known to
 // fail until the two are at most Resolution apart, and if no rate passed on
@@ -23,19 +25,27 @@ import (
 	"fmt"
 )
 
+// Outcome is what one trial found.
+type Outcome struct {
+	// Sent is the frames offered, Lost how many of them were lost.
+	Sent, Lost uint64
+	// Short says the trial offered fewer frames than the rate asks for
+	// (the generator could not keep up): it fails, whatever it lost.
+	Short bool
+}
+
 // Trial runs one trial at rate frames per second and reports how many
-// frames were sent and how many of those were lost. A trial that cannot
-// offer the rate (the generator falls short) should return an error rather
-// than a pass.
+// frames were sent, how many of those were lost, and whether the rate
+// was offered in full. An error ends the search.
 type Trial interface {
-	Trial(rate uint64) (sent, lost uint64, err error)
+	Trial(rate uint64) (Outcome, error)
 }
 
 // TrialFunc adapts a function to Trial.
-type TrialFunc func(rate uint64) (sent, lost uint64, err error)
+type TrialFunc func(rate uint64) (Outcome, error)
 
 // Trial calls f.
-func (f TrialFunc) Trial(rate uint64) (sent, lost uint64, err error) { return f(rate) }
+func (f TrialFunc) Trial(rate uint64) (Outcome, error) { return f(rate) }
 
 // Config bounds a search.
 type Config struct {
@@ -93,7 +103,9 @@ type Step struct {
 	N          int
 	Rate       uint64
 	Sent, Lost uint64
-	Pass       bool
+	// Short says the rate was not offered in full (see Outcome).
+	Short bool
+	Pass  bool
 	// PassRate and FailRate are the interval after this trial: the
 	// highest rate that passed so far (0 if none) and the lowest that
 	// failed (0 if none).
@@ -123,7 +135,7 @@ type Result struct {
 }
 
 // ErrLossAtLower is returned (wrapped) when even the lower bound loses more
-// than the limit.
+// than the limit (or is not offered in full).
 var ErrLossAtLower = errors.New("loses frames even at the lower bound")
 
 // Search runs trials through t as c says and returns the highest passing
@@ -136,7 +148,8 @@ func Search(t Trial, c Config, step func(Step)) (Result, error) {
 	}
 	res := Result{LossLimit: c.LossLimit}
 	try := func(rate uint64) (bool, error) {
-		sent, lost, err := t.Trial(rate)
+		o, err := t.Trial(rate)
+		sent, lost := o.Sent, o.Lost
 		if err != nil {
 			return false, fmt.Errorf("ndr: trial %d at %d pps: %w", len(res.Steps)+1, rate, err)
 		}
@@ -146,13 +159,13 @@ func Search(t Trial, c Config, step func(Step)) (Result, error) {
 		if lost > sent {
 			return false, fmt.Errorf("ndr: trial %d at %d pps lost %d of %d frames: more than it sent", len(res.Steps)+1, rate, lost, sent)
 		}
-		pass := passes(sent, lost, c.LossLimit)
+		pass := !o.Short && Passes(sent, lost, c.LossLimit)
 		if pass {
 			res.Rate = rate
 		} else {
 			res.FailRate = rate
 		}
-		s := Step{N: len(res.Steps) + 1, Rate: rate, Sent: sent, Lost: lost, Pass: pass, PassRate: res.Rate, FailRate: res.FailRate}
+		s := Step{N: len(res.Steps) + 1, Rate: rate, Sent: sent, Lost: lost, Short: o.Short, Pass: pass, PassRate: res.Rate, FailRate: res.FailRate}
 		res.Steps = append(res.Steps, s)
 		res.Trials = len(res.Steps)
 		if step != nil {
@@ -189,9 +202,9 @@ func Search(t Trial, c Config, step func(Step)) (Result, error) {
 	return res, fmt.Errorf("ndr: the path %w (%d pps, loss limit %v)", ErrLossAtLower, c.Lower, c.LossLimit)
 }
 
-// passes tells whether losing lost of sent frames is within limit, exactly
-// for limit 0 (no frame may be lost).
-func passes(sent, lost uint64, limit float64) bool {
+// Passes tells whether losing lost of sent frames is within limit (a
+// share), exactly for limit 0 (no frame may be lost).
+func Passes(sent, lost uint64, limit float64) bool {
 	if lost == 0 {
 		return true
 	}

@@ -16,16 +16,16 @@ type path struct {
 	trials          []uint64
 }
 
-func (p *path) Trial(rate uint64) (sent, lost uint64, err error) {
+func (p *path) Trial(rate uint64) (Outcome, error) {
 	p.trials = append(p.trials, rate)
 	c := p.capacity
 	if p.noise > 0 {
 		c = c - p.noise + p.r.Uint64N(2*p.noise+1)
 	}
 	if rate <= c {
-		return rate, 0, nil
+		return Outcome{Sent: rate}, nil
 	}
-	return rate, rate - c, nil
+	return Outcome{Sent: rate, Lost: rate - c}, nil
 }
 
 func TestSearchFindsCapacity(t *testing.T) {
@@ -74,8 +74,8 @@ func checkSteps(t *testing.T, steps []Step, c Config) {
 		if s.N != i+1 || s.Rate < c.Lower || s.Rate > c.Upper {
 			t.Errorf("step %d: %+v", i, s)
 		}
-		if s.Pass != passes(s.Sent, s.Lost, c.LossLimit) {
-			t.Errorf("step %d: pass %v with %d of %d lost", i, s.Pass, s.Lost, s.Sent)
+		if s.Pass != (!s.Short && Passes(s.Sent, s.Lost, c.LossLimit)) {
+			t.Errorf("step %d: pass %v with %d of %d lost (short %v)", i, s.Pass, s.Lost, s.Sent, s.Short)
 		}
 		if s.Pass {
 			pass = s.Rate
@@ -141,14 +141,14 @@ func TestSearchNoisyPath(t *testing.T) {
 func TestSearchPDR(t *testing.T) {
 	// The path loses 1% of everything above 1 Mpps, and everything above
 	// 3 Mpps: a PDR at 1% is 3 Mpps, the NDR 1 Mpps.
-	lossy := TrialFunc(func(rate uint64) (uint64, uint64, error) {
+	lossy := TrialFunc(func(rate uint64) (Outcome, error) {
 		switch {
 		case rate <= 1_000_000:
-			return rate, 0, nil
+			return Outcome{Sent: rate}, nil
 		case rate <= 3_000_000:
-			return rate, rate / 100, nil
+			return Outcome{Sent: rate, Lost: rate / 100}, nil
 		}
-		return rate, rate / 100 * 2, nil
+		return Outcome{Sent: rate, Lost: rate / 100 * 2}, nil
 	})
 	c := Config{Lower: 1000, Upper: 10_000_000, Resolution: 1000}
 	ndr, err := Search(lossy, c, nil)
@@ -160,6 +160,38 @@ func TestSearchPDR(t *testing.T) {
 	pdr, err := Search(lossy, c, nil)
 	if err != nil || pdr.Rate > 3_000_000 || pdr.Rate+1000 < 3_000_000 || pdr.LossLimit != 0.01 {
 		t.Errorf("PDR %d, %v; want 3 Mpps within 1000", pdr.Rate, err)
+	}
+}
+
+// TestSearchShortGenerator: a generator that cannot offer more than
+// ceiling pps makes every trial above it short, which fails even without
+// loss: the answer is the lower of the path's capacity and the ceiling,
+// and no short trial passes.
+func TestSearchShortGenerator(t *testing.T) {
+	for _, tc := range []struct{ capacity, ceiling, want uint64 }{
+		{5_000_000, 3_000_000, 3_000_000}, // the generator is the limit
+		{2_000_000, 3_000_000, 2_000_000}, // the path is
+	} {
+		trial := TrialFunc(func(rate uint64) (Outcome, error) {
+			o := Outcome{Sent: min(rate, tc.ceiling)}
+			o.Short = rate > tc.ceiling
+			if o.Sent > tc.capacity {
+				o.Lost = o.Sent - tc.capacity
+			}
+			return o, nil
+		})
+		c := Config{Lower: 10_000, Upper: 10_000_000, Resolution: 1000}
+		var steps []Step
+		r, err := Search(trial, c, func(s Step) { steps = append(steps, s) })
+		if err != nil || r.Rate > tc.want || r.Rate+c.Resolution < tc.want {
+			t.Errorf("%+v: rate %d, %v; want %d within %d", tc, r.Rate, err, tc.want, c.Resolution)
+		}
+		for _, s := range steps {
+			if s.Short && s.Pass {
+				t.Errorf("%+v: short step passed: %+v", tc, s)
+			}
+		}
+		checkSteps(t, steps, c)
 	}
 }
 
@@ -177,8 +209,8 @@ func TestPassesAtTheLimit(t *testing.T) {
 		{1_000_000_000, 100_001, 0.0001, false},
 		{3, 1, 1.0 / 3, true},
 	} {
-		if got := passes(tc.sent, tc.lost, tc.limit); got != tc.want {
-			t.Errorf("passes(%d, %d, %v) = %v", tc.sent, tc.lost, tc.limit, got)
+		if got := Passes(tc.sent, tc.lost, tc.limit); got != tc.want {
+			t.Errorf("Passes(%d, %d, %v) = %v", tc.sent, tc.lost, tc.limit, got)
 		}
 	}
 }
@@ -195,7 +227,7 @@ func TestSearchErrors(t *testing.T) {
 		{Config{Lower: 1, Upper: 5, Resolution: 1, LossLimit: -0.1}, "outside [0, 1)"},
 	} {
 		called := false
-		_, err := Search(TrialFunc(func(uint64) (uint64, uint64, error) { called = true; return 1, 0, nil }), tc.c, nil)
+		_, err := Search(TrialFunc(func(uint64) (Outcome, error) { called = true; return Outcome{Sent: 1}, nil }), tc.c, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.msg) || called {
 			t.Errorf("%+v: err %v (trial run: %v), want %q before any trial", tc.c, err, called, tc.msg)
 		}
@@ -204,18 +236,18 @@ func TestSearchErrors(t *testing.T) {
 	c := Config{Lower: 1000, Upper: 100_000, Resolution: 100}
 	boom := errors.New("generator fell short")
 	n := 0
-	r, err := Search(TrialFunc(func(rate uint64) (uint64, uint64, error) {
+	r, err := Search(TrialFunc(func(rate uint64) (Outcome, error) {
 		if n++; n == 3 {
-			return 0, 0, boom
+			return Outcome{}, boom
 		}
-		return rate, rate / 2, nil
+		return Outcome{Sent: rate, Lost: rate / 2}, nil
 	}), c, nil)
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "trial 3 at") || r.Trials != 2 {
 		t.Errorf("failing trial: %v, %d trials in the result", err, r.Trials)
 	}
 	for _, bad := range []TrialFunc{
-		func(uint64) (uint64, uint64, error) { return 0, 0, nil },
-		func(uint64) (uint64, uint64, error) { return 5, 6, nil },
+		func(uint64) (Outcome, error) { return Outcome{}, nil },
+		func(uint64) (Outcome, error) { return Outcome{Sent: 5, Lost: 6}, nil },
 	} {
 		if _, err := Search(bad, c, nil); err == nil {
 			t.Error("a trial that sent nothing or lost more than it sent: no error")
