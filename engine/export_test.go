@@ -23,3 +23,9 @@ func OutputSockets(e *Engine, p Port) []*xsk.Socket {
 	}
 	return s
 }
+
+// NewCopyLoop is Sim.NewLoop with each output on a UMEM of its own, as
+// Output.Copy makes it: the worker copies every forwarded frame.
+func NewCopyLoop(c Sim, h Handler, frames [][]byte) (*SimLoop, error) {
+	return c.newLoop(h, frames, true)
+}

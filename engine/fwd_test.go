@@ -131,36 +131,3 @@ func TestOutputsValidate(t *testing.T) {
 		}
 	}
 }
-
-// BenchmarkFwd is fwd per frame on in-memory rings with a shared UMEM:
-// receive (the frames are in the UMEM from the start: no copy by the
-// simulated kernel), rewrite the destination MAC, queue on the other
-// socket's tx ring, kick, reap its completions into the input's fill ring.
-func BenchmarkFwd(b *testing.B) {
-	benchFwd(b, true)
-}
-
-// BenchmarkFwdCopy is BenchmarkFwd with the output on a UMEM of its own:
-// the worker copies every frame (ours to time, unlike the kernel's).
-func BenchmarkFwdCopy(b *testing.B) {
-	benchFwd(b, false)
-}
-
-func benchFwd(b *testing.B, shared bool) {
-	w, in, out := memFwdWorker(b, shared)
-	fillFrames(w.umem, frame64)
-	out.AutoTransmit = true
-	out.SetNeedWakeup(false, true)
-	b.ReportAllocs()
-	b.ResetTimer()
-	var frames uint64
-	for i := 0; i < b.N; i++ {
-		in.Receive(64, 64, nil)
-		frames += uint64(w.rxHandle())
-		w.complete()
-	}
-	if w.c.txPackets == 0 {
-		b.Fatal("nothing forwarded")
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(frames), "ns/frame")
-}

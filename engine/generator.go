@@ -453,18 +453,8 @@ func (w *worker) runTxOnly(stop *atomic.Bool) error {
 		if g.pace.perNs != 0 {
 			now = g.clock.Now()
 		}
-		var sent uint32
-		if g.seg > 1 {
-			sent = w.txBatchMB(now)
-		} else {
-			sent = w.txBatch(now)
-		}
-		done := w.txComplete()
-		if sent > 0 || done > 0 {
+		if sent, done := w.txStep(now); sent > 0 || done > 0 {
 			spins = 0
-			if w.c.batches&15 == 0 {
-				w.publish()
-			}
 			continue
 		}
 		if err := w.txIdle(&spins); err != nil {
@@ -488,6 +478,23 @@ func (w *worker) runTxOnly(stop *atomic.Bool) error {
 	}
 	w.publish()
 	return nil
+}
+
+// txStep is one turn of a generator worker's loop: a batch onto the tx
+// ring, the completions that are there reaped, and the counters published
+// every 16th batch. It returns the frames sent and the descriptors
+// completed.
+func (w *worker) txStep(now time.Time) (sent, done uint32) {
+	if w.tx.seg > 1 {
+		sent = w.txBatchMB(now)
+	} else {
+		sent = w.txBatch(now)
+	}
+	done = w.txComplete()
+	if (sent > 0 || done > 0) && w.c.batches&15 == 0 {
+		w.publish()
+	}
+	return sent, done
 }
 
 // txBatch puts up to a batch of descriptors on the tx ring and kicks the

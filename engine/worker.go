@@ -153,28 +153,9 @@ func (w *worker) run(stop *atomic.Bool) error {
 				return err
 			}
 		}
-		var n uint32
-		switch {
-		case w.mb && w.dropAll:
-			n = w.rxDropMB()
-		case w.mb:
-			n = w.rxHandleMB()
-		case w.dropAll:
-			n = w.rxDrop()
-		default:
-			n = w.rxHandle()
-		}
-		if w.txOutstanding > 0 {
-			if err := w.complete(); err != nil {
-				return err
-			}
-		}
-		if n > 0 {
+		if w.step() > 0 {
 			spins = 0
 			w.idleCalled = false
-			if w.c.batches&15 == 0 {
-				w.publish()
-			}
 			continue
 		}
 		// The ring is empty: whatever the wait mode, the counts of the
@@ -194,6 +175,31 @@ func (w *worker) run(stop *atomic.Bool) error {
 	w.drain()
 	w.publish()
 	return nil
+}
+
+// step is one turn of the worker's loop while frames flow: a batch from the
+// rx ring, through the handler or straight back to the fill ring,
+// completions reaped, and the counters published every 16th batch. It
+// returns the descriptors taken.
+func (w *worker) step() uint32 {
+	var n uint32
+	switch {
+	case w.mb && w.dropAll:
+		n = w.rxDropMB()
+	case w.mb:
+		n = w.rxHandleMB()
+	case w.dropAll:
+		n = w.rxDrop()
+	default:
+		n = w.rxHandle()
+	}
+	if w.txOutstanding > 0 {
+		w.complete()
+	}
+	if n > 0 && w.c.batches&15 == 0 {
+		w.publish()
+	}
+	return n
 }
 
 // rxDrop recycles a batch of received frames straight to the fill ring.
@@ -436,7 +442,7 @@ const maxKicks = 8
 // socket's UMEM go straight back to its fill ring (through the free stack
 // only when the fill ring is full); frames of a port with a UMEM of its own
 // go back to that port's stack.
-func (w *worker) complete() error {
+func (w *worker) complete() {
 	mask := w.umem.BaseMask()
 	rx := w.sock
 	for i := range w.out {
@@ -486,7 +492,6 @@ func (w *worker) complete() error {
 	if rx.Frames.Len() > 0 {
 		rx.Refill()
 	}
-	return nil
 }
 
 // idle is called when a loop found no frames.

@@ -48,55 +48,6 @@ var frame64 = func() []byte {
 	return f
 }()
 
-// BenchmarkRxDrop is the userspace side of rxdrop per frame on in-memory
-// rings: a batch of 64 peeked from rx and handed back to the fill ring. The
-// simulated kernel's half of the work is inside the timing too.
-func BenchmarkRxDrop(b *testing.B) {
-	w, k := memWorker(b, dropAll{}, 0)
-	b.ReportAllocs()
-	b.ResetTimer()
-	var frames uint64
-	for i := 0; i < b.N; i++ {
-		k.Receive(64, 64, nil)
-		frames += uint64(w.rxDrop())
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(frames), "ns/frame")
-}
-
-// BenchmarkRxHandlerDrop is rxdrop through the general handler path (a user
-// handler that drops everything), to show what the batch API costs.
-func BenchmarkRxHandlerDrop(b *testing.B) {
-	w, k := memWorker(b, HandlerFunc(func(*Batch) {}), 2048)
-	b.ReportAllocs()
-	b.ResetTimer()
-	var frames uint64
-	for i := 0; i < b.N; i++ {
-		k.Receive(64, 64, nil)
-		frames += uint64(w.rxHandle())
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(frames), "ns/frame")
-}
-
-// BenchmarkL2Fwd is l2fwd per frame: receive, swap MACs, transmit, reap
-// completions, refill.
-func BenchmarkL2Fwd(b *testing.B) {
-	w, k := memWorker(b, swapMACs{}, 2048)
-	k.AutoTransmit = true
-	k.SetNeedWakeup(false, true) // as in copy mode: every transmit needs a kick
-	b.ReportAllocs()
-	b.ResetTimer()
-	var frames uint64
-	for i := 0; i < b.N; i++ {
-		k.Receive(64, 64, nil)
-		frames += uint64(w.rxHandle())
-		w.complete()
-	}
-	if w.c.txPackets == 0 {
-		b.Fatal("nothing transmitted")
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(frames), "ns/frame")
-}
-
 // BenchmarkRxDropJumbo is rxdrop -F on 9000-byte frames in 2048-byte UMEM
 // frames (5 descriptors each), per frame.
 func BenchmarkRxDropJumbo(b *testing.B) {
