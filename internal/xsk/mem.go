@@ -119,6 +119,41 @@ func (k *MemKernel) Receive(n int, length uint32, payload []byte) int {
 	return int(room)
 }
 
+// ReceiveFrames is Receive with each buffer written as a device writes it:
+// the buffer of UMEM frame i gets frames[i % len(frames)] after Headroom,
+// and its descriptor that frame's length. Each frame must fit in a buffer
+// after Headroom. Frames that find no buffer or no room are counted as in
+// Receive.
+func (k *MemKernel) ReceiveFrames(n int, frames [][]byte) int {
+	fidx, got := k.fill.peek(uint32(n))
+	ridx, room := k.rx.reserve(got)
+	u := k.s.umem
+	off := uint64(k.Headroom) << k.offShift
+	nf := uint32(len(frames))
+	for i := uint32(0); i < room; i++ {
+		addr := k.fillAddrs[(fidx+i)&k.fill.mask]
+		f := frames[u.FrameIndex(addr)%nf]
+		a := addr&unalignedAddrMask + uint64(k.Headroom)
+		copy(u.area.mem[a:a+uint64(len(f))], f)
+		d := &k.rxDescs[(ridx+i)&k.rx.mask]
+		d.Addr, d.Len, d.Options = addr+off, uint32(len(f)), 0
+	}
+	k.fill.cachedCons -= got - room
+	if room > 0 {
+		k.fill.release(room)
+		k.rx.submit(room)
+	}
+	if short := uint32(n) - got; short > 0 {
+		k.Stats.RxFillRingEmptyDescs += uint64(short)
+		k.Stats.RxDropped += uint64(short)
+	}
+	if full := got - room; full > 0 {
+		k.Stats.RxRingFull += uint64(full)
+	}
+	k.Received += uint64(room)
+	return int(room)
+}
+
 // Fits reports whether a frame of length bytes fits in one buffer after
 // Headroom.
 func (k *MemKernel) Fits(length uint32) bool { return length+k.Headroom <= k.frameSize }
