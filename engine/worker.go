@@ -65,6 +65,14 @@ type worker struct {
 	tx *txGen
 
 	txOutstanding uint32 // submitted to tx, not yet completed
+	// fillGap is how many fill-ring entries the kernel has taken (one
+	// per descriptor received) that the worker has not given back yet.
+	// Frames wait on the free stack while the fill ring is full; they go
+	// to it only while there is a gap (refill), so that a worker whose
+	// completions keep the fill ring full does not move every frame
+	// through the stack, nor look at the kernel's consumer index to learn
+	// that there is no room.
+	fillGap uint32
 	c             local
 	pub           *counters
 
@@ -195,6 +203,8 @@ func (w *worker) step() uint32 {
 	}
 	if w.txOutstanding > 0 {
 		w.complete()
+	} else if w.fillGap > 0 {
+		w.refill()
 	}
 	if n > 0 && w.c.batches&15 == 0 {
 		w.publish()
@@ -226,8 +236,9 @@ func (w *worker) rxDrop() uint32 {
 		s.Fill.Submit(room)
 	}
 	s.Rx.Release(n)
-	if s.Frames.Len() > 0 {
-		s.Refill()
+	if room < n {
+		w.fillGap += n - room
+		w.refill()
 	}
 	w.c.rxPackets += uint64(n)
 	w.c.rxBytes += bytes
@@ -254,6 +265,7 @@ func (w *worker) rxHandle() uint32 {
 		bytes += uint64(d.Len)
 	}
 	s.Rx.Release(n)
+	w.fillGap += n
 	b.n = int(n)
 	w.c.rxPackets += uint64(n)
 	w.c.rxBytes += bytes
@@ -308,6 +320,7 @@ func (w *worker) rxHandle() uint32 {
 		s.Fill.Cancel(froom - nfill)
 		if nfill > 0 {
 			s.Fill.Submit(nfill)
+			w.fillGap -= nfill
 		}
 	}
 	s.Tx.Cancel(troom - ntx)
@@ -319,11 +332,31 @@ func (w *worker) rxHandle() uint32 {
 	if len(w.out) > 1 {
 		w.flushPorts()
 	}
-	if s.Frames.Len() > 0 {
-		s.Refill()
-	}
 	return n
 }
+
+// refill moves frames from the free stack to the fill ring, as many as
+// the kernel has taken and not had back (fillGap) and the ring has room
+// for.
+func (w *worker) refill() {
+	s := w.sock
+	n := min(w.fillGap, uint32(s.Frames.Len()))
+	if n == 0 {
+		return
+	}
+	idx, got := s.Fill.Reserve(n)
+	for i := uint32(0); i < got; i++ {
+		addr, _ := s.Frames.Pop()
+		s.Fill.Set(idx+i, addr)
+	}
+	if got > 0 {
+		s.Fill.Submit(got)
+		w.fillGap -= got
+	}
+}
+
+// filled notes that n frames went to the fill ring.
+func (w *worker) filled(n uint32) { w.fillGap -= min(n, w.fillGap) }
 
 // outPort is the worker's per-batch state of one port: the tx slots
 // reserved for the batch, so that a batch costs one Reserve and one Submit
@@ -480,6 +513,7 @@ func (w *worker) complete() {
 			}
 			if room > 0 {
 				rx.Fill.Submit(room)
+				w.filled(room)
 			}
 			for j := room; j < n; j++ {
 				rx.Frames.Push(s.Completion.Addr(idx+j) & mask)
@@ -489,9 +523,7 @@ func (w *worker) complete() {
 		w.txOutstanding -= n
 		w.c.txPackets += done
 	}
-	if rx.Frames.Len() > 0 {
-		rx.Refill()
-	}
+	w.refill()
 }
 
 // idle is called when a loop found no frames.
@@ -501,7 +533,7 @@ func (w *worker) idle(spins *int) error {
 	// and left frames on the free stack. Give them now: with the rx ring
 	// empty there may be no next batch to do it.
 	if w.sock.Frames.Len() > 0 {
-		w.sock.Refill()
+		w.filled(w.sock.Refill())
 	}
 	switch w.wait {
 	case WaitBusyPoll:
