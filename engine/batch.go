@@ -66,6 +66,10 @@ type Batch struct {
 	verdicts []Verdict
 	ports    []Port
 	umem     *xsk.Umem
+	// sent is set when a frame of the batch got Transmit or Forward, and
+	// forwarded when one got Forward: a batch without either is dropped
+	// whole, one without forwarded needs no look at the ports.
+	sent, forwarded bool
 
 	// With multi-buffer, frame i's further segments are
 	// segAddrs[segStart[i]:segStart[i+1]] (and segLens); nil without.
@@ -208,7 +212,10 @@ func (b *Batch) SetLen(i, n int) bool {
 func (b *Batch) Drop(i int) { b.verdicts[i] = Drop }
 
 // Transmit sends frame i back out of the queue it arrived on.
-func (b *Batch) Transmit(i int) { b.verdicts[i] = Transmit }
+func (b *Batch) Transmit(i int) {
+	b.verdicts[i] = Transmit
+	b.sent = true
+}
 
 // Forward sends frame i out of port p: PortIn is the queue it arrived on,
 // OutputPort(k) the same queue of Config.Outputs[k]. A port the engine does
@@ -216,6 +223,7 @@ func (b *Batch) Transmit(i int) { b.verdicts[i] = Transmit }
 func (b *Batch) Forward(i int, p Port) {
 	b.verdicts[i] = Forward
 	b.ports[i] = p
+	b.sent, b.forwarded = true, true
 }
 
 // Verdict returns frame i's verdict so far.

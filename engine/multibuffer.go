@@ -220,7 +220,6 @@ func (w *worker) forwardMB(p Port, b *Batch, i int, left uint32) bool {
 	if !o.copy {
 		w.c.txBytes += w.queueFrame(&o.s.Tx, o.idx+o.used, b, i, w.umem, w.eop)
 		o.used += k
-		w.txOutstanding += k
 		return true
 	}
 	// A UMEM of the port's own: each segment is copied into a free frame
@@ -243,6 +242,5 @@ func (w *worker) forwardMB(p Port, b *Batch, i int, left uint32) bool {
 		o.used++
 		w.c.txBytes += uint64(len(seg))
 	}
-	w.txOutstanding += k
 	return false
 }

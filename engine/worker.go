@@ -73,8 +73,8 @@ type worker struct {
 	// through the stack, nor look at the kernel's consumer index to learn
 	// that there is no room.
 	fillGap uint32
-	c             local
-	pub           *counters
+	c       local
+	pub     *counters
 
 	// pubBatches and pubTxPackets are c's counts at the last publish.
 	pubBatches, pubTxPackets uint64
@@ -222,13 +222,15 @@ func (w *worker) rxDrop() uint32 {
 	fidx, room := s.Fill.Reserve(n)
 	var bytes uint64
 	mask := w.umem.BaseMask()
+	rx, rmask := s.Rx.Slots()
+	fill, fmask := s.Fill.Slots()
 	for i := uint32(0); i < room; i++ {
-		d := s.Rx.Desc(idx + i)
+		d := &rx[(idx+i)&rmask]
 		bytes += uint64(d.Len)
-		s.Fill.Set(fidx+i, d.Addr&mask)
+		fill[(fidx+i)&fmask] = d.Addr & mask
 	}
 	for i := room; i < n; i++ {
-		d := s.Rx.Desc(idx + i)
+		d := &rx[(idx+i)&rmask]
 		bytes += uint64(d.Len)
 		s.Frames.Push(d.Addr & mask)
 	}
@@ -257,71 +259,96 @@ func (w *worker) rxHandle() uint32 {
 	}
 	b := &w.batch
 	// Slicing to n once lets the compiler drop the per-frame bounds checks.
-	addrs, lens, verdicts := b.addrs[:n], b.lens[:n], b.verdicts[:n]
+	addrs, lens := b.addrs[:n], b.lens[:n]
+	lens = lens[:len(addrs)]
 	var bytes uint64
+	rx, rmask := s.Rx.Slots()
 	for i := range addrs {
-		d := s.Rx.Desc(idx + uint32(i))
-		addrs[i], lens[i], verdicts[i] = d.Addr, d.Len, Drop
+		d := &rx[(idx+uint32(i))&rmask]
+		addrs[i], lens[i] = d.Addr, d.Len
 		bytes += uint64(d.Len)
 	}
+	clear(b.verdicts[:n])
 	s.Rx.Release(n)
 	w.fillGap += n
-	b.n = int(n)
+	b.n, b.sent, b.forwarded = int(n), false, false
 	w.c.rxPackets += uint64(n)
 	w.c.rxBytes += bytes
 	w.c.batches++
 
 	w.handler.Handle(b)
 
+	switch {
+	case !b.sent:
+		w.dropBatch(addrs)
+	case !b.forwarded:
+		w.transmitBatch(n)
+	default:
+		w.sendBatch(n)
+	}
+	return n
+}
+
+// dropBatch gives every frame of a batch back to the fill ring (through the
+// free stack for what does not fit).
+func (w *worker) dropBatch(addrs []uint64) {
+	s := w.sock
+	n := uint32(len(addrs))
+	fidx, room := s.Fill.Reserve(n)
 	mask := w.umem.BaseMask()
+	fill, fmask := s.Fill.Slots()
+	for i, a := range addrs[:room] {
+		fill[(fidx+uint32(i))&fmask] = a & mask
+	}
+	for _, a := range addrs[room:] {
+		s.Frames.Push(a & mask)
+	}
+	if room > 0 {
+		s.Fill.Submit(room)
+		w.fillGap -= room
+	}
+	w.c.dropped += uint64(n)
+}
+
+// transmitBatch carries out the verdicts of a batch whose frames are
+// dropped or transmitted, none forwarded: transmitted frames go on the
+// queue's own tx ring, the others back to the fill ring.
+func (w *worker) transmitBatch(n uint32) {
+	s, b := w.sock, &w.batch
+	addrs, lens, verdicts := b.addrs[:n], b.lens[:n], b.verdicts[:n]
+	lens, verdicts = lens[:len(addrs)], verdicts[:len(addrs)]
 	var tidx, troom uint32
 	if s.Tx.Size() > 0 { // a receive-only socket has no tx ring
 		tidx, troom = s.Tx.Reserve(n)
 	}
+	// The frames that go out first, in a loop that does nothing else;
+	// the rest (dropped, or no room) go back in a second, when there are
+	// any.
 	var ntx uint32
-	// Frames that are not sent go straight back to the fill ring, in a
-	// reservation made at the first of them; only what does not fit there
-	// goes through the free stack.
-	var fidx, froom, nfill uint32
-	fillReserved := false
-	ports := b.ports[:n]
+	var txBytes uint64
+	tx, tmask := s.Tx.Slots()
 	for i, v := range verdicts {
-		if v == Forward && ports[i] == PortIn {
-			v = Transmit
-		}
-		switch v {
-		case Transmit:
-			if ntx < troom {
-				s.Tx.Set(tidx+ntx, addrs[i], lens[i])
-				ntx++
-				w.c.txBytes += uint64(lens[i])
-				continue
-			}
-			w.c.txRingFull++
-		case Forward:
-			if w.forward(ports[i], addrs[i], lens[i], n-uint32(i)) {
-				continue
-			}
-		default:
-			w.c.dropped++
-		}
-		if !fillReserved {
-			fidx, froom = s.Fill.Reserve(n - uint32(i))
-			fillReserved = true
-		}
-		if nfill < froom {
-			s.Fill.Set(fidx+nfill, addrs[i]&mask)
-			nfill++
-		} else {
-			s.Frames.Push(addrs[i] & mask)
+		if v == Transmit && ntx < troom {
+			d := &tx[(tidx+ntx)&tmask]
+			d.Addr, d.Len, d.Options = addrs[i], lens[i], 0
+			ntx++
+			txBytes += uint64(lens[i])
 		}
 	}
-	if fillReserved {
-		s.Fill.Cancel(froom - nfill)
-		if nfill > 0 {
-			s.Fill.Submit(nfill)
-			w.fillGap -= nfill
-		}
+	w.c.txBytes += txBytes
+	if ntx < n {
+		var seen uint32 // transmitted frames so far, of which troom went out
+		w.recycle(func(i int) bool {
+			if verdicts[i] != Transmit {
+				w.c.dropped++
+				return false
+			}
+			if seen++; seen <= troom {
+				return true
+			}
+			w.c.txRingFull++
+			return false
+		})
 	}
 	s.Tx.Cancel(troom - ntx)
 	if ntx > 0 {
@@ -329,10 +356,127 @@ func (w *worker) rxHandle() uint32 {
 		w.txOutstanding += ntx
 		w.kickTx(s)
 	}
-	if len(w.out) > 1 {
-		w.flushPorts()
+}
+
+// recycle gives the frames of the batch that sent(i) reports as not sent
+// back to the fill ring, in a reservation made at the first of them; only
+// what does not fit there goes through the free stack.
+func (w *worker) recycle(sent func(i int) bool) {
+	s, b := w.sock, &w.batch
+	n := uint32(b.n)
+	mask := w.umem.BaseMask()
+	var fidx, froom, nfill uint32
+	reserved := false
+	for i, a := range b.addrs[:n] {
+		if sent(i) {
+			continue
+		}
+		if !reserved {
+			fidx, froom = s.Fill.Reserve(n - uint32(i))
+			reserved = true
+		}
+		if nfill < froom {
+			s.Fill.Set(fidx+nfill, a&mask)
+			nfill++
+		} else {
+			s.Frames.Push(a & mask)
+		}
 	}
-	return n
+	if reserved {
+		s.Fill.Cancel(froom - nfill)
+		if nfill > 0 {
+			s.Fill.Submit(nfill)
+			w.fillGap -= nfill
+		}
+	}
+}
+
+// sendBatch carries out any verdicts: frames to the queue's own tx ring, to
+// the outputs' (shared UMEM: the frame itself; a UMEM of the output's
+// own: a copy), or back to the fill ring. The frames for the queue's own
+// ring, and those for the first output port named in the batch if it
+// shares the UMEM (most handlers forward a batch to one port), go out in
+// loops of their own; the rest frame by frame.
+func (w *worker) sendBatch(n uint32) {
+	s, b := w.sock, &w.batch
+	addrs, lens, verdicts, ports := b.addrs[:n], b.lens[:n], b.verdicts[:n], b.ports[:n]
+	lens, verdicts, ports = lens[:len(addrs)], verdicts[:len(addrs)], ports[:len(addrs)]
+	var tidx, troom, ntx uint32
+	if s.Tx.Size() > 0 {
+		tidx, troom = s.Tx.Reserve(n)
+	}
+	var txBytes uint64
+	tx, tmask := s.Tx.Slots()
+	main := PortIn
+	for i, v := range verdicts {
+		if v == Transmit || v == Forward && ports[i] == PortIn {
+			if ntx < troom {
+				d := &tx[(tidx+ntx)&tmask]
+				d.Addr, d.Len, d.Options = addrs[i], lens[i], 0
+				ntx++
+				txBytes += uint64(lens[i])
+			}
+		} else if v == Forward && main == PortIn {
+			main = ports[i]
+		}
+	}
+	var mo *outPort
+	if int(main) < len(w.out) && main != PortIn && !w.out[main].copy {
+		mo = &w.out[main]
+		mo.idx, mo.room = mo.s.Tx.Reserve(n)
+		mo.reserved = true
+		ptx, pmask := mo.s.Tx.Slots()
+		idx, room, used := mo.idx, mo.room, uint32(0)
+		for i, v := range verdicts {
+			if v == Forward && ports[i] == main && used < room {
+				d := &ptx[(idx+used)&pmask]
+				d.Addr, d.Len, d.Options = addrs[i], lens[i], 0
+				used++
+				txBytes += uint64(lens[i])
+			}
+		}
+		mo.used = used
+	}
+	w.c.txBytes += txBytes
+	if sent := ntx + mainUsed(mo); sent < n {
+		var seenTx, seenMain uint32
+		w.recycle(func(i int) bool {
+			v := verdicts[i]
+			switch {
+			case v == Transmit || v == Forward && ports[i] == PortIn:
+				if seenTx++; seenTx <= troom {
+					return true
+				}
+				w.c.txRingFull++
+				return false
+			case v == Forward && mo != nil && ports[i] == main:
+				if seenMain++; seenMain <= mo.room {
+					return true
+				}
+				w.c.txRingFull++
+				return false
+			case v == Forward:
+				return w.forward(ports[i], addrs[i], lens[i], n-uint32(i))
+			}
+			w.c.dropped++
+			return false
+		})
+	}
+	s.Tx.Cancel(troom - ntx)
+	if ntx > 0 {
+		s.Tx.Submit(ntx)
+		w.txOutstanding += ntx
+		w.kickTx(s)
+	}
+	w.flushPorts()
+}
+
+// mainUsed is how many frames sendBatch's loop put on port o, none for nil.
+func mainUsed(o *outPort) uint32 {
+	if o == nil {
+		return 0
+	}
+	return o.used
 }
 
 // refill moves frames from the free stack to the fill ring, as many as
@@ -416,13 +560,11 @@ func (w *worker) forward(p Port, addr uint64, length uint32, rest uint32) bool {
 		copy(o.s.Umem().Frame(dst, length), w.umem.Frame(addr, length))
 		o.s.Tx.Set(o.idx+o.used, dst, length)
 		o.used++
-		w.txOutstanding++
 		w.c.txBytes += uint64(length)
 		return false
 	}
 	o.s.Tx.Set(o.idx+o.used, addr, length)
 	o.used++
-	w.txOutstanding++
 	w.c.txBytes += uint64(length)
 	return true
 }
@@ -436,6 +578,7 @@ func (w *worker) flushPorts() {
 			o.s.Tx.Cancel(o.room - o.used)
 			if o.used > 0 {
 				o.s.Tx.Submit(o.used)
+				w.txOutstanding += o.used
 			}
 			o.reserved = false
 		}
@@ -508,8 +651,10 @@ func (w *worker) complete() {
 			}
 		} else {
 			fidx, room := rx.Fill.Reserve(n)
+			fill, fmask := rx.Fill.Slots()
+			comp, cmask := s.Completion.Slots()
 			for j := uint32(0); j < room; j++ {
-				rx.Fill.Set(fidx+j, s.Completion.Addr(idx+j)&mask)
+				fill[(fidx+j)&fmask] = comp[(idx+j)&cmask] & mask
 			}
 			if room > 0 {
 				rx.Fill.Submit(room)

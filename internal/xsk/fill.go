@@ -11,6 +11,12 @@ type FillRing struct {
 // got. Write each slot with Set, then Submit the same count.
 func (f *FillRing) Reserve(n uint32) (idx, got uint32) { return f.reserve(n) }
 
+// Slots returns the ring's slots and the mask that maps an index to its
+// slot: slot idx is slots[idx&mask]. A loop over many slots keeps both in
+// local variables, which spares it a reload of the ring's fields after
+// every store.
+func (f *FillRing) Slots() ([]uint64, uint32) { return f.addrs, f.mask }
+
 // Set writes the frame address for slot idx.
 func (f *FillRing) Set(idx uint32, addr uint64) { f.addrs[idx&f.mask] = addr }
 

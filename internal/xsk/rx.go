@@ -14,6 +14,12 @@ func (r *RxRing) Peek(n uint32) (idx, got uint32) { return r.peek(n) }
 // Desc returns the descriptor in slot idx.
 func (r *RxRing) Desc(idx uint32) *Desc { return &r.descs[idx&r.mask] }
 
+// Slots returns the ring's slots and the mask that maps an index to its
+// slot: slot idx is slots[idx&mask]. A loop over many slots keeps both in
+// local variables, which spares it a reload of the ring's fields after
+// every store.
+func (r *RxRing) Slots() ([]Desc, uint32) { return r.descs, r.mask }
+
 // Unpeek gives back the last n peeked slots, unreleased, so that the next
 // Peek returns them again: a batch that ends in the middle of a
 // multi-buffer packet leaves its start for the next batch.

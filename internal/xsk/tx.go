@@ -11,6 +11,12 @@ type TxRing struct {
 // got. Write each with Set, then Submit the same count.
 func (t *TxRing) Reserve(n uint32) (idx, got uint32) { return t.reserve(n) }
 
+// Slots returns the ring's slots and the mask that maps an index to its
+// slot: slot idx is slots[idx&mask]. A loop over many slots keeps both in
+// local variables, which spares it a reload of the ring's fields after
+// every store.
+func (t *TxRing) Slots() ([]Desc, uint32) { return t.descs, t.mask }
+
 // Set writes the descriptor for slot idx.
 func (t *TxRing) Set(idx uint32, addr uint64, length uint32) {
 	d := &t.descs[idx&t.mask]
