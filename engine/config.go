@@ -23,7 +23,10 @@ const (
 	// WaitPoll calls poll() before every batch, like xdpsock -p.
 	WaitPoll
 	// WaitBusyPoll sets SO_PREFER_BUSY_POLL and drives the driver's NAPI
-	// from recvfrom/sendto calls in the worker's own context.
+	// from recvfrom/sendto calls in the worker's own context, never
+	// sleeping. Where the socket turns out to have no NAPI instance to
+	// poll once frames arrive (veth), the worker waits as WaitAdaptive
+	// instead (QueueStats.BusyPollInert).
 	WaitBusyPoll
 )
 

@@ -319,3 +319,31 @@ func TestMTUTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBusyPollWithoutNAPI checks WaitBusyPoll on a device whose socket gets
+// no NAPI ID (veth in Linux 6.18): the worker finds busy polling inert once
+// frames came in, says so, and still receives every frame; on a kernel
+// that gives veth sockets a NAPI ID it keeps busy polling.
+func TestBusyPollWithoutNAPI(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	cfg := rxdropConfig(bed)
+	cfg.Wait = engine.WaitBusyPoll
+	r := start(t, bed, cfg)
+	const count = 50_000
+	if st := send(t, bed, 0, gen.Config{Count: count, Rate: count}); st.Sent != count {
+		t.Fatalf("generator sent %d, want %d", st.Sent, count)
+	}
+	id, err := engine.Sockets(r.eng)[0].NAPIID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.finish(count)
+	tot := s.Total()
+	if tot.RxPackets+tot.XDP.Drops() != count {
+		t.Errorf("received %d + socket drops %d != sent %d", tot.RxPackets, tot.XDP.Drops(), count)
+	}
+	if tot.BusyPollInert != (id == 0) {
+		t.Errorf("socket NAPI ID %d, BusyPollInert %v: want it set exactly when the ID is 0", id, tot.BusyPollInert)
+	}
+	t.Logf("NAPI ID %d, busy poll inert %v, rx wakeups %d, polls %d", id, tot.BusyPollInert, tot.RxWakeups, tot.Polls)
+}

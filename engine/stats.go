@@ -65,6 +65,11 @@ type QueueStats struct {
 	// other busy threads, taken while frames flow so they gather into
 	// larger batches.
 	Naps uint64 `json:"naps"`
+	// BusyPollInert reports that the queue was to busy-poll
+	// (WaitBusyPoll) but its socket has no NAPI instance to poll, so
+	// that a recvfrom would run nothing (veth in Linux 6.18): the worker
+	// waits as WaitAdaptive does instead.
+	BusyPollInert bool `json:"busy_poll_inert,omitempty"`
 	// XDP are the kernel's counters of the queue's socket.
 	XDP SocketStats `json:"xdp_stats"`
 }
@@ -82,6 +87,7 @@ func (q *QueueStats) Add(o QueueStats) {
 	q.Polls += o.Polls
 	q.Batches += o.Batches
 	q.Naps += o.Naps
+	q.BusyPollInert = q.BusyPollInert || o.BusyPollInert
 	q.XDP.Add(o.XDP)
 }
 
@@ -119,6 +125,7 @@ func (e *core) Stats() (Snapshot, error) {
 		q.Polls = p.polls.Load()
 		q.Batches = p.batches.Load()
 		q.Naps = p.naps.Load()
+		q.BusyPollInert = p.busyPollInert.Load()
 		st, err := w.sock.Statistics()
 		if err != nil {
 			return snap, err

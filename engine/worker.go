@@ -21,7 +21,10 @@ type counters struct {
 	rxWakeups, txWakeups atomic.Uint64
 	polls, batches       atomic.Uint64
 	naps                 atomic.Uint64
-	_                    [64]byte
+	// busyPollInert is set when WaitBusyPoll found no NAPI instance to
+	// poll and the worker waits as WaitAdaptive instead.
+	busyPollInert atomic.Bool
+	_             [64]byte
 }
 
 // local is the worker's private copy of its counters.
@@ -47,13 +50,16 @@ type worker struct {
 	batch      Batch
 	batchSize  uint32
 	wait       WaitMode
-	needWakeup bool
-	pollMs     int
-	spinLimit  int
-	shared     cpuShare
-	rxAtSleep  uint64        // rxPackets when the worker last napped
-	idleFrom   time.Time     // when the rx ring was last found empty after frames
-	nap        time.Duration // how long it naps, kept to a share of the rx ring
+	// napiChecked is set once WaitBusyPoll has been checked for a NAPI
+	// instance to poll (checkBusyPoll).
+	napiChecked bool
+	needWakeup  bool
+	pollMs      int
+	spinLimit   int
+	shared      cpuShare
+	rxAtSleep   uint64        // rxPackets when the worker last napped
+	idleFrom    time.Time     // when the rx ring was last found empty after frames
+	nap         time.Duration // how long it naps, kept to a share of the rx ring
 
 	// ports are the sockets a handler can send to: ports[0] is the queue's
 	// own socket, ports[k] the socket on Config.Outputs[k-1].
@@ -680,6 +686,9 @@ func (w *worker) idle(spins *int) error {
 	if w.sock.Frames.Len() > 0 {
 		w.filled(w.sock.Refill())
 	}
+	if w.wait == WaitBusyPoll && w.c.rxPackets > 0 && !w.napiChecked {
+		w.checkBusyPoll()
+	}
 	switch w.wait {
 	case WaitBusyPoll:
 		// The recvfrom runs the driver's NAPI in our context.
@@ -731,6 +740,20 @@ func (w *worker) idle(spins *int) error {
 	}
 	w.idleFrom = now
 	return nil
+}
+
+// checkBusyPoll looks, once frames have come in, at whether busy polling
+// has anything to run: the NAPI instance the socket's frames came through.
+// Without one (the socket's NAPI ID is 0: veth) a recvfrom polls nothing,
+// and a worker spinning on it would only take the CPU from whatever does
+// run the device's receive work, its NAPI thread in layout B; the worker
+// then waits as WaitAdaptive does, and its stats say so.
+func (w *worker) checkBusyPoll() {
+	w.napiChecked = true
+	if id, err := w.sock.NAPIID(); err == nil && id == 0 {
+		w.wait = WaitAdaptive
+		w.pub.busyPollInert.Store(true)
+	}
 }
 
 // adaptNap adjusts the nap to the frames that arrived around the last one.

@@ -389,6 +389,23 @@ func (s *Socket) SetBusyPoll(usecs, budget int) error {
 	return nil
 }
 
+// NAPIID is the id of the NAPI instance the socket's frames came in through
+// (SO_INCOMING_NAPI_ID): what busy polling on the socket runs. It is 0
+// before the first frame, and stays 0 where the device's receive queue
+// was registered without one: then busy polling has nothing to run. veth
+// is such a device in Linux 6.18 (it registers its XDP receive queues
+// before their NAPI instances get ids). An in-memory socket has none.
+func (s *Socket) NAPIID() (uint32, error) {
+	if s.fd < 0 {
+		return 0, nil
+	}
+	id, err := unix.GetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_INCOMING_NAPI_ID)
+	if err != nil {
+		return 0, fmt.Errorf("read SO_INCOMING_NAPI_ID: %w", err)
+	}
+	return uint32(id), nil
+}
+
 // Statistics are the kernel's drop counters for a socket (XDP_STATISTICS).
 type Statistics struct {
 	RxDropped            uint64 `json:"rx_dropped"`
