@@ -152,10 +152,10 @@ func printBench(w io.Writer, r bench.Result) {
 	if len(r.ProgBench) > 0 {
 		fmt.Fprintf(w, "\nprogbench (64 B):")
 		for _, p := range r.ProgBench {
-			fmt.Fprintf(w, " %s %.0f ns", p.Program, p.NsPerRun)
+			fmt.Fprintf(w, " %s %.1f ns (kernel %.0f)", p.Program, p.Ns, p.KernelNs)
 		}
 		for _, d := range r.OverDrop {
-			fmt.Fprintf(w, "; %s over drop %+.0f ns (lower quartiles)", d.Program, d.Ns)
+			fmt.Fprintf(w, "; %s over drop %+.1f ns (lower quartiles)", d.Program, d.Ns)
 		}
 		fmt.Fprintln(w)
 	}

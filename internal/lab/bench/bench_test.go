@@ -22,10 +22,12 @@ func TestTargets(t *testing.T) {
 			{Scenario: "B", Path: "xsk-drop", MedianMpps: 3},
 			{Scenario: "B", Path: "xdp-drop", MedianMpps: 6, OfferedMpps: 10},
 		},
-		// Medians 27 and 36 (+9), lower quartiles 22 and 28: +6.
+		// Medians 27 and 36 (+9), lower quartiles 22.1 and 28.1: +6.
 		ProgBench: []progbench.Result{
-			{Program: progbench.Drop, Size: 64, NsPerRun: 27, Rounds: []float64{27, 22, 30, 22, 28, 22, 27}},
-			{Program: progbench.XskRedirect, Size: 64, NsPerRun: 36, Rounds: []float64{36, 28, 37, 28, 36, 28, 36}},
+			{Program: progbench.Drop, Size: 64, Ns: 27, Rounds: []float64{27, 22, 30, 22, 28, 22, 27},
+				UserRounds: []float64{27.2, 22.1, 30.3, 22.1, 28.4, 22.2, 27.5}},
+			{Program: progbench.XskRedirect, Size: 64, Ns: 36, Rounds: []float64{36, 28, 37, 28, 36, 28, 36},
+				UserRounds: []float64{36.2, 28.1, 37.3, 28.1, 36.4, 28.2, 36.5}},
 		},
 	}
 	got := map[string]Target{}

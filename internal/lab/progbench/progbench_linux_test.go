@@ -28,8 +28,8 @@ func TestRun(t *testing.T) {
 	seen := map[string]bool{}
 	for _, r := range res {
 		seen[fmt.Sprintf("%s/%d", r.Program, r.Size)] = true
-		if len(r.Rounds) != cfg.Rounds || r.NsPerRun <= 0 || slices.Min(r.Rounds) <= 0 {
-			t.Errorf("%s at %d B: %v ns per run, rounds %v; want %d positive rounds", r.Program, r.Size, r.NsPerRun, r.Rounds, cfg.Rounds)
+		if len(r.Rounds) != cfg.Rounds || len(r.UserRounds) != cfg.Rounds || r.Ns <= 0 || slices.Min(r.UserRounds) <= 0 {
+			t.Errorf("%s at %d B: %v ns per run, rounds %v (kernel %v); want %d positive rounds", r.Program, r.Size, r.Ns, r.UserRounds, r.Rounds, cfg.Rounds)
 		}
 	}
 	for _, p := range cfg.Programs {
