@@ -77,12 +77,18 @@ type PathInfo struct {
 	Needs string
 }
 
+// namedOnly are paths that, like those with PathInfo.Needs, run only when
+// asked for by name: variants of another path that bench measures.
+var namedOnly = map[string]bool{"xsk-drop-busy-poll": true}
+
 // paths lists every path in the order tables show them.
 var paths = []PathInfo{
 	{"xdp-drop", Drop, "XDP_DROP in the driver (native XDP), counted by the program", false, ""},
 	{"xdp-drop-generic", Drop, "XDP_DROP on the skb (generic XDP), counted by the program", false, ""},
 	{"tc-drop", Drop, "tc ingress TC_ACT_SHOT (TCX), counted by the program", false, ""},
 	{"xsk-drop", Drop, "xdpeng engine, DropHandler: AF_XDP rxdrop, counted by the engine", false, ""},
+	{Name: "xsk-drop-busy-poll", Family: Drop,
+		Doc: "xsk-drop with --busy-poll: SO_PREFER_BUSY_POLL, recvfrom runs the driver's NAPI (where the socket has no NAPI ID to poll, veth, the engine waits as adaptive and says so)"},
 	{"xdp-tx", Drop, "XDP_TX in the driver (native XDP): swap MACs, send back; received = frames that came back out to the generator side (test bed) or the program's count (NIC)", false, ""},
 	{"xsk-l2fwd", Drop, "xdpeng engine, L2FwdHandler: swap MACs, send back; received = frames that came back out to the generator side (test bed) or the engine's tx completions (NIC)", false, ""},
 	{"asavie-drop", Drop, "the same rxdrop on github.com/asavie/xdp v0.3.3, its default loop, 4096 frames, rings of 2048", false, ""},
@@ -104,11 +110,11 @@ var paths = []PathInfo{
 
 // Paths returns the paths of a family, or all of them for "", that run
 // without being named: not those that need a program xdpeng does not
-// bring (PathInfo.Needs; see AllPaths).
+// bring (PathInfo.Needs) nor the variants that bench names (see AllPaths).
 func Paths(f Family) []PathInfo {
 	var out []PathInfo
 	for _, p := range paths {
-		if (f == "" || p.Family == f) && p.Needs == "" {
+		if (f == "" || p.Family == f) && p.Needs == "" && !namedOnly[p.Name] {
 			out = append(out, p)
 		}
 	}

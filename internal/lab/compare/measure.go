@@ -198,8 +198,18 @@ func (e *env) genConfig(f Family, cfg *Config) gen.Config {
 		// redirects do not look at addresses.
 		dstMAC, dstIP = e.bed.Links[1].GenMAC, e.bed.Links[1].GenIP
 	}
+	// In layout B the DUT's CPU frees the generator's frames, into the
+	// ring of the generator's page pool, which holds a batch: the largest
+	// batch keeps that ring from spilling pages to the page allocator,
+	// whose lock both CPUs would then take (xdp-drop in B: 15.6 -> 29.6
+	// Mpps).
+	limit := 0
+	if cfg.Layout == LayoutB {
+		limit = gen.MaxBatch
+	}
 	return gen.Config{
-		Ifindex: l.GenIndex,
+		BatchLimit: limit,
+		Ifindex:    l.GenIndex,
 		Frame: packet.UDPConfig{
 			SrcMAC: l.GenMAC, DstMAC: dstMAC,
 			SrcIP:   netip.MustParseAddr(l.GenIP.String()),

@@ -243,3 +243,60 @@ func TestNDRKnownCapacity(t *testing.T) {
 		t.Errorf("NDR %d pps is more than the resolution below the capacity, and not for the generator's sake (limit %q)", sr.RatePPS, sr.Limit)
 	}
 }
+
+// TestPDRAboveFullLoad searches a path of known capacity for its PDR alone,
+// from an upper bound above what it carried at full load: the rate found
+// lies at the capacity, within the loss allowed and the resolution.
+func TestPDRAboveFullLoad(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	const capacity = 200_000
+	cfg := Config{Bed: bed, Paths: []string{"xdp-drop"}, Duration: time.Second,
+		NDR: &NDRConfig{Trial: time.Second, Resolution: 0.02, LossPct: 1, PDROnly: true, Above: 1.5}}
+	if err := cfg.Check(); err != nil {
+		t.Fatal(err)
+	}
+	var setup Setup
+	e, done, err := prepare(&cfg, &setup)
+	defer func() {
+		if err := done(); err != nil {
+			t.Error(err)
+		}
+	}()
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := PathInfo{Name: "gcra", Family: Drop}
+	s := &session{e: e, info: info, r: &gcra{e: e, interval: 1e9 / capacity}}
+	defer func() {
+		if err := s.close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	ctx := context.Background()
+	if err := s.r.start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	row := newRow(info, setup.Env)
+	s.describe(&row)
+	g := e.genConfig(Drop, &cfg)
+	if _, err := s.trial(ctx, &g, cfg.Duration, &row); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.searchRates(ctx, &cfg, &row); err != nil {
+		t.Fatal(err)
+	}
+	if row.NDR != nil || row.PDR == nil {
+		t.Fatalf("NDR %+v, PDR %+v: want the PDR search alone", row.NDR, row.PDR)
+	}
+	sr := row.PDR
+	for _, st := range sr.Steps {
+		t.Logf("  %s", trialText(st))
+	}
+	carried := uint64(row.Mpps * 1e6)
+	if want := min(carried*3/2, uint64(row.OfferedMpps*1e6)); sr.UpperPPS != want {
+		t.Errorf("upper bound %d pps, want 1.5 x the %d carried (at most the %.0f offered)", sr.UpperPPS, carried, row.OfferedMpps*1e6)
+	}
+	if sr.Limit != "generator" && (sr.RatePPS+sr.ResolutionPPS < capacity || sr.RatePPS > capacity*102/100) {
+		t.Errorf("PDR %d pps (resolution %d): want it at the capacity %d, within 1%% loss and the resolution", sr.RatePPS, sr.ResolutionPPS, capacity)
+	}
+}

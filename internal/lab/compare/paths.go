@@ -47,6 +47,9 @@ func newRunner(name string, e *env, o pathOpts) (runner, error) {
 		return &kernRunner{e: e, o: o, action: kern.TX, hook: kern.XDP, back: true}, nil
 	case "xsk-drop":
 		return &xskRunner{e: e, o: o}, nil
+	case "xsk-drop-busy-poll":
+		o.wait = engine.WaitBusyPoll
+		return &xskRunner{e: e, o: o}, nil
 	case "xsk-l2fwd":
 		return &xskRunner{e: e, o: o, l2fwd: true}, nil
 	case "xsk-fwd":

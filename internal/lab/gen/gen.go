@@ -106,6 +106,12 @@ const (
 	// BatchSize is how many frames the kernel runs before it flushes them
 	// to the device; 64 is the NAPI budget and the kernel's default.
 	BatchSize = 64
+	// MaxBatch is the largest Batch the kernel takes (TEST_XDP_MAX_BATCH).
+	// The kernel gives a run's live frames a page pool whose ring holds a
+	// batch: where the frames are freed on another CPU (a receiver's
+	// threaded NAPI), a ring of 256 takes back what a ring of 64 would
+	// spill to the page allocator, whose lock both CPUs then take.
+	MaxBatch = 256
 	// DefaultInterval is the progress interval when Config.Interval is 0.
 	DefaultInterval = time.Second
 	// stopSignal interrupts a sending thread's BPF_PROG_TEST_RUN.
@@ -141,9 +147,13 @@ type Config struct {
 	// Interval is how often progress is called; 0 means DefaultInterval.
 	Interval time.Duration
 	// Batch is how many frames the kernel runs before it flushes them to
-	// the device, 1..BatchSize. 0 chooses: BatchSize at full speed; with a
-	// Rate, one flush about every 100 us, or every frame with Stamp.
+	// the device, 1..MaxBatch. 0 chooses: BatchLimit at full speed; with a
+	// Rate, one flush about every 100 us, at most BatchLimit, or every
+	// frame with Stamp.
 	Batch int
+	// BatchLimit is the largest batch chosen when Batch is 0, up to
+	// MaxBatch; 0 means BatchSize.
+	BatchLimit int
 	// Stamp writes a stamp (packet.Stamp) into each frame: RunID, a sequence
 	// number and the send time (see the package documentation). It needs
 	// a Count of at most MaxStampCount, a non-zero RunID and a Frame.Size
@@ -250,8 +260,11 @@ func (c *Config) Validate() error {
 	if c.Interval < 0 {
 		return &FieldError{"Interval", fmt.Sprintf("%v is negative", c.Interval)}
 	}
-	if c.Batch < 0 || c.Batch > BatchSize {
-		return &FieldError{"Batch", fmt.Sprintf("%d frames per flush: use 1..%d, or 0 to choose by rate", c.Batch, BatchSize)}
+	if c.Batch < 0 || c.Batch > MaxBatch {
+		return &FieldError{"Batch", fmt.Sprintf("%d frames per flush: use 1..%d, or 0 to choose by rate", c.Batch, MaxBatch)}
+	}
+	if c.BatchLimit < 0 || c.BatchLimit > MaxBatch {
+		return &FieldError{"BatchLimit", fmt.Sprintf("%d frames per flush: use 1..%d, or 0 for %d", c.BatchLimit, MaxBatch, BatchSize)}
 	}
 	if c.Stamp {
 		if c.Count == 0 || c.Count > MaxStampCount {
@@ -544,17 +557,21 @@ func (p *program) state() (sent, skipped []uint64, err error) {
 // batchSize is the frames per flush of a thread sending at rate (0:
 // unlimited).
 func batchSize(cfg Config, rate uint64) uint32 {
+	limit := uint64(BatchSize)
+	if cfg.BatchLimit > 0 {
+		limit = uint64(cfg.BatchLimit)
+	}
 	switch {
 	case cfg.Batch > 0:
 		return uint32(cfg.Batch)
 	case rate == 0:
-		return BatchSize
+		return uint32(limit)
 	case cfg.Stamp:
 		return 1 // each frame leaves right after its stamp
 	}
 	// About one flush every 100 us, so that paced frames reach the device
 	// soon after they are due.
-	return uint32(min(BatchSize, max(1, rate/10000)))
+	return uint32(min(limit, max(1, rate/10000)))
 }
 
 // nsPerFrame is the gap between frames on each CPU that keeps the total at

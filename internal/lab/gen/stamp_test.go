@@ -48,30 +48,45 @@ func TestValidateStamp(t *testing.T) {
 
 func TestBatchSize(t *testing.T) {
 	for _, tc := range []struct {
-		batch int
-		stamp bool
-		rate  uint64
-		want  uint32
+		batch, limit int
+		stamp        bool
+		rate         uint64
+		want         uint32
 	}{
-		{0, false, 0, BatchSize},
-		{0, true, 0, BatchSize},
-		{0, false, 5_000, 1},
-		{0, false, 200_000, 20},
-		{0, false, 10_000_000, BatchSize},
-		{0, true, 200_000, 1},
-		{8, true, 200_000, 8},
-		{8, false, 0, 8},
+		{0, 0, false, 0, BatchSize},
+		{0, 0, true, 0, BatchSize},
+		{0, 0, false, 5_000, 1},
+		{0, 0, false, 200_000, 20},
+		{0, 0, false, 10_000_000, BatchSize},
+		{0, 0, true, 200_000, 1},
+		{8, 0, true, 200_000, 8},
+		{8, 0, false, 0, 8},
+		{0, MaxBatch, false, 0, MaxBatch},
+		{0, MaxBatch, false, 2_000_000, 200},
+		{0, MaxBatch, false, 10_000_000, MaxBatch},
+		{8, MaxBatch, false, 0, 8},
 	} {
-		if got := batchSize(Config{Batch: tc.batch, Stamp: tc.stamp}, tc.rate); got != tc.want {
-			t.Errorf("batchSize(Batch %d, Stamp %v, rate %d) = %d, want %d", tc.batch, tc.stamp, tc.rate, got, tc.want)
+		if got := batchSize(Config{Batch: tc.batch, BatchLimit: tc.limit, Stamp: tc.stamp}, tc.rate); got != tc.want {
+			t.Errorf("batchSize(Batch %d, BatchLimit %d, Stamp %v, rate %d) = %d, want %d", tc.batch, tc.limit, tc.stamp, tc.rate, got, tc.want)
 		}
 	}
-	for _, b := range []int{-1, BatchSize + 1} {
-		c := validConfig()
-		c.Batch = b
-		var fe *FieldError
-		if err := c.Validate(); !errors.As(err, &fe) || fe.Field != "Batch" {
-			t.Errorf("Batch %d: Validate = %v, want a FieldError on Batch", b, err)
+	for _, field := range []string{"Batch", "BatchLimit"} {
+		for _, b := range []int{-1, MaxBatch + 1} {
+			c := validConfig()
+			if field == "Batch" {
+				c.Batch = b
+			} else {
+				c.BatchLimit = b
+			}
+			var fe *FieldError
+			if err := c.Validate(); !errors.As(err, &fe) || fe.Field != field {
+				t.Errorf("%s %d: Validate = %v, want a FieldError on %s", field, b, err, field)
+			}
 		}
+	}
+	c := validConfig()
+	c.Batch, c.BatchLimit = MaxBatch, MaxBatch
+	if err := c.Validate(); err != nil {
+		t.Errorf("Batch and BatchLimit %d refused: %v", MaxBatch, err)
 	}
 }
