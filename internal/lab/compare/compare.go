@@ -220,6 +220,11 @@ type Config struct {
 	// GenCPUs and DUTCPUs are where the generator and the receiver run;
 	// nil picks the first and the last CPU.
 	GenCPUs, DUTCPUs []int
+	// GenRPS makes the bed steer what arrives back at the generator ends
+	// (the frames l2fwd, fwd and the bridge send) to the generator CPUs
+	// (testbed.Config.GenRPS), so that the DUT's CPU does not pay for the
+	// generator side's stack.
+	GenRPS bool
 
 	// Interface is the receiving device when there is no test bed: every
 	// path measures whatever traffic arrives there for Duration.
@@ -343,15 +348,18 @@ func needLinks(names []string) int {
 // Setup says where the figures were measured, so that they can be
 // reproduced.
 type Setup struct {
-	Mode      string  `json:"mode"` // "testbed" or "interface"
-	Interface string  `json:"interface"`
-	Bed       string  `json:"testbed,omitempty"`
-	Layout    Layout  `json:"layout,omitempty"`
-	NAPI      string  `json:"napi,omitempty"`
-	Queues    int     `json:"queues"`
-	FrameSize int     `json:"frame_size,omitempty"`
-	GenCPUs   []int   `json:"gen_cpus,omitempty"`
-	DUTCPUs   []int   `json:"dut_cpus"`
+	Mode      string `json:"mode"` // "testbed" or "interface"
+	Interface string `json:"interface"`
+	Bed       string `json:"testbed,omitempty"`
+	Layout    Layout `json:"layout,omitempty"`
+	NAPI      string `json:"napi,omitempty"`
+	Queues    int    `json:"queues"`
+	FrameSize int    `json:"frame_size,omitempty"`
+	GenCPUs   []int  `json:"gen_cpus,omitempty"`
+	DUTCPUs   []int  `json:"dut_cpus"`
+	// GenRPS is set when the generator ends steer what they receive to
+	// the generator CPUs (Config.GenRPS).
+	GenRPS    bool    `json:"gen_rps,omitempty"`
 	DurationS float64 `json:"duration_s"`
 	Rate      uint64  `json:"rate,omitempty"`
 	Kernel    string  `json:"kernel,omitempty"`
@@ -514,6 +522,7 @@ func prepare(cfg *Config, setup *Setup) (e *env, done func() error, err error) {
 		}
 		setup.Mode, setup.Bed, setup.Layout = "testbed", cfg.Bed.Name, cfg.Layout
 		setup.NAPI = napiText(cfg.Bed)
+		setup.GenRPS = cfg.Bed.GenRPS
 	case cfg.Testbed:
 		napi := testbed.NAPISoftirq
 		if cfg.Layout == LayoutB {
@@ -526,6 +535,7 @@ func prepare(cfg *Config, setup *Setup) (e *env, done func() error, err error) {
 		cfg.progress("making test bed %s (layout %s, %d queue(s), %d link(s))", name, cfg.Layout, cfg.Queues, needLinks(cfg.Paths))
 		bed, err := testbed.Up(testbed.Config{
 			Name: name, Queues: cfg.Queues, Links: needLinks(cfg.Paths), GenCPUs: cfg.GenCPUs, DUTCPUs: cfg.DUTCPUs, NAPI: napi,
+			GenRPS: cfg.GenRPS,
 		})
 		if err != nil {
 			return nil, done, fmt.Errorf("compare: %w", err)
@@ -542,6 +552,7 @@ func prepare(cfg *Config, setup *Setup) (e *env, done func() error, err error) {
 		}
 		setup.Mode, setup.Bed, setup.Layout = "testbed", bed.Name, cfg.Layout
 		setup.NAPI = napiText(bed)
+		setup.GenRPS = bed.GenRPS
 	default:
 		if e, err = nicEnv(cfg); err != nil {
 			return nil, done, err

@@ -23,6 +23,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -83,6 +84,13 @@ type Config struct {
 	// MTU is the MTU of both ends of every link, 0 for the kernel's
 	// default (1500); up to MaxMTU, so that beds can carry jumbo frames.
 	MTU int
+	// GenRPS steers the receive work of skbs arriving at the generator
+	// ends (what the DUT sends back or forwards: AF_XDP copy-mode
+	// transmit, the bridge) to the generator CPUs with RPS. Without it
+	// veth receives them on the CPU that sent them, the DUT's, which then
+	// pays for the generator side's stack: work a real link would take
+	// off the DUT.
+	GenRPS bool
 }
 
 // Link is one veth pair of a bed.
@@ -114,6 +122,7 @@ type Bed struct {
 	ThreadedNAPI bool         // the DUT ends run threaded NAPI
 	NAPIThreads  []NAPIThread // the DUT's NAPI kthreads when ThreadedNAPI
 	NAPINote     string       // why NAPI is not threaded, when it is not
+	GenRPS       bool         // the generator ends steer what they receive to GenCPUs (Config.GenRPS)
 }
 
 // ExistsError is returned by Up when a namespace of the bed already exists.
@@ -290,7 +299,57 @@ func Up(cfg Config) (_ *Bed, err error) {
 	if err := b.applyNAPI(cfg.NAPI); err != nil {
 		return nil, fmt.Errorf("create test bed %s: %w", b.Name, err)
 	}
+	if cfg.GenRPS {
+		if err := b.steerGen(); err != nil {
+			return nil, fmt.Errorf("create test bed %s: %w", b.Name, err)
+		}
+	}
 	return b, nil
+}
+
+// steerGen sets RPS on every receive queue of the generator ends to the
+// generator CPUs (Config.GenRPS).
+func (b *Bed) steerGen() error {
+	ns, err := netns.GetFromName(b.GenNS)
+	if err != nil {
+		return fmt.Errorf("open namespace %s: %w", b.GenNS, err)
+	}
+	defer ns.Close()
+	mask := cpuMask(b.GenCPUs)
+	err = inSysfs(ns, func(sys string) error {
+		for _, l := range b.Links {
+			for q := 0; q < b.Queues; q++ {
+				p := filepath.Join(sys, "class/net", l.Gen, "queues", fmt.Sprintf("rx-%d", q), "rps_cpus")
+				if err := os.WriteFile(p, []byte(mask), 0o644); err != nil {
+					return fmt.Errorf("steer %s's receive to CPUs %s: %w", l.Gen, cpuset.Format(b.GenCPUs), err)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	b.GenRPS = true
+	return nil
+}
+
+// cpuMask is the hexadecimal CPU mask of cpus, as rps_cpus takes it: 32-bit
+// words separated by commas, the highest first.
+func cpuMask(cpus []int) string {
+	top := 0
+	for _, c := range cpus {
+		top = max(top, c)
+	}
+	words := make([]uint32, top/32+1)
+	for _, c := range cpus {
+		words[c/32] |= 1 << (c % 32)
+	}
+	parts := make([]string, len(words))
+	for i, w := range words {
+		parts[len(words)-1-i] = fmt.Sprintf("%08x", w)
+	}
+	return strings.Join(parts, ",")
 }
 
 // prepareNS turns IPv6 off (so that no router solicitation or DAD frame shows

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -462,4 +464,31 @@ func counters(t *testing.T, ns, dev string) netdev.VethQueue {
 		t.Fatal(err)
 	}
 	return netdev.SumVethQueues(qs)
+}
+
+// TestGenRPS checks that a bed made with GenRPS steers what each generator
+// end receives to the generator CPUs, on every receive queue.
+func TestGenRPS(t *testing.T) {
+	privtest.Root(t)
+	online, err := cpuset.Online()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bed := testbedtest.NewConfig(t, testbed.Config{Queues: 2, Links: 2, GenCPUs: online[:1], DUTCPUs: online[len(online)-1:], GenRPS: true})
+	if !bed.GenRPS {
+		t.Fatal("bed.GenRPS not set")
+	}
+	want := fmt.Sprintf("%x", 1<<online[0])
+	for _, l := range bed.Links {
+		for q := 0; q < 2; q++ {
+			p := fmt.Sprintf("/sys/class/net/%s/queues/rx-%d/rps_cpus", l.Gen, q)
+			out, err := exec.Command("ip", "netns", "exec", bed.GenNS, "cat", p).CombinedOutput()
+			if err != nil {
+				t.Fatalf("read %s: %v: %s", p, err, out)
+			}
+			if got := strings.TrimLeft(strings.TrimSpace(string(out)), "0,"); got != want {
+				t.Errorf("%s = %q, want CPU mask %s", p, strings.TrimSpace(string(out)), want)
+			}
+		}
+	}
 }

@@ -84,3 +84,20 @@ func TestOverlap(t *testing.T) {
 		t.Errorf("overlap = %v, want none", got)
 	}
 }
+
+func TestCPUMask(t *testing.T) {
+	for _, tc := range []struct {
+		cpus []int
+		want string
+	}{
+		{[]int{0}, "00000001"},
+		{[]int{0, 1}, "00000003"},
+		{[]int{1, 3}, "0000000a"},
+		{[]int{33}, "00000002,00000000"},
+		{[]int{0, 64}, "00000001,00000000,00000001"},
+	} {
+		if got := cpuMask(tc.cpus); got != tc.want {
+			t.Errorf("cpuMask(%v) = %q, want %q", tc.cpus, got, tc.want)
+		}
+	}
+}
