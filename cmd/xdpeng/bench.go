@@ -26,28 +26,45 @@ func newBenchCmd() *cobra.Command {
 	)
 	c := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure the performance targets: compare in layouts A, B, 2 queues and 1500 B, medians and ratios",
+		Short: "Measure the performance targets: compare in layouts A, B, forwarding, 2 queues and 1500 B, medians and ratios",
 		Long: `bench runs xdpeng compare on its own test beds in each layout the performance
 targets are set in, --runs times each, and prints the median of every path and
-the ratios between paths measured in the same run, with the command and CPU
-placement of each scenario, then runs progbench (XDP_DROP and the steering
-program) for the steering program's target. It takes a few minutes.
+the ratios between paths measured in the same run (xdpeng's engine against the
+peers a user would pick instead: DPDK's AF_XDP driver where dpdk-testpmd is
+installed, asavie/xdp, and XDP_DROP as the kernel's bound), with the command
+and CPU placement of each scenario, then runs progbench (XDP_DROP and the
+steering program) for the steering program's target. It takes several minutes.
 
 In layout A the generator and the DUT's softirq keep CPU 0 busy, so 1000/Mpps
 is CPU 0's time per frame; bench prints it for each drop path and its excess
 over xdp-drop (and 1500-byte over 64-byte xsk-drop): what steering a frame to
 userspace costs the kernel, without the generator's share.
 
+In layout B full load measures the generator's page pool as much as the path:
+the frames the DUT's veth refuses are freed on the generator's CPU into the
+pool the DUT's CPU frees every frame into, and the two CPUs take its lock in
+turn. So B also searches each path's highest rate that loses at most 1% (PDR),
+from three times its full-load rate down, trials of 1 s: there the generator
+offers what the DUT takes.
+
 Scenarios (for CPUs 0 and 1):
-  A       generator + DUT softirq on CPU 0, receiver on CPU 1: xdp-drop, xsk-drop, asavie-drop, xsk-l2fwd
-  B       generator on CPU 0, threaded NAPI and receiver on CPU 1: xdp-drop, xsk-drop
-  2q      2 queues, generator, DUT softirq and a worker on each CPU: xdp-drop, xsk-drop
-  A-1500  as A with 1500-byte frames: xdp-drop, xsk-drop
+  A       generator + DUT softirq on CPU 0, receiver on CPU 1: xdp-drop, xsk-drop,
+          asavie-drop, dpdk-af-xdp, dpdk-af-xdp-nobusy
+  B       generator on CPU 0, threaded NAPI and receiver on CPU 1, full load and PDR:
+          xdp-drop, xsk-drop, xsk-drop-busy-poll, asavie-drop, dpdk-af-xdp, dpdk-af-xdp-nobusy
+  L       as A, sending back or forwarding: xdp-tx, xsk-l2fwd, dpdk-l2fwd,
+          dpdk-l2fwd-nobusy, xsk-fwd
+  L-rps   as L, what comes back received on the generator's CPU (RPS on the
+          generator ends), not on the DUT's: before (L) and after (L-rps)
+  2q      2 queues, generator, DUT softirq and a worker on each CPU: xdp-drop,
+          xsk-drop, asavie-drop; per queue is the total over the queues
+  A-1500  as A with 1500-byte frames: xdp-drop, xsk-drop, dpdk-af-xdp-nobusy
   lat     as A, xdpeng latency at 100000 pps: xdp-tx, xsk-l2fwd (adaptive); the
           target is XDP_TX's median p50 delay below xsk-l2fwd's`,
 		Example: `  sudo xdpeng bench
   sudo xdpeng bench --runs 5 -d 5s --json > bench.json
-  sudo xdpeng bench --scenarios B`,
+  sudo xdpeng bench --scenarios B
+  sudo xdpeng bench --scenarios L,L-rps --runs 5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runs < 1 {
@@ -126,16 +143,34 @@ func printBench(w io.Writer, r bench.Result) {
 			}
 			continue
 		}
-		fmt.Fprintf(w, "  %-14s %8s %8s %8s %7s  %s\n", "path", "Mpps", "offered", "ns/pkt", "loss%", "runs (Mpps)")
+		extra := ""
+		switch {
+		case sc.PDR:
+			extra = fmt.Sprintf(" %8s", "PDR")
+		case sc.Queues > 1:
+			extra = fmt.Sprintf(" %9s", "per queue")
+		}
+		fmt.Fprintf(w, "  %-18s %8s %8s %8s %7s%s  %s\n", "path", "Mpps", "offered", "ns/pkt", "loss%", extra, "runs (Mpps)")
 		for _, p := range r.Paths {
 			if p.Scenario != sc.Name {
 				continue
 			}
+			runs := p.Mpps
+			extra := ""
+			switch {
+			case sc.PDR:
+				extra, runs = fmt.Sprintf(" %8.3f", p.PDRMpps), p.PDRRuns
+			case sc.Queues > 1:
+				extra = fmt.Sprintf(" %9.3f", p.PerQueueMpps)
+			}
 			var rs []string
-			for _, m := range p.Mpps {
+			for _, m := range runs {
 				rs = append(rs, fmt.Sprintf("%.2f", m))
 			}
-			fmt.Fprintf(w, "  %-14s %8.3f %8.3f %8.1f %7.2f  %s\n", p.Path, p.MedianMpps, p.OfferedMpps, p.NsPerPacket, p.LossPct, strings.Join(rs, " "))
+			fmt.Fprintf(w, "  %-18s %8.3f %8.3f %8.1f %7.2f%s  %s\n", p.Path, p.MedianMpps, p.OfferedMpps, p.NsPerPacket, p.LossPct, extra, strings.Join(rs, " "))
+		}
+		if sc.PDR {
+			fmt.Fprintf(w, "  PDR: the highest rate losing at most %d%% (runs: each run's PDR)\n", bench.PDRLossPct)
 		}
 	}
 	if len(r.Costs) > 0 {
@@ -170,7 +205,7 @@ func printBench(w io.Writer, r bench.Result) {
 		}
 		v := fmt.Sprintf("%.3f", t.Value)
 		if t.Unit == "ns" {
-			v = fmt.Sprintf("%.0f ns", t.Value)
+			v = fmt.Sprintf("%.1f ns", t.Value)
 		} else if t.Unit == "Mpps" {
 			v += " Mpps"
 		}

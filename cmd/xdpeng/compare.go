@@ -63,7 +63,8 @@ Run only when named in --paths (test bed only), as they need dpdk-testpmd
 (Debian 12: apt-get install dpdk-dev librte-net-af-xdp23): dpdk-af-xdp and
 dpdk-af-xdp-nobusy (DPDK's AF_XDP driver under testpmd rxonly, its default
 arguments and busy_budget=0), dpdk-l2fwd and dpdk-l2fwd-nobusy (macswap).
-Where dpdk-testpmd is missing they are skipped with a note.
+Where dpdk-testpmd is missing they are skipped with a note. Also only when
+named: xsk-drop-busy-poll (xsk-drop with --busy-poll), which bench measures.
 
 With --ndr (test bed only) it also searches each path's zero-loss throughput
 (RFC 2544's throughput, NDR): after the full-load trial, a binary search over

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,11 +19,20 @@ func TestTargets(t *testing.T) {
 			{Scenario: "A", Path: "xsk-drop", MedianMpps: 5, Mpps: []float64{5, 4.5}},
 			{Scenario: "A", Path: "asavie-drop", MedianMpps: 4, Mpps: []float64{4, 3}},
 			{Scenario: "A", Path: "xdp-drop", MedianMpps: 7.5},
-			{Scenario: "A", Path: "xsk-l2fwd", MedianMpps: 0.9},
-			{Scenario: "B", Path: "xsk-drop", MedianMpps: 3},
+			{Scenario: "A", Path: "dpdk-af-xdp-nobusy", MedianMpps: 4.5},
+			{Scenario: "B", Path: "xsk-drop", MedianMpps: 3, PDRMpps: 4.8},
+			{Scenario: "B", Path: "xsk-drop-busy-poll", MedianMpps: 3, PDRMpps: 4.7},
+			{Scenario: "B", Path: "asavie-drop", MedianMpps: 2, PDRMpps: 3},
+			{Scenario: "B", Path: "dpdk-af-xdp-nobusy", MedianMpps: 2, PDRMpps: 4},
+			{Scenario: "B", Path: "dpdk-af-xdp", MedianMpps: 1, PDRMpps: 1.2},
 			{Scenario: "B", Path: "xdp-drop", MedianMpps: 6, OfferedMpps: 10},
+			{Scenario: "L", Path: "xsk-l2fwd", MedianMpps: 1},
+			{Scenario: "L-rps", Path: "xsk-l2fwd", MedianMpps: 1.1},
+			{Scenario: "L-rps", Path: "dpdk-l2fwd-nobusy", MedianMpps: 1},
+			{Scenario: "L", Path: "xsk-fwd", MedianMpps: 2},
+			{Scenario: "L-rps", Path: "xsk-fwd", MedianMpps: 2.2},
 		},
-		// Medians 27 and 36 (+9), lower quartiles 22.1 and 28.1: +6.
+		// Lower quartiles 22.1 and 28.1: +6.
 		ProgBench: []progbench.Result{
 			{Program: progbench.Drop, Size: 64, Ns: 27, Rounds: []float64{27, 22, 30, 22, 28, 22, 27},
 				UserRounds: []float64{27.2, 22.1, 30.3, 22.1, 28.4, 22.2, 27.5}},
@@ -48,9 +58,14 @@ func TestTargets(t *testing.T) {
 	if m := got["xsk-drop / asavie-drop (A)"].Measured; !strings.HasSuffix(m, "run by run 1.250 1.500") {
 		t.Errorf("measured %q: no ratios run by run", m)
 	}
-	check("xsk-drop / xdp-drop (A)", 5/7.5, false)
-	check("xsk-l2fwd (A)", 0.9, true)
-	check("xsk-drop, one core for all DUT work (B)", 3, true)
+	check("xsk-drop / DPDK AF_XDP, busy_budget=0 (A)", 5/4.5, true)
+	// The best peer in poll mode is DPDK's at 4 Mpps, not asavie/xdp's 3.
+	check("xsk-drop / the best peer's poll mode (B, PDR)", 1.2, true)
+	check("xsk-drop / DPDK AF_XDP, preferred busy polling (B, PDR)", 4, true)
+	check("--busy-poll / the default wait (B, PDR)", 4.7/4.8, false)
+	check("xsk-l2fwd / DPDK macswap, busy_budget=0 (L-rps)", 1.1, false)
+	check("xsk-l2fwd, after / before (L-rps / L)", 1.1, true)
+	check("xsk-fwd, after / before (L-rps / L)", 1.1, false)
 	check("generator, one thread, receiver on its own CPU (B)", 10, true)
 	check("steering program cost over XDP_DROP", 6, true)
 	if _, ok := got["xsk-drop, 2 queues, one process"]; ok {
@@ -59,9 +74,20 @@ func TestTargets(t *testing.T) {
 }
 
 func TestScenarioCommands(t *testing.T) {
-	const wantA = "xdpeng compare --testbed --layout A --bed-queues 1 --size 64 --gen-cpus 0 --dut-cpus 1 --paths xdp-drop,xsk-drop,asavie-drop,xsk-l2fwd"
+	const wantA = "xdpeng compare --testbed --layout A --bed-queues 1 --size 64 --gen-cpus 0 --dut-cpus 1 --paths xdp-drop,xsk-drop,asavie-drop,dpdk-af-xdp,dpdk-af-xdp-nobusy"
 	if got := Scenarios()[0].Command; got != wantA {
 		t.Errorf("scenario A's command = %q, want %q", got, wantA)
+	}
+	// Scenarios that compare's flags cannot express name bench itself.
+	for _, s := range Scenarios() {
+		if (s.PDR || s.GenRPS) && s.Command != "xdpeng bench --scenarios "+s.Name {
+			t.Errorf("scenario %s: command %q, want bench's", s.Name, s.Command)
+		}
+		for _, p := range s.Paths {
+			if _, ok := compare.LookupPath(p); !ok {
+				t.Errorf("scenario %s: unknown path %s", s.Name, p)
+			}
+		}
 	}
 	for _, s := range Scenarios() {
 		if s.Command == "" || len(s.Paths) == 0 || s.Describe == "" {
@@ -211,5 +237,23 @@ func TestLatencyTarget(t *testing.T) {
 	}
 	if sc := Scenarios()[len(Scenarios())-1]; !sc.Latency || !strings.HasPrefix(sc.Command, "xdpeng latency ") {
 		t.Errorf("the last scenario %+v is not the latency one", sc)
+	}
+}
+
+// TestSummarizePDR: a PDR scenario's row keeps each run's PDR (0 for a run
+// whose search found no rate) and their median.
+func TestSummarizePDR(t *testing.T) {
+	v1, v2 := 4.2, 3.9
+	rows := []compare.Row{
+		{Path: "xsk-drop", Mpps: 2, PDR: &compare.Search{}, PDRMpps: &v1},
+		{Path: "xsk-drop", Mpps: 2.2, PDR: &compare.Search{}, PDRMpps: &v2},
+		{Path: "xsk-drop", Mpps: 2.1, PDR: &compare.Search{Error: "lost at the lower bound"}},
+	}
+	p := summarize("B", "xsk-drop", rows)
+	if !slices.Equal(p.PDRRuns, []float64{4.2, 3.9, 0}) || p.PDRMpps != 3.9 {
+		t.Errorf("PDR runs %v, median %v; want [4.2 3.9 0], 3.9", p.PDRRuns, p.PDRMpps)
+	}
+	if q := summarize("A", "xsk-drop", rows[:1:1]); q.PDRMpps != 4.2 {
+		t.Errorf("one run: PDR %v", q.PDRMpps)
 	}
 }
