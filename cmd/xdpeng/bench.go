@@ -40,18 +40,15 @@ is CPU 0's time per frame; bench prints it for each drop path and its excess
 over xdp-drop (and 1500-byte over 64-byte xsk-drop): what steering a frame to
 userspace costs the kernel, without the generator's share.
 
-In layout B full load measures the generator's page pool as much as the path:
-the frames the DUT's veth refuses are freed on the generator's CPU into the
-pool the DUT's CPU frees every frame into, and the two CPUs take its lock in
-turn. So B also searches each path's highest rate that loses at most 1% (PDR),
-from three times its full-load rate down, trials of 1 s: there the generator
-offers what the DUT takes.
+In layout B the DUT's CPU frees every frame into the generator's page pool,
+whose lock the generator's CPU takes too, for the frames the DUT's veth
+refuses: at full load B measures that lock as much as the receiver.
 
 Scenarios (for CPUs 0 and 1):
   A       generator + DUT softirq on CPU 0, receiver on CPU 1: xdp-drop, xsk-drop,
           asavie-drop, dpdk-af-xdp, dpdk-af-xdp-nobusy
-  B       generator on CPU 0, threaded NAPI and receiver on CPU 1, full load and PDR:
-          xdp-drop, xsk-drop, xsk-drop-busy-poll, asavie-drop, dpdk-af-xdp, dpdk-af-xdp-nobusy
+  B       generator on CPU 0, threaded NAPI and receiver on CPU 1: xdp-drop, xsk-drop,
+          xsk-drop-busy-poll, asavie-drop, dpdk-af-xdp, dpdk-af-xdp-nobusy
   L       as A, sending back or forwarding: xdp-tx, xsk-l2fwd, dpdk-l2fwd,
           dpdk-l2fwd-nobusy, xsk-fwd
   L-rps   as L, what comes back received on the generator's CPU (RPS on the
@@ -144,10 +141,7 @@ func printBench(w io.Writer, r bench.Result) {
 			continue
 		}
 		extra := ""
-		switch {
-		case sc.PDR:
-			extra = fmt.Sprintf(" %8s", "PDR")
-		case sc.Queues > 1:
+		if sc.Queues > 1 {
 			extra = fmt.Sprintf(" %9s", "per queue")
 		}
 		fmt.Fprintf(w, "  %-18s %8s %8s %8s %7s%s  %s\n", "path", "Mpps", "offered", "ns/pkt", "loss%", extra, "runs (Mpps)")
@@ -155,22 +149,15 @@ func printBench(w io.Writer, r bench.Result) {
 			if p.Scenario != sc.Name {
 				continue
 			}
-			runs := p.Mpps
 			extra := ""
-			switch {
-			case sc.PDR:
-				extra, runs = fmt.Sprintf(" %8.3f", p.PDRMpps), p.PDRRuns
-			case sc.Queues > 1:
+			if sc.Queues > 1 {
 				extra = fmt.Sprintf(" %9.3f", p.PerQueueMpps)
 			}
 			var rs []string
-			for _, m := range runs {
+			for _, m := range p.Mpps {
 				rs = append(rs, fmt.Sprintf("%.2f", m))
 			}
 			fmt.Fprintf(w, "  %-18s %8.3f %8.3f %8.1f %7.2f%s  %s\n", p.Path, p.MedianMpps, p.OfferedMpps, p.NsPerPacket, p.LossPct, extra, strings.Join(rs, " "))
-		}
-		if sc.PDR {
-			fmt.Fprintf(w, "  PDR: the highest rate losing at most %d%% (runs: each run's PDR)\n", bench.PDRLossPct)
 		}
 	}
 	if len(r.Costs) > 0 {

@@ -38,21 +38,10 @@ type Scenario struct {
 	// instead of compare; their rows have delays, not Mpps.
 	Latency bool   `json:"latency,omitempty"`
 	RatePPS uint64 `json:"rate_pps,omitempty"`
-	// PDR scenarios also search each path's highest rate that loses at
-	// most PDRLossPct of the frames (PDRSearch), from three times what it
-	// carried at full load down: layout B, where full load measures the
-	// generator's page pool as much as the path.
-	PDR bool `json:"pdr,omitempty"`
 	// GenRPS makes the bed steer what comes back to the generator ends
 	// to the generator CPUs (compare.Config.GenRPS).
 	GenRPS bool `json:"gen_rps,omitempty"`
 }
-
-// PDRLossPct is the loss a PDR scenario's trials may have.
-const PDRLossPct = 1
-
-// PDRSearch is the search of a PDR scenario.
-var PDRSearch = compare.NDRConfig{Trial: time.Second, Resolution: 0.01, LossPct: PDRLossPct, PDROnly: true, Above: 3}
 
 // Scenarios are the layouts of the project's performance targets, for a
 // machine with CPUs 0 and 1. The dpdk-* paths run where dpdk-testpmd is
@@ -64,10 +53,10 @@ func Scenarios() []Scenario {
 		{Name: "A", Layout: compare.LayoutA, Queues: 1, Size: 64, Paths: drop,
 			GenCPUs: []int{0}, DUTCPUs: []int{1},
 			Describe: "generator and the DUT's softirq (XDP, AF_XDP copy) on CPU 0, receiver on CPU 1"},
-		{Name: "B", Layout: compare.LayoutB, Queues: 1, Size: 64, PDR: true,
+		{Name: "B", Layout: compare.LayoutB, Queues: 1, Size: 64,
 			Paths:   []string{"xdp-drop", "xsk-drop", "xsk-drop-busy-poll", "asavie-drop", "dpdk-af-xdp", "dpdk-af-xdp-nobusy"},
 			GenCPUs: []int{0}, DUTCPUs: []int{1},
-			Describe: "generator on CPU 0; the DUT's threaded NAPI and the receiver both on CPU 1; full load, then each path's highest rate losing at most 1%"},
+			Describe: "generator on CPU 0; the DUT's threaded NAPI and the receiver both on CPU 1"},
 		{Name: "L", Layout: compare.LayoutA, Queues: 1, Size: 64, Paths: fwd,
 			GenCPUs: []int{0}, DUTCPUs: []int{1},
 			Describe: "as A, frames sent back (l2fwd) or forwarded (fwd); the generator side receives them on the CPU that sent them, the DUT's"},
@@ -93,8 +82,8 @@ func Scenarios() []Scenario {
 		case sc.Latency:
 			sc.Command = fmt.Sprintf("xdpeng latency --layout %s --bed-queues %d --size %d --gen-cpus %s --dut-cpus %s --paths %s --waits adaptive --rate %d",
 				sc.Layout, sc.Queues, sc.Size, ints(sc.GenCPUs), ints(sc.DUTCPUs), strings.Join(sc.Paths, ","), sc.RatePPS)
-		case sc.PDR || sc.GenRPS:
-			// compare has no flags for these: bench is the command.
+		case sc.GenRPS:
+			// compare has no flag for it: bench is the command.
 			sc.Command = "xdpeng bench --scenarios " + sc.Name
 		default:
 			sc.Command = fmt.Sprintf("xdpeng compare --testbed --layout %s --bed-queues %d --size %d --gen-cpus %s --dut-cpus %s --paths %s",
@@ -129,11 +118,6 @@ type PathResult struct {
 	P99Ns   uint64   `json:"p99_ns,omitempty"`
 	P50Runs []uint64 `json:"p50_ns_runs,omitempty"`
 	Lost    uint64   `json:"lost,omitempty"`
-	// PDRMpps is, in a PDR scenario, the median over the runs of the
-	// highest rate that lost at most PDRLossPct (0 where no rate passed);
-	// PDRRuns each run's.
-	PDRMpps float64   `json:"pdr_mpps,omitempty"`
-	PDRRuns []float64 `json:"pdr_mpps_runs,omitempty"`
 	// PerQueueMpps is MedianMpps over the scenario's queues.
 	PerQueueMpps float64 `json:"per_queue_mpps"`
 	// Env is the environment of the scenario's first run of the path
@@ -276,10 +260,6 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				Paths: sc.Paths, Duration: cfg.Duration, FrameSize: sc.Size, Testbed: true,
 				Layout: sc.Layout, Queues: sc.Queues, GenCPUs: sc.GenCPUs, DUTCPUs: sc.DUTCPUs, GenRPS: sc.GenRPS,
 			}
-			if sc.PDR {
-				search := PDRSearch
-				cc.NDR = &search
-			}
 			r, err := compare.Run(ctx, cc)
 			if err != nil {
 				return res, fmt.Errorf("scenario %s: %w", sc.Name, err)
@@ -375,16 +355,6 @@ func summarize(scenario, path string, rows []compare.Row) PathResult {
 		}
 	}
 	p.MedianMpps, p.NsPerPacket, p.OfferedMpps, p.LossPct = progbench.Median(p.Mpps), progbench.Median(ns), progbench.Median(off), progbench.Median(loss)
-	for _, r := range rows {
-		if r.PDR != nil {
-			v := 0.0
-			if r.PDRMpps != nil {
-				v = *r.PDRMpps
-			}
-			p.PDRRuns = append(p.PDRRuns, v)
-		}
-	}
-	p.PDRMpps = progbench.Median(p.PDRRuns)
 	return p
 }
 
@@ -393,10 +363,6 @@ func targets(r *Result) []Target {
 	mpps := func(sc, path string) (float64, bool) {
 		p, ok := r.Path(sc, path)
 		return p.MedianMpps, ok && p.MedianMpps > 0
-	}
-	pdr := func(sc, path string) (float64, bool) {
-		p, ok := r.Path(sc, path)
-		return p.PDRMpps, ok && p.PDRMpps > 0
 	}
 	ratio := func(name, sc, a, b string, goal float64, ref string) {
 		x, ok1 := mpps(sc, a)
@@ -408,39 +374,27 @@ func targets(r *Result) []Target {
 		ts = append(ts, Target{Name: name, Value: v, Goal: goal, Unit: "ratio", Met: v >= goal,
 			Measured: fmt.Sprintf("median Mpps %s / %s in scenario %s: %.3f / %.3f%s", a, b, sc, x, y, perRun(r, sc, a, b)), Reference: ref})
 	}
-	// best is the higher PDR of paths, and which it was.
-	best := func(sc string, paths ...string) (float64, string) {
-		var v float64
-		var which string
-		for _, p := range paths {
-			if x, ok := pdr(sc, p); ok && x > v {
-				v, which = x, p
+	// bestRatio is a over the fastest of peers in scenario sc.
+	bestRatio := func(name, sc, a string, peers []string, goal float64, ref string) {
+		var y float64
+		var peer string
+		for _, p := range peers {
+			if v, ok := mpps(sc, p); ok && v > y {
+				y, peer = v, p
 			}
 		}
-		return v, which
-	}
-	pdrRatio := func(name string, a string, peers []string, goal float64, ref string) {
-		x, ok := pdr("B", a)
-		y, peer := best("B", peers...)
-		if !ok || y == 0 {
-			return
+		if peer != "" {
+			ratio(name, sc, a, peer, goal, ref)
 		}
-		ts = append(ts, Target{Name: name, Value: x / y, Goal: goal, Unit: "ratio", Met: x/y >= goal,
-			Measured: fmt.Sprintf("median PDR (loss <= %d%%) %s / %s in scenario B: %.3f / %.3f Mpps", PDRLossPct, a, peer, x, y), Reference: ref})
 	}
 	ratio("xsk-drop / asavie-drop (A)", "A", "xsk-drop", "asavie-drop", 1.3, "xdpsock/asavie 1.23")
 	ratio("xsk-drop / DPDK AF_XDP, busy_budget=0 (A)", "A", "xsk-drop", "dpdk-af-xdp-nobusy", 1.0, "the issue's: level with the best userspace peer")
-	pdrRatio("xsk-drop / the best peer's poll mode (B, PDR)", "xsk-drop", []string{"asavie-drop", "dpdk-af-xdp-nobusy"}, 1.2,
-		"issue 15: >= 1.2x xdpsock -p (xdpsock not installed here: asavie/xdp's poll() loop and DPDK's AF_XDP driver without busy polling)")
-	pdrRatio("xsk-drop / DPDK AF_XDP, preferred busy polling (B, PDR)", "xsk-drop", []string{"dpdk-af-xdp"}, 1.0,
+	bestRatio("xsk-drop / the best peer's poll mode (B)", "B", "xsk-drop", []string{"asavie-drop", "dpdk-af-xdp-nobusy"}, 1.2,
+		"issue 15: >= 1.2x xdpsock -p (xdpsock is not installed here: asavie/xdp's poll() loop and DPDK's AF_XDP driver without busy polling stand in)")
+	ratio("xsk-drop / DPDK AF_XDP, preferred busy polling (B)", "B", "xsk-drop", "dpdk-af-xdp", 1.0,
 		"issue 15: >= 1.0x xdpsock -B -p (DPDK's default busy_budget stands in)")
-	if x, ok := pdr("B", "xsk-drop-busy-poll"); ok {
-		if y, ok := pdr("B", "xsk-drop"); ok {
-			ts = append(ts, Target{Name: "--busy-poll / the default wait (B, PDR)", Value: x / y, Goal: 1, Unit: "ratio", Met: x/y >= 1,
-				Measured: fmt.Sprintf("median PDR xsk-drop-busy-poll / xsk-drop in scenario B: %.3f / %.3f Mpps", x, y),
-				Reference: "issue 15: busy polling never worse than the default wait (it was 0.35 against 2.2 Mpps)"})
-		}
-	}
+	ratio("--busy-poll / the default wait (B)", "B", "xsk-drop-busy-poll", "xsk-drop", 1.0,
+		"issue 15: busy polling never worse than the default wait (it was 0.35 against 2.2 Mpps)")
 	ratio("xsk-l2fwd / DPDK macswap, busy_budget=0 (L-rps)", "L-rps", "xsk-l2fwd", "dpdk-l2fwd-nobusy", 1.3,
 		"issue 15: l2fwd >= 1.3x xdpsock at full load (testpmd macswap stands in)")
 	after := func(name, path string, goal float64, ref string) {

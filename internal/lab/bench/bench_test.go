@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 
@@ -20,11 +19,11 @@ func TestTargets(t *testing.T) {
 			{Scenario: "A", Path: "asavie-drop", MedianMpps: 4, Mpps: []float64{4, 3}},
 			{Scenario: "A", Path: "xdp-drop", MedianMpps: 7.5},
 			{Scenario: "A", Path: "dpdk-af-xdp-nobusy", MedianMpps: 4.5},
-			{Scenario: "B", Path: "xsk-drop", MedianMpps: 3, PDRMpps: 4.8},
-			{Scenario: "B", Path: "xsk-drop-busy-poll", MedianMpps: 3, PDRMpps: 4.7},
-			{Scenario: "B", Path: "asavie-drop", MedianMpps: 2, PDRMpps: 3},
-			{Scenario: "B", Path: "dpdk-af-xdp-nobusy", MedianMpps: 2, PDRMpps: 4},
-			{Scenario: "B", Path: "dpdk-af-xdp", MedianMpps: 1, PDRMpps: 1.2},
+			{Scenario: "B", Path: "xsk-drop", MedianMpps: 4.8},
+			{Scenario: "B", Path: "xsk-drop-busy-poll", MedianMpps: 4.7},
+			{Scenario: "B", Path: "asavie-drop", MedianMpps: 3},
+			{Scenario: "B", Path: "dpdk-af-xdp-nobusy", MedianMpps: 4},
+			{Scenario: "B", Path: "dpdk-af-xdp", MedianMpps: 1.2},
 			{Scenario: "B", Path: "xdp-drop", MedianMpps: 6, OfferedMpps: 10},
 			{Scenario: "L", Path: "xsk-l2fwd", MedianMpps: 1},
 			{Scenario: "L-rps", Path: "xsk-l2fwd", MedianMpps: 1.1},
@@ -60,9 +59,9 @@ func TestTargets(t *testing.T) {
 	}
 	check("xsk-drop / DPDK AF_XDP, busy_budget=0 (A)", 5/4.5, true)
 	// The best peer in poll mode is DPDK's at 4 Mpps, not asavie/xdp's 3.
-	check("xsk-drop / the best peer's poll mode (B, PDR)", 1.2, true)
-	check("xsk-drop / DPDK AF_XDP, preferred busy polling (B, PDR)", 4, true)
-	check("--busy-poll / the default wait (B, PDR)", 4.7/4.8, false)
+	check("xsk-drop / the best peer's poll mode (B)", 1.2, true)
+	check("xsk-drop / DPDK AF_XDP, preferred busy polling (B)", 4, true)
+	check("--busy-poll / the default wait (B)", 4.7/4.8, false)
 	check("xsk-l2fwd / DPDK macswap, busy_budget=0 (L-rps)", 1.1, false)
 	check("xsk-l2fwd, after / before (L-rps / L)", 1.1, true)
 	check("xsk-fwd, after / before (L-rps / L)", 1.1, false)
@@ -80,7 +79,7 @@ func TestScenarioCommands(t *testing.T) {
 	}
 	// Scenarios that compare's flags cannot express name bench itself.
 	for _, s := range Scenarios() {
-		if (s.PDR || s.GenRPS) && s.Command != "xdpeng bench --scenarios "+s.Name {
+		if s.GenRPS && s.Command != "xdpeng bench --scenarios "+s.Name {
 			t.Errorf("scenario %s: command %q, want bench's", s.Name, s.Command)
 		}
 		for _, p := range s.Paths {
@@ -237,23 +236,5 @@ func TestLatencyTarget(t *testing.T) {
 	}
 	if sc := Scenarios()[len(Scenarios())-1]; !sc.Latency || !strings.HasPrefix(sc.Command, "xdpeng latency ") {
 		t.Errorf("the last scenario %+v is not the latency one", sc)
-	}
-}
-
-// TestSummarizePDR: a PDR scenario's row keeps each run's PDR (0 for a run
-// whose search found no rate) and their median.
-func TestSummarizePDR(t *testing.T) {
-	v1, v2 := 4.2, 3.9
-	rows := []compare.Row{
-		{Path: "xsk-drop", Mpps: 2, PDR: &compare.Search{}, PDRMpps: &v1},
-		{Path: "xsk-drop", Mpps: 2.2, PDR: &compare.Search{}, PDRMpps: &v2},
-		{Path: "xsk-drop", Mpps: 2.1, PDR: &compare.Search{Error: "lost at the lower bound"}},
-	}
-	p := summarize("B", "xsk-drop", rows)
-	if !slices.Equal(p.PDRRuns, []float64{4.2, 3.9, 0}) || p.PDRMpps != 3.9 {
-		t.Errorf("PDR runs %v, median %v; want [4.2 3.9 0], 3.9", p.PDRRuns, p.PDRMpps)
-	}
-	if q := summarize("A", "xsk-drop", rows[:1:1]); q.PDRMpps != 4.2 {
-		t.Errorf("one run: PDR %v", q.PDRMpps)
 	}
 }

@@ -199,17 +199,17 @@ func (e *env) genConfig(f Family, cfg *Config) gen.Config {
 		dstMAC, dstIP = e.bed.Links[1].GenMAC, e.bed.Links[1].GenIP
 	}
 	// In layout B the DUT's CPU frees the generator's frames, into the
-	// ring of the generator's page pool, which holds a batch: the largest
-	// batch keeps that ring from spilling pages to the page allocator,
-	// whose lock both CPUs would then take (xdp-drop in B: 15.6 -> 29.6
-	// Mpps).
-	limit := 0
+	// ring of the generator's page pool, which holds a batch: at full
+	// speed the largest batch keeps that ring from spilling pages to the
+	// page allocator, whose lock both CPUs would then take (xdp-drop in
+	// B: 15.6 -> 29.6 Mpps).
+	full := 0
 	if cfg.Layout == LayoutB {
-		limit = gen.MaxBatch
+		full = gen.MaxBatch
 	}
 	return gen.Config{
-		BatchLimit: limit,
-		Ifindex:    l.GenIndex,
+		FullSpeedBatch: full,
+		Ifindex:        l.GenIndex,
 		Frame: packet.UDPConfig{
 			SrcMAC: l.GenMAC, DstMAC: dstMAC,
 			SrcIP:   netip.MustParseAddr(l.GenIP.String()),

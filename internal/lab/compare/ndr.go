@@ -34,17 +34,6 @@ type NDRConfig struct {
 	// LossPct, if above 0, adds a PDR search that lets a trial lose this
 	// percentage of its frames, below 100.
 	LossPct float64
-	// PDROnly runs the PDR search alone, without the NDR search and its
-	// checks; it needs a LossPct.
-	PDROnly bool
-	// Above, if above 1, bounds the searches by that multiple of the rate
-	// the path carried at full load (at most the rate the generator
-	// offered) rather than by that rate itself: for a bed where full load
-	// costs the path more than a rate it can take does (layout B, where
-	// the frames the DUT's veth refuses are freed on the generator's CPU
-	// into the page pool the DUT's CPU frees into too, and the two take
-	// its lock in turn).
-	Above float64
 }
 
 // DefaultNDR is the search compare --ndr runs by default.
@@ -66,10 +55,6 @@ func (c *NDRConfig) check() error {
 		return fmt.Errorf("resolution %v%% of the upper bound: use more than 0 and at most 50", c.Resolution*100)
 	case !(c.LossPct >= 0 && c.LossPct < 100):
 		return fmt.Errorf("loss limit %v%%: use at least 0 and less than 100", c.LossPct)
-	case c.PDROnly && c.LossPct == 0:
-		return errors.New("a PDR search alone needs a loss limit above 0")
-	case c.Above < 0:
-		return fmt.Errorf("upper bound %v times the full-load rate: use 0 or 1 for the full-load rate, or more", c.Above)
 	}
 	return nil
 }
@@ -79,8 +64,7 @@ type Search struct {
 	// LossPct is the loss a trial may have and pass: 0 for NDR.
 	LossPct float64 `json:"loss_pct"`
 	// LowerPPS and UpperPPS bound the rates tried; UpperPPS is the rate
-	// the path carried at full load (its Mpps, per copy), or with
-	// NDRConfig.Above a multiple of it.
+	// the path carried at full load (its Mpps, per copy).
 	LowerPPS      uint64  `json:"lower_pps"`
 	UpperPPS      uint64  `json:"upper_pps"`
 	ResolutionPPS uint64  `json:"resolution_pps"`
@@ -141,9 +125,6 @@ func (s *session) searchRates(ctx context.Context, cfg *Config, row *Row) error 
 	nc := cfg.NDR
 	copies := uint64(max(row.Copies, 1))
 	upper := uint64(row.Mpps * 1e6 / float64(copies))
-	if nc.Above > 1 {
-		upper = min(uint64(float64(upper)*nc.Above), uint64(row.OfferedMpps*1e6))
-	}
 	res := max(1, uint64(float64(upper)*nc.Resolution))
 	lower := max(res, uint64(len(s.e.genCPUs)))
 	if upper < lower {
@@ -184,15 +165,11 @@ func (s *session) searchRates(ctx context.Context, cfg *Config, row *Row) error 
 		return sr, err
 	}
 
-	nd := &Search{}
-	if !nc.PDROnly {
-		var err error
-		nd, err = run("NDR", 0, lower)
-		row.NDR = nd
-		row.Trials += len(nd.Steps)
-		if err != nil {
-			return err
-		}
+	nd, err := run("NDR", 0, lower)
+	row.NDR = nd
+	row.Trials += len(nd.Steps)
+	if err != nil {
+		return err
 	}
 	if nd.RatePPS > 0 {
 		v := round3(float64(nd.RatePPS) / 1e6)

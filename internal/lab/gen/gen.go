@@ -147,13 +147,13 @@ type Config struct {
 	// Interval is how often progress is called; 0 means DefaultInterval.
 	Interval time.Duration
 	// Batch is how many frames the kernel runs before it flushes them to
-	// the device, 1..MaxBatch. 0 chooses: BatchLimit at full speed; with a
-	// Rate, one flush about every 100 us, at most BatchLimit, or every
-	// frame with Stamp.
+	// the device, 1..MaxBatch. 0 chooses: FullSpeedBatch at full speed;
+	// with a Rate, one flush about every 100 us, at most BatchSize, or
+	// every frame with Stamp.
 	Batch int
-	// BatchLimit is the largest batch chosen when Batch is 0, up to
-	// MaxBatch; 0 means BatchSize.
-	BatchLimit int
+	// FullSpeedBatch is the batch a run without a Rate chooses when Batch
+	// is 0, up to MaxBatch; 0 means BatchSize.
+	FullSpeedBatch int
 	// Stamp writes a stamp (packet.Stamp) into each frame: RunID, a sequence
 	// number and the send time (see the package documentation). It needs
 	// a Count of at most MaxStampCount, a non-zero RunID and a Frame.Size
@@ -263,8 +263,8 @@ func (c *Config) Validate() error {
 	if c.Batch < 0 || c.Batch > MaxBatch {
 		return &FieldError{"Batch", fmt.Sprintf("%d frames per flush: use 1..%d, or 0 to choose by rate", c.Batch, MaxBatch)}
 	}
-	if c.BatchLimit < 0 || c.BatchLimit > MaxBatch {
-		return &FieldError{"BatchLimit", fmt.Sprintf("%d frames per flush: use 1..%d, or 0 for %d", c.BatchLimit, MaxBatch, BatchSize)}
+	if c.FullSpeedBatch < 0 || c.FullSpeedBatch > MaxBatch {
+		return &FieldError{"FullSpeedBatch", fmt.Sprintf("%d frames per flush: use 1..%d, or 0 for %d", c.FullSpeedBatch, MaxBatch, BatchSize)}
 	}
 	if c.Stamp {
 		if c.Count == 0 || c.Count > MaxStampCount {
@@ -557,21 +557,19 @@ func (p *program) state() (sent, skipped []uint64, err error) {
 // batchSize is the frames per flush of a thread sending at rate (0:
 // unlimited).
 func batchSize(cfg Config, rate uint64) uint32 {
-	limit := uint64(BatchSize)
-	if cfg.BatchLimit > 0 {
-		limit = uint64(cfg.BatchLimit)
-	}
 	switch {
 	case cfg.Batch > 0:
 		return uint32(cfg.Batch)
+	case rate == 0 && cfg.FullSpeedBatch > 0:
+		return uint32(cfg.FullSpeedBatch)
 	case rate == 0:
-		return uint32(limit)
+		return BatchSize
 	case cfg.Stamp:
 		return 1 // each frame leaves right after its stamp
 	}
 	// About one flush every 100 us, so that paced frames reach the device
 	// soon after they are due.
-	return uint32(min(limit, max(1, rate/10000)))
+	return uint32(min(BatchSize, max(1, rate/10000)))
 }
 
 // nsPerFrame is the gap between frames on each CPU that keeps the total at

@@ -220,13 +220,17 @@ func TestRunDeliversExactCount(t *testing.T) {
 }
 
 // TestRunLargestBatch sends in the largest batches the kernel takes, at
-// full speed and paced: every frame is accounted for, as with the default.
+// full speed and in batches of any size paced: every frame is accounted
+// for, as with the default.
 func TestRunLargestBatch(t *testing.T) {
 	p := newVethPair(t, 1)
 	p.attachDUT(t, 1) // XDP_DROP
 	for _, rate := range []uint64{0, 1_000_000} {
 		cfg := p.config(300_001)
-		cfg.BatchLimit, cfg.Rate = MaxBatch, rate
+		cfg.FullSpeedBatch, cfg.Rate = MaxBatch, rate
+		if rate > 0 {
+			cfg.Batch = MaxBatch
+		}
 		s := p.run(t, context.Background(), cfg)
 		if s.Sent != 300_001 || !s.DeviceCounters || s.Xmit+s.Errors != s.Sent || s.Unaccounted() != 0 {
 			t.Errorf("rate %d: sent %d, xmit %d + errors %d, unaccounted %d; want 300001 all accounted for",

@@ -62,21 +62,21 @@ func TestBatchSize(t *testing.T) {
 		{8, 0, true, 200_000, 8},
 		{8, 0, false, 0, 8},
 		{0, MaxBatch, false, 0, MaxBatch},
-		{0, MaxBatch, false, 2_000_000, 200},
-		{0, MaxBatch, false, 10_000_000, MaxBatch},
+		{0, MaxBatch, false, 2_000_000, BatchSize}, // paced: bursts no larger than the default's
+		{0, MaxBatch, true, 0, MaxBatch},
 		{8, MaxBatch, false, 0, 8},
 	} {
-		if got := batchSize(Config{Batch: tc.batch, BatchLimit: tc.limit, Stamp: tc.stamp}, tc.rate); got != tc.want {
-			t.Errorf("batchSize(Batch %d, BatchLimit %d, Stamp %v, rate %d) = %d, want %d", tc.batch, tc.limit, tc.stamp, tc.rate, got, tc.want)
+		if got := batchSize(Config{Batch: tc.batch, FullSpeedBatch: tc.limit, Stamp: tc.stamp}, tc.rate); got != tc.want {
+			t.Errorf("batchSize(Batch %d, FullSpeedBatch %d, Stamp %v, rate %d) = %d, want %d", tc.batch, tc.limit, tc.stamp, tc.rate, got, tc.want)
 		}
 	}
-	for _, field := range []string{"Batch", "BatchLimit"} {
+	for _, field := range []string{"Batch", "FullSpeedBatch"} {
 		for _, b := range []int{-1, MaxBatch + 1} {
 			c := validConfig()
 			if field == "Batch" {
 				c.Batch = b
 			} else {
-				c.BatchLimit = b
+				c.FullSpeedBatch = b
 			}
 			var fe *FieldError
 			if err := c.Validate(); !errors.As(err, &fe) || fe.Field != field {
@@ -85,8 +85,8 @@ func TestBatchSize(t *testing.T) {
 		}
 	}
 	c := validConfig()
-	c.Batch, c.BatchLimit = MaxBatch, MaxBatch
+	c.Batch, c.FullSpeedBatch = MaxBatch, MaxBatch
 	if err := c.Validate(); err != nil {
-		t.Errorf("Batch and BatchLimit %d refused: %v", MaxBatch, err)
+		t.Errorf("Batch and FullSpeedBatch %d refused: %v", MaxBatch, err)
 	}
 }
