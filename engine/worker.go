@@ -840,10 +840,13 @@ const (
 	// which a span counts as shared, and shareSpans how many such spans in
 	// a row make the CPU shared. A thread that wants the CPU all the time (a
 	// NAPI thread, a generator) makes it half or more in every span (layout
-	// B); a kernel thread's burst of a few milliseconds (kdamond, a
-	// kworker), one or two spans at most.
+	// B). Another thread's burst of some milliseconds (kdamond, a kworker,
+	// a VM's agent: 6.4 ms at once seen here) fills two spans, and any
+	// ordinary wait in the third made three: a second of naps, about
+	// 3,000 of them, for a worker that had its CPU to itself (layout A,
+	// l2fwd at 91 kpps). Six spans, 30 ms, outlast such bursts.
 	shareWait  = 0.10
-	shareSpans = 3
+	shareSpans = 6
 )
 
 // check reports whether the CPU is shared at now, reading the thread's run
