@@ -63,13 +63,17 @@ type Batch struct {
 	n        int
 	addrs    []uint64 // descriptor address of each frame's first segment
 	lens     []uint32 // length of each frame's first segment
-	verdicts []Verdict
-	ports    []Port
-	umem     *xsk.Umem
-	// sent is set when a frame of the batch got Transmit or Forward, and
-	// forwarded when one got Forward: a batch without either is dropped
-	// whole, one without forwarded needs no look at the ports.
-	sent, forwarded bool
+	// dests says where each frame goes, verdict and port in one:
+	// destDrop, destTransmit, or destForward+p for Forward to port p.
+	dests []dest
+	umem  *xsk.Umem
+	mem      []byte // umem's memory, for Frame
+	// back is set when a frame of the batch was to go back out of its
+	// queue (Transmit, or Forward to PortIn), and forwarded when one got
+	// Forward: a batch with neither is dropped whole, one without
+	// forwarded needs no look at the ports, one without back no loop for
+	// its queue's own tx ring.
+	back, forwarded bool
 
 	// With multi-buffer, frame i's further segments are
 	// segAddrs[segStart[i]:segStart[i+1]] (and segLens); nil without.
@@ -85,9 +89,9 @@ func newBatch(queue, size int, umem *xsk.Umem, multiBuffer bool, maxSegs int) Ba
 		Queue:    queue,
 		addrs:    make([]uint64, size),
 		lens:     make([]uint32, size),
-		verdicts: make([]Verdict, size),
-		ports:    make([]Port, size),
+		dests:    make([]dest, size),
 		umem:     umem,
+		mem:      umem.Mem(),
 	}
 	if multiBuffer {
 		b.segStart = make([]uint32, size+1)
@@ -102,7 +106,10 @@ func (b *Batch) Len() int { return b.n }
 
 // Frame returns frame i's bytes (its first segment, with multi-buffer), in
 // place in the UMEM: writes change what is transmitted or forwarded.
-func (b *Batch) Frame(i int) []byte { return b.umem.Frame(b.addrs[i], b.lens[i]) }
+func (b *Batch) Frame(i int) []byte {
+	a, l := xsk.DataAddr(b.addrs[i]), uint64(b.lens[i])
+	return b.mem[a : a+l : a+l]
+}
 
 // Segments is the number of segments frame i arrived in: 1, unless
 // Config.MultiBuffer is set and the frame is longer than a UMEM frame holds.
@@ -208,29 +215,63 @@ func (b *Batch) SetLen(i, n int) bool {
 	return true
 }
 
+// dest is a frame's verdict and port in one, so that a verdict is one
+// store and the loops that carry verdicts out read one array.
+type dest uint16
+
+const (
+	destDrop dest = iota
+	destTransmit
+	destForward // destForward+p: Forward to port p
+)
+
 // Drop gives frame i back to the kernel for reuse.
-func (b *Batch) Drop(i int) { b.verdicts[i] = Drop }
+func (b *Batch) Drop(i int) { b.dests[i] = destDrop }
 
 // Transmit sends frame i back out of the queue it arrived on.
 func (b *Batch) Transmit(i int) {
-	b.verdicts[i] = Transmit
-	b.sent = true
+	b.dests[i] = destTransmit
+	b.back = true
 }
 
 // Forward sends frame i out of port p: PortIn is the queue it arrived on,
 // OutputPort(k) the same queue of Config.Outputs[k]. A port the engine does
 // not have drops the frame (counted in QueueStats.Dropped).
 func (b *Batch) Forward(i int, p Port) {
-	b.verdicts[i] = Forward
-	b.ports[i] = p
-	b.sent, b.forwarded = true, true
+	b.dests[i] = destForward + dest(p)
+	b.forwarded = true
+	if p == PortIn {
+		b.back = true
+	}
 }
 
 // Verdict returns frame i's verdict so far.
-func (b *Batch) Verdict(i int) Verdict { return b.verdicts[i] }
+func (b *Batch) Verdict(i int) Verdict { return b.dests[i].verdict() }
 
 // Port returns the port Forward gave frame i.
-func (b *Batch) Port(i int) Port { return b.ports[i] }
+func (b *Batch) Port(i int) Port { return b.dests[i].port() }
+
+func (d dest) verdict() Verdict {
+	switch d {
+	case destDrop:
+		return Drop
+	case destTransmit:
+		return Transmit
+	}
+	return Forward
+}
+
+// port is the port of a Forward, PortIn for the other verdicts.
+func (d dest) port() Port {
+	if d < destForward {
+		return PortIn
+	}
+	return Port(d - destForward)
+}
+
+// back reports whether the frame goes back out of its queue: Transmit, or
+// Forward to PortIn.
+func (d dest) back() bool { return d-destTransmit <= destForward-destTransmit }
 
 // Handler is a worker's per-batch logic. Each worker has its own handler, so
 // a handler needs no locking for its own state. A handler may also be an

@@ -84,7 +84,7 @@ func (w *worker) rxHandleMB() uint32 {
 	for i := uint32(0); i < n; {
 		d := s.Rx.Desc(idx + i)
 		i++
-		b.addrs[frames], b.lens[frames], b.verdicts[frames] = d.Addr, d.Len, Drop
+		b.addrs[frames], b.lens[frames], b.dests[frames] = d.Addr, d.Len, destDrop
 		b.segStart[frames] = segs
 		bytes += uint64(d.Len)
 		for d.Options&xsk.PacketContinues != 0 {
@@ -116,8 +116,8 @@ func (w *worker) rxHandleMB() uint32 {
 	left := n // descriptors of this frame and the ones after it
 	for i := 0; i < frames; i++ {
 		k := uint32(b.Segments(i))
-		v := b.verdicts[i]
-		if v == Forward && b.ports[i] == PortIn {
+		v := b.dests[i].verdict()
+		if b.dests[i].back() {
 			v = Transmit
 		}
 		switch v {
@@ -130,7 +130,7 @@ func (w *worker) rxHandleMB() uint32 {
 			}
 			w.c.txRingFull++
 		case Forward:
-			if w.forwardMB(b.ports[i], b, i, left) {
+			if w.forwardMB(b.dests[i].port(), b, i, left) {
 				left -= k
 				continue
 			}

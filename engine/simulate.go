@@ -192,9 +192,9 @@ func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 			b := &w.batch
 			for i := 0; i < b.n; i++ {
 				r := &res.Frames[next+i]
-				r.Verdict = b.verdicts[i]
+				r.Verdict = b.Verdict(i)
 				if r.Verdict == Forward {
-					r.Port = b.ports[i]
+					r.Port = b.Port(i)
 				}
 				r.Data = b.AppendPacket(nil, i)
 			}

@@ -274,10 +274,10 @@ func (w *worker) rxHandle() uint32 {
 		addrs[i], lens[i] = d.Addr, d.Len
 		bytes += uint64(d.Len)
 	}
-	clear(b.verdicts[:n])
+	clear(b.dests[:n])
 	s.Rx.Release(n)
 	w.fillGap += n
-	b.n, b.sent, b.forwarded = int(n), false, false
+	b.n, b.back, b.forwarded = int(n), false, false
 	w.c.rxPackets += uint64(n)
 	w.c.rxBytes += bytes
 	w.c.batches++
@@ -285,12 +285,12 @@ func (w *worker) rxHandle() uint32 {
 	w.handler.Handle(b)
 
 	switch {
-	case !b.sent:
-		w.dropBatch(addrs)
-	case !b.forwarded:
+	case b.forwarded:
+		w.sendBatch(n)
+	case b.back:
 		w.transmitBatch(n)
 	default:
-		w.sendBatch(n)
+		w.dropBatch(addrs)
 	}
 	return n
 }
@@ -321,8 +321,8 @@ func (w *worker) dropBatch(addrs []uint64) {
 // queue's own tx ring, the others back to the fill ring.
 func (w *worker) transmitBatch(n uint32) {
 	s, b := w.sock, &w.batch
-	addrs, lens, verdicts := b.addrs[:n], b.lens[:n], b.verdicts[:n]
-	lens, verdicts = lens[:len(addrs)], verdicts[:len(addrs)]
+	addrs, lens, dests := b.addrs[:n], b.lens[:n], b.dests[:n]
+	lens, dests = lens[:len(addrs)], dests[:len(addrs)]
 	var tidx, troom uint32
 	if s.Tx.Size() > 0 { // a receive-only socket has no tx ring
 		tidx, troom = s.Tx.Reserve(n)
@@ -330,22 +330,13 @@ func (w *worker) transmitBatch(n uint32) {
 	// The frames that go out first, in a loop that does nothing else;
 	// the rest (dropped, or no room) go back in a second, when there are
 	// any.
-	var ntx uint32
-	var txBytes uint64
 	tx, tmask := s.Tx.Slots()
-	for i, v := range verdicts {
-		if v == Transmit && ntx < troom {
-			d := &tx[(tidx+ntx)&tmask]
-			d.Addr, d.Len, d.Options = addrs[i], lens[i], 0
-			ntx++
-			txBytes += uint64(lens[i])
-		}
-	}
+	ntx, txBytes := queueDest(tx, tmask, tidx, troom, addrs, lens, dests, destTransmit)
 	w.c.txBytes += txBytes
 	if ntx < n {
 		var seen uint32 // transmitted frames so far, of which troom went out
 		w.recycle(func(i int) bool {
-			if verdicts[i] != Transmit {
+			if dests[i] != destTransmit {
 				w.c.dropped++
 				return false
 			}
@@ -405,25 +396,22 @@ func (w *worker) recycle(sent func(i int) bool) {
 // loops of their own; the rest frame by frame.
 func (w *worker) sendBatch(n uint32) {
 	s, b := w.sock, &w.batch
-	addrs, lens, verdicts, ports := b.addrs[:n], b.lens[:n], b.verdicts[:n], b.ports[:n]
-	lens, verdicts, ports = lens[:len(addrs)], verdicts[:len(addrs)], ports[:len(addrs)]
+	addrs, lens, dests := b.addrs[:n], b.lens[:n], b.dests[:n]
+	lens, dests = lens[:len(addrs)], dests[:len(addrs)]
 	var tidx, troom, ntx uint32
 	if s.Tx.Size() > 0 {
 		tidx, troom = s.Tx.Reserve(n)
 	}
 	var txBytes uint64
-	tx, tmask := s.Tx.Slots()
+	if b.back {
+		tx, tmask := s.Tx.Slots()
+		ntx, txBytes = queueBack(tx, tmask, tidx, troom, addrs, lens, dests)
+	}
 	main := PortIn
-	for i, v := range verdicts {
-		if v == Transmit || v == Forward && ports[i] == PortIn {
-			if ntx < troom {
-				d := &tx[(tidx+ntx)&tmask]
-				d.Addr, d.Len, d.Options = addrs[i], lens[i], 0
-				ntx++
-				txBytes += uint64(lens[i])
-			}
-		} else if v == Forward && main == PortIn {
-			main = ports[i]
+	for _, d := range dests {
+		if d > destForward {
+			main = d.port()
+			break
 		}
 	}
 	var mo *outPort
@@ -432,37 +420,30 @@ func (w *worker) sendBatch(n uint32) {
 		mo.idx, mo.room = mo.s.Tx.Reserve(n)
 		mo.reserved = true
 		ptx, pmask := mo.s.Tx.Slots()
-		idx, room, used := mo.idx, mo.room, uint32(0)
-		for i, v := range verdicts {
-			if v == Forward && ports[i] == main && used < room {
-				d := &ptx[(idx+used)&pmask]
-				d.Addr, d.Len, d.Options = addrs[i], lens[i], 0
-				used++
-				txBytes += uint64(lens[i])
-			}
-		}
+		used, bytes := queueDest(ptx, pmask, mo.idx, mo.room, addrs, lens, dests, destForward+dest(main))
 		mo.used = used
+		txBytes += bytes
 	}
 	w.c.txBytes += txBytes
 	if sent := ntx + mainUsed(mo); sent < n {
 		var seenTx, seenMain uint32
 		w.recycle(func(i int) bool {
-			v := verdicts[i]
+			d := dests[i]
 			switch {
-			case v == Transmit || v == Forward && ports[i] == PortIn:
+			case d.back():
 				if seenTx++; seenTx <= troom {
 					return true
 				}
 				w.c.txRingFull++
 				return false
-			case v == Forward && mo != nil && ports[i] == main:
+			case mo != nil && d == destForward+dest(main):
 				if seenMain++; seenMain <= mo.room {
 					return true
 				}
 				w.c.txRingFull++
 				return false
-			case v == Forward:
-				return w.forward(ports[i], addrs[i], lens[i], n-uint32(i))
+			case d > destForward:
+				return w.forward(d.port(), addrs[i], lens[i], n-uint32(i))
 			}
 			w.c.dropped++
 			return false
@@ -475,6 +456,38 @@ func (w *worker) sendBatch(n uint32) {
 		w.kickTx(s)
 	}
 	w.flushPorts()
+}
+
+// The loops that put a batch's frames on a tx ring: each puts the frames
+// of one kind, in order, on the slots from idx (tx and mask are the ring's
+// slots and mask), at most room of them, and returns how many it put and
+// their bytes. Each is a loop of its own with as little in it as can be,
+// to keep in registers: the frames whose dest is d (queueDest: transmitted,
+// or forwarded to one port), and those going back out of their queue by
+// Transmit or Forward to PortIn (queueBack).
+
+func queueDest(tx []xsk.Desc, mask, idx, room uint32, addrs []uint64, lens []uint32, dests []dest, d dest) (n uint32, bytes uint64) {
+	lens, dests = lens[:len(addrs)], dests[:len(addrs)]
+	for i, di := range dests {
+		if di == d && n < room {
+			tx[(idx+n)&mask] = xsk.Desc{Addr: addrs[i], Len: lens[i]}
+			n++
+			bytes += uint64(lens[i])
+		}
+	}
+	return n, bytes
+}
+
+func queueBack(tx []xsk.Desc, mask, idx, room uint32, addrs []uint64, lens []uint32, dests []dest) (n uint32, bytes uint64) {
+	lens, dests = lens[:len(addrs)], dests[:len(addrs)]
+	for i, d := range dests {
+		if d.back() && n < room {
+			tx[(idx+n)&mask] = xsk.Desc{Addr: addrs[i], Len: lens[i]}
+			n++
+			bytes += uint64(lens[i])
+		}
+	}
+	return n, bytes
 }
 
 // mainUsed is how many frames sendBatch's loop put on port o, none for nil.

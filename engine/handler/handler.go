@@ -49,15 +49,23 @@ type Forward struct {
 
 // Handle rewrites and forwards every frame.
 func (h *Forward) Handle(b *engine.Batch) {
-	mac := h.DstMAC
+	if len(h.DstMAC) != 6 {
+		for i := 0; i < b.Len(); i++ {
+			if len(b.Frame(i)) >= packet.EthHdrLen {
+				b.Forward(i, h.Port)
+			}
+		}
+		return
+	}
+	// The address as an array: each frame's is then one 6-byte store,
+	// not a call to copy a slice of unknown length.
+	mac := [6]byte(h.DstMAC)
 	for i := 0; i < b.Len(); i++ {
 		f := b.Frame(i)
 		if len(f) < packet.EthHdrLen {
 			continue
 		}
-		if len(mac) == 6 {
-			copy(f[:6], mac)
-		}
+		*(*[6]byte)(f) = mac
 		b.Forward(i, h.Port)
 	}
 }

@@ -285,3 +285,21 @@ func TestBuildVLANPriorityAndPattern(t *testing.T) {
 		}
 	}
 }
+
+// TestSwapMACsEveryByte swaps addresses of twelve distinct bytes, in a
+// frame of exactly twelve and in a longer one whose other bytes must stay.
+func TestSwapMACsEveryByte(t *testing.T) {
+	for _, n := range []int{12, 14, 64} {
+		f := make([]byte, n)
+		for i := range f {
+			f[i] = byte(i + 1)
+		}
+		want := append([]byte(nil), f...)
+		copy(want[0:6], f[6:12])
+		copy(want[6:12], f[0:6])
+		SwapMACs(f)
+		if !bytes.Equal(f, want) {
+			t.Errorf("%d bytes: got %x, want %x", n, f, want)
+		}
+	}
+}

@@ -228,9 +228,17 @@ func (u *Umem) BaseMask() uint64 { return u.baseMask }
 // UMEM: addr itself in aligned mode; the buffer address in the lower 48
 // bits plus the offset in the upper 16 in unaligned mode. The same sum
 // serves both, since an aligned address has no upper bits.
-func (u *Umem) DataAddr(addr uint64) uint64 {
+func (u *Umem) DataAddr(addr uint64) uint64 { return DataAddr(addr) }
+
+// DataAddr is Umem.DataAddr, which needs no UMEM: the same sum serves both
+// modes.
+func DataAddr(addr uint64) uint64 {
 	return addr&unalignedAddrMask + addr>>unalignedOffsetShift
 }
+
+// Mem is the UMEM's memory: the data of descriptor address addr starts at
+// Mem()[DataAddr(addr)].
+func (u *Umem) Mem() []byte { return u.area.mem }
 
 // Addr returns the descriptor address of the data off bytes into the frame
 // at base, as the kernel reads it in the UMEM's mode.
