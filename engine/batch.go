@@ -60,14 +60,14 @@ type Batch struct {
 	// Queue is the rx queue the frames arrived on.
 	Queue int
 
-	n        int
-	addrs    []uint64 // descriptor address of each frame's first segment
-	lens     []uint32 // length of each frame's first segment
+	n     int
+	addrs []uint64 // descriptor address of each frame's first segment
+	lens  []uint32 // length of each frame's first segment
 	// dests says where each frame goes, verdict and port in one:
 	// destDrop, destTransmit, or destForward+p for Forward to port p.
 	dests []dest
 	umem  *xsk.Umem
-	mem      []byte // umem's memory, for Frame
+	mem   []byte // umem's memory, for Frame
 	// back is set when a frame of the batch was to go back out of its
 	// queue (Transmit, or Forward to PortIn), and forwarded when one got
 	// Forward: a batch with neither is dropped whole, one without
@@ -86,12 +86,12 @@ type Batch struct {
 // maxSegs further segments in all.
 func newBatch(queue, size int, umem *xsk.Umem, multiBuffer bool, maxSegs int) Batch {
 	b := Batch{
-		Queue:    queue,
-		addrs:    make([]uint64, size),
-		lens:     make([]uint32, size),
-		dests:    make([]dest, size),
-		umem:     umem,
-		mem:      umem.Mem(),
+		Queue: queue,
+		addrs: make([]uint64, size),
+		lens:  make([]uint32, size),
+		dests: make([]dest, size),
+		umem:  umem,
+		mem:   umem.Mem(),
 	}
 	if multiBuffer {
 		b.segStart = make([]uint32, size+1)

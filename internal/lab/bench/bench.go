@@ -404,7 +404,7 @@ func targets(r *Result) []Target {
 			return
 		}
 		ts = append(ts, Target{Name: name, Value: x / y, Goal: goal, Unit: "ratio", Met: x/y >= goal,
-			Measured: fmt.Sprintf("median Mpps of %s with the generator side's receive on its own CPU (L-rps) / on the DUT's (L): %.3f / %.3f", path, x, y),
+			Measured:  fmt.Sprintf("median Mpps of %s with the generator side's receive on its own CPU (L-rps) / on the DUT's (L): %.3f / %.3f", path, x, y),
 			Reference: ref})
 	}
 	after("xsk-l2fwd, after / before (L-rps / L)", "xsk-l2fwd", 1.0, "issue 15: more frames back than before, in the same run")
