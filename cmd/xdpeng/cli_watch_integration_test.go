@@ -468,9 +468,17 @@ func TestCLICapture(t *testing.T) {
 		if b, err := os.ReadFile(old); r.code != 1 || err != nil || string(b) != "an older capture" {
 			t.Errorf("a refused run changed %s to %q (%v):\n%s", old, b, err, r)
 		}
-		r = runIn(t, 20*time.Second, ns, bin, "rxdrop", "-i", "dut0", "-w", filepath.Join(dir, "nosuchdir", "f.pcap"), "-d", "1s")
-		if r.code != 1 || !strings.Contains(r.stderr, "-w "+filepath.Join(dir, "nosuchdir", "f.pcap")) || !strings.Contains(r.stderr, "no such file or directory") {
-			t.Errorf("a capture into a directory that does not exist:\n%s", r)
+		// A path that cannot be written is refused before anything is
+		// attached: no header, no summary.
+		for path, want := range map[string]string{
+			filepath.Join(dir, "nosuchdir", "f.pcap"): "directory " + filepath.Join(dir, "nosuchdir") + " does not exist",
+			dir:               dir + " is a directory",
+			"/proc/nope.pcap": "cannot create it",
+		} {
+			r = runIn(t, 20*time.Second, ns, bin, "rxdrop", "-i", "dut0", "-w", path, "-d", "1s")
+			if r.code != 1 || !strings.Contains(r.stderr, "-w "+path+": "+want) || r.stdout != "" {
+				t.Errorf("a capture into %s, want it refused with %q and nothing on stdout:\n%s", path, want, r)
+			}
 		}
 	})
 }

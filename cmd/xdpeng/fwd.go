@@ -141,6 +141,9 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 		w.header(p.w)
 	}
 	last, runErr := runEngine(eng, &f.xskFlags, p)
+	if eng.Started().IsZero() {
+		return runErr // Run never started: there are no totals to print
+	}
 	runErr = errors.Join(runErr, w.finish(last.Total().RxPackets))
 	outXDP, serr := eng.OutputStats(out.Port)
 	if serr != nil && runErr == nil {

@@ -201,6 +201,9 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 		fmt.Fprint(p.w, umemLine(g.Umem()))
 	}
 	last, runErr := runEngine(g, &f.xskFlags, p)
+	if g.Started().IsZero() {
+		return runErr // Run never started: there are no totals to print
+	}
 	runErr = errors.Join(runErr, w.finish(0))
 	dur := last.Time.Sub(g.Started()).Seconds()
 	t := last.Total()

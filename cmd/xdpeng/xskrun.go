@@ -285,6 +285,9 @@ func runXskWith(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config,
 	p := &xskPrinter{w: cmd.OutOrStdout(), mode: mode, f: f, eng: eng, run: eng, hooks: hooks, links: links, watch: w}
 	p.header()
 	last, err := runEngine(eng, f, p)
+	if eng.Started().IsZero() {
+		return err // Run never started: there are no totals to print
+	}
 	err = errors.Join(err, w.finish(last.Total().RxPackets))
 	p.summary(last)
 	return err
