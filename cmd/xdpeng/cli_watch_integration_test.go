@@ -625,7 +625,7 @@ func TestCLIStats(t *testing.T) {
 	bin := buildCLI(t)
 	ns := bed.DUTNS
 	rx := startAttached(t, ns, bin, "rxdrop", "-i", "dut0", "--json")
-	st := startIn(t, ns, bin, "stats", "-i", "dut0", "--json", "-I", "200ms")
+	st := startIn(t, ns, bin, "stats", "-i", "dut0", "--json", "-n", "0.2")
 	if !st.waitOutput(10*time.Second, false, func(s string) bool { return strings.Contains(s, `"type":"interval"`) }) {
 		st.signal(t, syscall.SIGKILL)
 		t.Fatalf("stats printed no interval:\n%s", st.wait(t))

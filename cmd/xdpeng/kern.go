@@ -86,7 +86,7 @@ replaced unless --force (and never one held by another process's bpf_link).`,
 			_ = fs.MarkHidden(old)
 		}
 		fs.BoolVar(&f.force, "force", false, "replace an XDP program someone else attached through netlink")
-		secondsVarP(fs, &f.duration, "duration", "d", 0, "stop after this long (seconds, or a duration like 500ms; 0: until Ctrl-C)")
+		secondsVarP(fs, &f.duration, "duration", "d", 0, "stop after this long (seconds, or a duration like 500ms; default: until Ctrl-C)")
 		intervalFlags(fs, &f.interval, "statistics interval")
 		fs.BoolVar(&f.json, "json", false, "one JSON object per line: interval lines, then a summary")
 		fs.BoolVarP(&f.quiet, "quiet", "Q", false, "no per-interval lines: only the summary (and link changes)")
@@ -329,8 +329,8 @@ func (p *kernPrinter) header() {
 	if len(p.f.out) > 0 {
 		extra = " -> " + strings.Join(p.f.out, ",")
 	}
-	fmt.Fprintf(p.w, "%s (%s) on %s%s, %s; counting per rx queue and CPU every %v; Ctrl-C to stop\n",
-		p.name(), p.k.Program(), p.k.Interface().Name, extra, where, p.f.interval)
+	fmt.Fprintf(p.w, "%s (%s) on %s%s, %s; counting per rx queue and CPU every %v; %s\n",
+		p.name(), p.k.Program(), p.k.Interface().Name, extra, where, p.f.interval, howLong(p.f.duration))
 	p.watch.header(p.w)
 }
 
