@@ -95,19 +95,32 @@ func TestSimTwoOutputs(t *testing.T) {
 }
 
 // TestSimUnknownPort: a frame forwarded to a port the engine does not have
-// is dropped and counted, not sent anywhere.
+// is dropped and counted, not sent anywhere: an output beyond its own, and
+// OutputPort of an index beyond MaxOutputs or below 0, which is never the
+// input's port (as a uint8 it would have wrapped to PortIn: a frame sent
+// back out of the queue it came in on).
 func TestSimUnknownPort(t *testing.T) {
-	h := engine.HandlerFunc(func(b *engine.Batch) {
-		for i := 0; i < b.Len(); i++ {
-			b.Forward(i, engine.OutputPort(3))
+	for _, k := range []int{3, engine.MaxOutputs, 255, 511, -1, -256} {
+		p := engine.OutputPort(k)
+		if p == engine.PortIn {
+			t.Errorf("OutputPort(%d) is PortIn", k)
 		}
-	})
-	res, err := engine.Sim{Outputs: 1}.Run(h, [][]byte{udpFrame(9, 64)})
-	if err != nil {
-		t.Fatal(err)
+		h := engine.HandlerFunc(func(b *engine.Batch) {
+			for i := 0; i < b.Len(); i++ {
+				b.Forward(i, p)
+			}
+		})
+		res, err := engine.Sim{Outputs: 1}.Run(h, [][]byte{udpFrame(9, 64)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Frames[0].Sent || res.Stats.Dropped != 1 || res.Stats.TxPackets != 0 {
+			t.Errorf("OutputPort(%d): frame %+v, stats %+v: want it dropped and counted", k, res.Frames[0], res.Stats)
+		}
 	}
-	if res.Frames[0].Sent || res.Stats.Dropped != 1 || res.Stats.TxPackets != 0 {
-		t.Errorf("frame %+v, stats %+v: want it dropped and counted", res.Frames[0], res.Stats)
+	// The last output an engine may have keeps its own port.
+	if p := engine.OutputPort(engine.MaxOutputs - 1); p != engine.Port(engine.MaxOutputs) {
+		t.Errorf("OutputPort(%d) = %d, want %d", engine.MaxOutputs-1, p, engine.MaxOutputs)
 	}
 }
 
