@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"runtime/debug"
 
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/xsk"
@@ -120,7 +121,7 @@ func (c Sim) segments(frames [][]byte) (int, error) {
 //
 // The frames are copied in, so the caller's slices are not modified. A frame
 // longer than a UMEM frame holds after the headroom is an error without
-// MultiBuffer; a panic in h is returned as an error.
+// MultiBuffer; a panic in h is returned as a *HandlerPanicError, wrapped.
 func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 	segs, err := c.segments(frames)
 	if err != nil {
@@ -134,7 +135,7 @@ func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("simulate: handler panicked: %v", r)
+			err = fmt.Errorf("simulate: %w", &HandlerPanicError{Value: r, Stack: debug.Stack()})
 		}
 	}()
 	res.Frames = make([]SimFrame, len(frames))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"testing"
 
@@ -243,10 +244,23 @@ func TestSimHonoursDropAll(t *testing.T) {
 	}
 }
 
+// TestSimPanicIsAnError: a handler's panic comes back as a
+// *HandlerPanicError with the value and the handler's stack, and a panic
+// with an error unwraps to it.
 func TestSimPanicIsAnError(t *testing.T) {
 	h := engine.HandlerFunc(func(*engine.Batch) { panic("boom") })
-	if _, err := engine.Simulate(h, [][]byte{udpFrame(9, 64)}); err == nil || !bytes.Contains([]byte(err.Error()), []byte("boom")) {
-		t.Errorf("error %v, want the panic", err)
+	_, err := engine.Simulate(h, [][]byte{udpFrame(9, 64)})
+	var hp *engine.HandlerPanicError
+	if !errors.As(err, &hp) || !errors.Is(err, engine.ErrHandlerPanic) || hp.Value != "boom" || hp.Queue != 0 ||
+		err.Error() != "simulate: queue 0: handler panicked: boom" {
+		t.Fatalf("error %v (%#v), want a *HandlerPanicError with the value", err, hp)
+	}
+	if !bytes.Contains(hp.Stack, []byte("TestSimPanicIsAnError")) {
+		t.Errorf("the stack does not show the handler:\n%s", hp.Stack)
+	}
+	h = engine.HandlerFunc(func(*engine.Batch) { panic(io.ErrUnexpectedEOF) })
+	if _, err := (engine.Sim{}).Run(h, [][]byte{udpFrame(9, 64)}); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("a panic with an error: %v, want it wrapped", err)
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/xdpeng/xdpeng/engine"
 )
 
 var rootCmd = &cobra.Command{
@@ -91,6 +93,12 @@ func run(args []string, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintf(stderr, "xdpeng: %v\n", err)
+	var hp *engine.HandlerPanicError
+	if errors.As(err, &hp) {
+		// A panic in one of xdpeng's own handlers is a bug: its stack
+		// is what a report needs.
+		fmt.Fprintf(stderr, "%s", hp.Stack)
+	}
 	if isFlagError(err) {
 		fmt.Fprintf(stderr, "usage: %s\n", c.UseLine())
 	}
