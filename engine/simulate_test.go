@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/xdpeng/xdpeng/engine"
@@ -134,7 +136,7 @@ func TestBatchHeadAndLength(t *testing.T) {
 		{},
 		{Unaligned: true},
 		{FrameHeadroom: 300},
-		{Unaligned: true, FrameHeadroom: 300, FrameSize: 2048},
+		{Unaligned: true, FrameHeadroom: 300, FrameSize: 4096},
 	} {
 		t.Run(fmt.Sprintf("unaligned=%v,headroom=%d,frame=%d", sim.Unaligned, sim.FrameHeadroom, sim.FrameSize), func(t *testing.T) {
 			testBatchHeadAndLength(t, sim)
@@ -143,7 +145,7 @@ func TestBatchHeadAndLength(t *testing.T) {
 }
 
 func testBatchHeadAndLength(t *testing.T, sim engine.Sim) {
-	fs := 4096
+	fs := int(engine.DefaultConfig().FrameSize) // what an engine has
 	if sim.FrameSize != 0 {
 		fs = int(sim.FrameSize)
 	}
@@ -292,5 +294,29 @@ func TestParseXDPMode(t *testing.T) {
 	}
 	if !errors.Is(&engine.DeviceError{Name: "x"}, engine.ErrNoDevice) {
 		t.Error("a DeviceError is not ErrNoDevice")
+	}
+}
+
+// TestSimFrameSize: a simulation's UMEM frames are an engine's by default,
+// so a handler sees the same room around a frame, and a frame too long for
+// them is refused with what to change.
+func TestSimFrameSize(t *testing.T) {
+	def := int(engine.DefaultConfig().FrameSize)
+	var room []int
+	h := engine.HandlerFunc(func(b *engine.Batch) {
+		for i := 0; i < b.Len(); i++ {
+			room = append(room, b.Headroom(i)+len(b.Frame(i))+b.Tailroom(i))
+		}
+	})
+	if _, err := engine.Simulate(h, [][]byte{udpFrame(9, 64)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(room) != 1 || room[0] != def {
+		t.Errorf("a simulated frame has %v bytes of room, an engine's %d", room, def)
+	}
+	_, err := engine.Simulate(h, [][]byte{make([]byte, def)})
+	if want := fmt.Sprintf("longer than the %d bytes a %d-byte UMEM frame holds after 256 bytes of headroom: set FrameSize to %d (the default is an engine's, %d), or set MultiBuffer",
+		def-256, def, os.Getpagesize(), def); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a %d-byte frame: %v, want %q", def, err, want)
 	}
 }
