@@ -1,8 +1,11 @@
 # xdpeng — the only entry points a user needs. `make build` needs only Go;
 # `make generate` needs clang, llvm and libbpf-dev; `make demo`, `make test`,
-# `make bench` and `make soak` need root (sudo).
+# `make bench`, `make soak` and `make install` need root (sudo).
 GO      ?= go
 BIN     := bin/xdpeng
+# make install puts the binary in $(DESTDIR)$(PREFIX)/bin, where sudo's PATH
+# (secure_path) finds it.
+PREFIX  ?= /usr/local
 PKGS    := ./...
 # Fuzz targets run briefly in `make test`; longer with `make fuzz FUZZTIME=5m`.
 # The default is a count, not a duration: Go 1.26's fuzzer can fail a target
@@ -10,12 +13,18 @@ PKGS    := ./...
 # worker is mid-run (go.dev/issue/75804, fixed in Go 1.27).
 FUZZTIME ?= 20000x
 
-.PHONY: all build test unit fuzz generate generate-check bench demo lint soak clean
+.PHONY: all build install uninstall test unit fuzz generate generate-check bench demo lint soak clean
 
 all: build
 
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/xdpeng
+
+install: build
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/xdpeng
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/xdpeng
 
 # Unit and integration tests, all under the race detector, then the fuzz
 # targets briefly. The integration tests need root; here (and so in CI) one

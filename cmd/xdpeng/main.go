@@ -26,8 +26,10 @@ worker per queue that drops, counts or forwards frames in batches. Beside it
 stand the in-kernel paths (XDP drop/tx/redirect, tc drop) so that one tool
 measures what moving the work to userspace costs, per packet and per core.
 
-It needs root (CAP_NET_ADMIN, CAP_BPF). Try it on the built-in veth test bed:
-  sudo xdpeng demo`,
+Commands that attach programs, open AF_XDP sockets or make namespaces need
+root (CAP_NET_ADMIN, CAP_BPF, ...); probe and stats, which only read, do not.
+Try it on the built-in veth test bed:
+  sudo xdpeng demo          (from a checkout: sudo make demo)`,
 	SilenceUsage:  true,
 	SilenceErrors: true,
 }
