@@ -115,11 +115,14 @@ many were lost before the driver (device down, peer without XDP).`,
 }
 
 func runGen(cmd *cobra.Command, f *genFlags) error {
-	if f.count == 0 && f.duration <= 0 {
+	if f.duration < 0 {
+		return fmt.Errorf("-d/--duration %v: must not be negative", f.duration)
+	}
+	if f.count == 0 && f.duration == 0 {
 		return cliFlagError{errors.New("gen needs a bound: give --count N or --duration D (it never sends without one)")}
 	}
 	if f.interval <= 0 {
-		return fmt.Errorf("--interval %v: must be positive", f.interval)
+		return fmt.Errorf("-n/--interval %v: must be positive", f.interval)
 	}
 	if err := checkXDPPass(f.xdpPass); err != nil {
 		return err
@@ -172,7 +175,7 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 	ctx, stop := signalContext()
 	defer stop()
 	w := &lockedWriter{w: cmd.OutOrStdout()} // the link watch prints too
-	p := &genPrinter{w: w, json: f.json, quiet: f.quiet, iface: info.Name, size: cfg.Frame.Size}
+	p := &genPrinter{w: w, json: f.json, quiet: f.quiet, iface: info.Name, size: cfg.Frame.Size, rate: f.rate}
 	helper, err := setupTx(info.Name, f.xdpPass, true, false, sayTo(w, cmd.ErrOrStderr(), f.json))
 	if err != nil {
 		return err
@@ -330,7 +333,8 @@ type genPrinter struct {
 	json  bool
 	quiet bool
 	iface string
-	size  int // without FCS
+	size  int    // without FCS
+	rate  uint64 // --rate, 0 for none
 	prev  gen.Stats
 	// xdpPass says XDP_PASS was attached to the device for the run.
 	xdpPass bool
@@ -374,6 +378,10 @@ type genSummaryJSON struct {
 	XmitErrors  *uint64         `json:"xmit_errors"`
 	Unaccounted *uint64         `json:"lost_before_driver"`
 	XDPPass     bool            `json:"xdp_pass"`
+	// Rate is --rate (0: none); RateNote says, when the run sent
+	// noticeably less than that, that it did and why.
+	Rate     uint64 `json:"rate"`
+	RateNote string `json:"rate_note,omitempty"`
 }
 
 func (p *genPrinter) interval(s gen.Stats) {
@@ -433,7 +441,8 @@ func (p *genPrinter) summary(s gen.Stats) {
 	}
 	if p.json {
 		out := genSummaryJSON{Type: "summary", Mode: "gen", Interface: p.iface, FrameSize: wireSize(p.size), FrameBytes: p.size,
-			TxPackets: s.Sent, TxBytes: s.Bytes, DurationS: secs, TxPPS: pps, PerThread: threads, XDPPass: p.xdpPass}
+			TxPackets: s.Sent, TxBytes: s.Bytes, DurationS: secs, TxPPS: pps, PerThread: threads, XDPPass: p.xdpPass,
+			Rate: p.rate, RateNote: rateNote(p.rate, pps)}
 		if s.DeviceCounters {
 			xmit, errs, lost := s.Xmit, s.Errors, s.Unaccounted()
 			out.DeviceXmit, out.XmitErrors, out.Unaccounted = &xmit, &errs, &lost
@@ -445,6 +454,9 @@ func (p *genPrinter) summary(s gen.Stats) {
 		s.Sent, wireSize(p.size), p.size, s.Bytes, secs, units.Mpps(s.Sent, secs), units.BPS(pps*float64(units.WireBits(uint64(p.size)))))
 	for _, t := range threads {
 		fmt.Fprintf(p.w, "  cpu %d: %d frames, %.3f Mpps\n", t.CPU, t.TxPackets, t.TxPPS/1e6)
+	}
+	if n := rateNote(p.rate, pps); n != "" {
+		fmt.Fprintf(p.w, "  %s\n", n)
 	}
 	if s.DeviceCounters {
 		fmt.Fprintf(p.w, "device %s: accepted %d, xmit errors %d, lost before the driver %d\n",
@@ -461,4 +473,16 @@ func (p *genPrinter) emit(v any) {
 		return
 	}
 	fmt.Fprintf(p.w, "%s\n", b)
+}
+
+// rateNote says, for a run asked to send at most asked frames per second
+// that sent noticeably fewer (under 95%), that it did and what holds a
+// sender back; "" otherwise. A rate is an upper bound: a sender that falls
+// behind does not make up what it missed.
+func rateNote(asked uint64, sent float64) string {
+	if asked == 0 || sent >= 0.95*float64(asked) {
+		return ""
+	}
+	return fmt.Sprintf("asked %s, sent %s (%.0f%%): the sending CPU was busy, or is too slow for this rate (--rate is an upper bound; more --threads on free CPUs send more)",
+		units.PPS(float64(asked)), units.PPS(sent), 100*sent/float64(asked))
 }

@@ -118,7 +118,10 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 			return fmt.Errorf("--%s does not apply to txonly: %s (see xdpeng txonly --help)", n.flag, n.why)
 		}
 	}
-	if f.count == 0 && f.duration <= 0 {
+	if f.duration < 0 {
+		return fmt.Errorf("-d/--duration %v: must not be negative", f.duration)
+	}
+	if f.count == 0 && f.duration == 0 {
 		return cliFlagError{errors.New("txonly needs a bound: give --count N or --duration D (it never sends without one)")}
 	}
 	if f.ports < 1 || f.ports > 65536 {
@@ -218,6 +221,7 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	if dur > 0 {
 		sum.TxPPS = float64(t.TxPackets) / dur
 	}
+	sum.RateNote = rateNote(f.rate, sum.TxPPS)
 	if f.json {
 		writeJSON(p.w, sum)
 	} else {
@@ -226,6 +230,9 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 			fmt.Fprintf(p.w, "  queue %d (CPU %d): tx %d, tx_invalid_descs %d, tx_ring_empty_descs %d\n", q.Queue, q.CPU, q.TxPackets, q.XDP.TxInvalidDescs, q.XDP.TxRingEmptyDescs)
 		}
 		fmt.Fprintf(p.w, "  app stats: tx_wakeups %d, polls %d, batches %d\n", t.TxWakeups, t.Polls, t.Batches)
+		if sum.RateNote != "" {
+			fmt.Fprintf(p.w, "  %s\n", sum.RateNote)
+		}
 		w.summaryText(p.w)
 	}
 	if runErr == nil && f.count > 0 && t.TxPackets != f.count {
@@ -236,26 +243,29 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 
 // txOnlySummary is txonly's last JSON line.
 type txOnlySummary struct {
-	Type       string              `json:"type"`
-	Mode       string              `json:"mode"`
-	Interface  string              `json:"interface"`
-	Driver     string              `json:"driver"`
-	Queues     []int               `json:"queues"`
-	ZeroCopy   bool                `json:"zero_copy"`
-	Batch      int                 `json:"batch"`
-	Size       int                 `json:"size"`        // with FCS, as --size
-	FrameBytes int                 `json:"frame_bytes"` // without: what tx_bytes counts
-	Ports      int                 `json:"ports"`
-	Umem       umemJSON            `json:"umem"`
-	Count      uint64              `json:"count"`
-	Rate       uint64              `json:"rate"`
-	DurationS  float64             `json:"duration_s"`
-	TxPackets  uint64              `json:"tx_packets"`
-	TxBytes    uint64              `json:"tx_bytes"`
-	TxPPS      float64             `json:"tx_pps"`
-	PerQueue   []engine.QueueStats `json:"per_queue"`
-	XDPStats   engine.SocketStats  `json:"xdp_stats"`
-	App        map[string]uint64   `json:"app_stats"`
+	Type       string   `json:"type"`
+	Mode       string   `json:"mode"`
+	Interface  string   `json:"interface"`
+	Driver     string   `json:"driver"`
+	Queues     []int    `json:"queues"`
+	ZeroCopy   bool     `json:"zero_copy"`
+	Batch      int      `json:"batch"`
+	Size       int      `json:"size"`        // with FCS, as --size
+	FrameBytes int      `json:"frame_bytes"` // without: what tx_bytes counts
+	Ports      int      `json:"ports"`
+	Umem       umemJSON `json:"umem"`
+	Count      uint64   `json:"count"`
+	Rate       uint64   `json:"rate"`
+	// RateNote says, when the run sent noticeably less than Rate, that it
+	// did and why.
+	RateNote  string              `json:"rate_note,omitempty"`
+	DurationS float64             `json:"duration_s"`
+	TxPackets uint64              `json:"tx_packets"`
+	TxBytes   uint64              `json:"tx_bytes"`
+	TxPPS     float64             `json:"tx_pps"`
+	PerQueue  []engine.QueueStats `json:"per_queue"`
+	XDPStats  engine.SocketStats  `json:"xdp_stats"`
+	App       map[string]uint64   `json:"app_stats"`
 	// XDPPass says XDP_PASS was attached to the device for the run.
 	XDPPass bool `json:"xdp_pass"`
 	watchJSON

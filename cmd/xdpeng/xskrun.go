@@ -171,10 +171,10 @@ func (f *xskFlags) config() (engine.Config, error) {
 	cfg.Force = f.force
 	cfg.UDPPort = f.udpPort
 	if f.interval <= 0 {
-		return cfg, fmt.Errorf("interval %v: must be positive", f.interval)
+		return cfg, fmt.Errorf("-n/--interval %v: must be positive", f.interval)
 	}
 	if f.duration < 0 {
-		return cfg, fmt.Errorf("duration %v: must not be negative", f.duration)
+		return cfg, fmt.Errorf("-d/--duration %v: must not be negative", f.duration)
 	}
 	if err := f.watch.check(); err != nil {
 		return cfg, err

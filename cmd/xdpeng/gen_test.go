@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xdpeng/xdpeng/internal/lab/gen"
+)
+
+// TestRateNote: a run that sent under 95% of --rate says so, in the text
+// and the JSON summary; one that kept it, or had no rate, says nothing.
+func TestRateNote(t *testing.T) {
+	for _, tc := range []struct {
+		asked uint64
+		sent  float64
+		want  string
+	}{
+		{0, 1e6, ""},
+		{1000000, 960000, ""},
+		{2000000, 1020000, "asked 2.00 Mpps, sent 1.02 Mpps (51%): the sending CPU was busy"},
+	} {
+		if got := rateNote(tc.asked, tc.sent); (tc.want == "") != (got == "") || !strings.HasPrefix(got, tc.want) {
+			t.Errorf("rateNote(%d, %.0f) = %q, want %q", tc.asked, tc.sent, got, tc.want)
+		}
+	}
+	for _, asJSON := range []bool{false, true} {
+		var out bytes.Buffer
+		p := &genPrinter{w: &out, json: asJSON, iface: "gen0", size: 60, rate: 100}
+		p.summary(gen.Stats{Sent: 51, Bytes: 51 * 60, Duration: time.Second, PerThread: []gen.ThreadStats{{CPU: 0, Sent: 51}}})
+		want := "asked 100 pps, sent 51 pps (51%)"
+		if asJSON {
+			var sum genSummaryJSON
+			if err := json.Unmarshal(out.Bytes(), &sum); err != nil || sum.Rate != 100 || !strings.HasPrefix(sum.RateNote, want) {
+				t.Errorf("JSON summary %s (%v): want rate 100 and a rate_note %q", out.String(), err, want)
+			}
+		} else if !strings.Contains(out.String(), "  "+want+": the sending CPU was busy") {
+			t.Errorf("text summary:\n%s\nwant %q", out.String(), want)
+		}
+	}
+}
