@@ -119,6 +119,15 @@ func (f *kernFlags) kernConfig(path string) (kern.Config, error) {
 		if err != nil {
 			return cfg, fmt.Errorf("-m/--mode: %w", err)
 		}
+		// -m is the old spelling of -N and -S: given with one of them,
+		// they must agree.
+		if (f.skb && m != kern.XDPGeneric) || (f.native && m != kern.XDP) {
+			other := "-N (native)"
+			if f.skb {
+				other = "-S (generic)"
+			}
+			return cfg, fmt.Errorf("-m %s and %s contradict each other: give one (-m is the old spelling of -N and -S)", f.mode, other)
+		}
 		h, auto = m, false
 	}
 	if f.skb {
