@@ -81,6 +81,10 @@ func ParseHugePageMode(s string) (HugePageMode, error) {
 	return 0, fmt.Errorf("huge pages %q: want auto, on or off", s)
 }
 
+// CheckRingSize returns an error unless size is a ring size the engine
+// takes: a power of two from 1 to 65536.
+func CheckRingSize(size uint32) error { return xsk.CheckRingSize("", size) }
+
 // MaxFrameHeadroom is the largest FrameHeadroom frames of frameSize bytes
 // take: frameSize - 704 (XDP_PACKET_HEADROOM, struct skb_shared_info and
 // 128 bytes of data, as the kernel checks it).

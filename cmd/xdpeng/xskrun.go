@@ -125,6 +125,18 @@ func (f *xskFlags) config() (engine.Config, error) {
 	}
 	cfg.HugePages = hp
 	cfg.NumFrames = f.frames
+	// Each ring flag given is checked as typed: --ring-size 1000 is about
+	// --ring-size, not about the first ring it sizes.
+	for _, r := range []struct {
+		flag string
+		size uint32
+	}{{"ring-size", f.ringSize}, {"fill-size", f.fillSize}, {"comp-size", f.compSize}, {"rx-size", f.rxSize}, {"tx-size", f.txSize}} {
+		if r.flag == "ring-size" || r.size != 0 {
+			if err := engine.CheckRingSize(r.size); err != nil {
+				return cfg, fmt.Errorf("--%s: %w", r.flag, err)
+			}
+		}
+	}
 	pick := func(v uint32) uint32 {
 		if v == 0 {
 			return f.ringSize
