@@ -385,6 +385,11 @@ func TestCLITestbedInterrupted(t *testing.T) {
 				} else if err != nil {
 					t.Errorf("testbed down --name %s removed the half-made bed but exited with %v: %s", name, err, strings.TrimSpace(string(out)))
 				}
+				// Once more: there is nothing left, and it says so.
+				out, err = exec.Command(bin, "testbed", "down", "--name", name).CombinedOutput()
+				if err != nil || !strings.Contains(string(out), "no test bed "+name) || !strings.Contains(string(out), "nothing to remove") {
+					t.Errorf("testbed down --name %s of a bed already removed (%v): %s", name, err, out)
+				}
 				return
 			}
 			t.Fatalf("in %d attempts testbed up was never stopped by %v while it made the bed", attempts, sig)
