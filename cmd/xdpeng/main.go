@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
+	"reflect"
 	"strings"
 	"syscall"
 
@@ -56,6 +58,35 @@ func requireSubcommand(c *cobra.Command) {
 	}
 }
 
+// noArgs refuses arguments to a command that takes flags only, saying what
+// the word may have been meant as: a duration given without -d, a device
+// without -i, a test bed without --name.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	hint := ""
+	if _, err := parseSeconds(args[0]); err == nil && cmd.Flags().Lookup("duration") != nil {
+		hint = fmt.Sprintf(" (did you mean -d %s?)", args[0])
+	} else if _, err := net.InterfaceByName(args[0]); err == nil && cmd.Flags().Lookup("interface") != nil {
+		hint = fmt.Sprintf(" (did you mean -i %s?)", args[0])
+	} else if cmd.Flags().Lookup("name") != nil {
+		hint = fmt.Sprintf(" (did you mean --name %s?)", args[0])
+	}
+	return cliFlagError{fmt.Errorf("%s takes no arguments, only flags: %q%s (see %s --help)", typed(cmd), args[0], hint, cmd.CommandPath())}
+}
+
+// explainNoArgs gives every command that takes no arguments
+// (cobra.NoArgs, whose refusal is "unknown command \"5\"") noArgs instead.
+func explainNoArgs(c *cobra.Command) {
+	if c.Args != nil && reflect.ValueOf(c.Args).Pointer() == reflect.ValueOf(cobra.NoArgs).Pointer() {
+		c.Args = noArgs
+	}
+	for _, sub := range c.Commands() {
+		explainNoArgs(sub)
+	}
+}
+
 // signalContext is cancelled by Ctrl-C or SIGTERM, so that long-running
 // commands stop cleanly and print their totals.
 func signalContext() (context.Context, context.CancelFunc) {
@@ -86,6 +117,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 // to stderr as one line, "xdpeng: ...", with the command's usage line
 // under an error about its flags.
 func run(args []string, stderr io.Writer) int {
+	explainNoArgs(rootCmd)
 	rootCmd.SetArgs(args)
 	rootCmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return cliFlagError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
