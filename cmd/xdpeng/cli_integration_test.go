@@ -67,7 +67,10 @@ func TestCLIBadInput(t *testing.T) {
 		{name: "gen rate below a frame per thread", gen: true, args: []string{"gen", "-i", "gen0", "--count", "10", "--threads", "2", "--rate", "1"},
 			want: []string{"--rate", "less than 1 pps per thread"}},
 		{name: "gen out of lo", gen: true, args: []string{"gen", "-i", "lo", "--count", "10", "-G", "02:00:00:00:00:01", "-H", "02:00:00:00:00:02"},
-			want: []string{"lo (device) takes no XDP frames (its driver has no ndo_xdp_xmit", "txonly can, in copy mode"}},
+			want: []string{"lo (no driver) takes no XDP frames (ndo-xmit is not among its XDP features", "txonly can, in copy mode"}},
+		// Before it asks for a destination MAC, which lo has none of.
+		{name: "gen out of lo, no MAC given", gen: true, args: []string{"gen", "-i", "lo", "-C", "10"},
+			want: []string{"xdpeng: lo (no driver) takes no XDP frames"}},
 		{name: "gen no such interface", gen: true, args: []string{"gen", "-i", "nosuch0", "--count", "10"},
 			want: []string{`interface "nosuch0" not found`}},
 		// kern looks up -i before it checks for root.

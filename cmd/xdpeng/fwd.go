@@ -131,7 +131,7 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "fwd", f: &f.xskFlags, eng: eng, run: eng, links: links, watch: w}
 	if !f.json {
 		fmt.Fprintf(p.w, "fwd %s (%s) -> %s (%s): %s, XDP %s, %s, umem %s, dst MAC %s, batch %d, rings fill/comp/rx/tx %d/%d/%d/%d, need_wakeup %v, wait %s\n",
-			ecfg.Interface, eng.Device().Driver, out.Device.Name, out.Device.Driver, queuesOnCPUs(ecfg.Queues, ecfg.CPUs),
+			ecfg.Interface, driverLabel(eng.Device().Driver), out.Device.Name, driverLabel(out.Device.Driver), queuesOnCPUs(ecfg.Queues, ecfg.CPUs),
 			ecfg.XDPMode, bindModeName(eng.ZeroCopy()), umem, dstMAC, ecfg.Batch,
 			ecfg.FillSize, ecfg.CompletionSize, ecfg.RxSize, ecfg.TxSize, ecfg.NeedWakeup, ecfg.Wait)
 		fmt.Fprint(p.w, umemLine(eng.Umem()))

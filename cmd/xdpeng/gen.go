@@ -162,8 +162,13 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 	if err := needRoot(typed(cmd), privilege.BPF); err != nil {
 		return err
 	}
+	// Whether the device takes XDP frames at all comes first: addresses
+	// are no use for a device gen cannot send out of.
+	facts, txPlan, err := checkTx(f.iface, f.xdpPass, true, false)
+	if err != nil {
+		return err
+	}
 	var info *netdev.Info
-	var err error
 	if cfg.Frame, info, err = resolveAddrs(f.iface, cfg.Frame); err != nil {
 		return err
 	}
@@ -176,7 +181,7 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 	defer stop()
 	w := &lockedWriter{w: cmd.OutOrStdout()} // the link watch prints too
 	p := &genPrinter{w: w, json: f.json, quiet: f.quiet, iface: info.Name, size: cfg.Frame.Size, rate: f.rate}
-	helper, err := setupTx(info.Name, f.xdpPass, true, false, sayTo(w, cmd.ErrOrStderr(), f.json))
+	helper, err := setupTx(facts, txPlan, sayTo(w, cmd.ErrOrStderr(), f.json))
 	if err != nil {
 		return err
 	}

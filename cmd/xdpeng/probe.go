@@ -77,7 +77,7 @@ not visible.`,
 type probeJSON struct {
 	Interface string `json:"interface"`
 	Index     int    `json:"index"`
-	Driver    string `json:"driver"`
+	Driver    string `json:"driver"` // "" where the device reports none (lo)
 	MAC       string `json:"mac"`
 	MTU       int    `json:"mtu"`
 	MinMTU    int    `json:"min_mtu"`
@@ -203,7 +203,11 @@ func (r probeJSON) text(w io.Writer) {
 	if mac == "" {
 		mac = "none"
 	}
-	fmt.Fprintf(w, "%s: driver %s, index %d, MAC %s\n", r.Interface, r.Driver, r.Index, mac)
+	drv := "driver " + r.Driver
+	if r.Driver == "" {
+		drv = driverLabel(r.Driver)
+	}
+	fmt.Fprintf(w, "%s: %s, index %d, MAC %s\n", r.Interface, drv, r.Index, mac)
 	maxMTU := "no maximum"
 	if r.MaxMTU > 0 {
 		maxMTU = fmt.Sprintf("at most %d", r.MaxMTU)

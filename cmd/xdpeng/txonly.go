@@ -148,6 +148,10 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	if err := needRoot(typed(cmd), privilege.AFXDP); err != nil {
 		return err
 	}
+	facts, txPlan, err := checkTx(cfg.Interface, f.xdpPass, false, cfg.BindMode != engine.BindCopy)
+	if err != nil {
+		return err
+	}
 	frame, info, err := resolveAddrs(cfg.Interface, frame)
 	if err != nil {
 		return err
@@ -173,7 +177,7 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 		}
 		return err
 	}
-	helper, err := setupTx(info.Name, f.xdpPass, false, cfg.BindMode != engine.BindCopy, sayTo(cmd.OutOrStdout(), cmd.ErrOrStderr(), f.json))
+	helper, err := setupTx(facts, txPlan, sayTo(cmd.OutOrStdout(), cmd.ErrOrStderr(), f.json))
 	if err != nil {
 		return err
 	}
@@ -197,7 +201,7 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "txonly", f: &f.xskFlags, run: g, links: links, watch: w}
 	if !f.json {
 		fmt.Fprintf(p.w, "txonly on %s (%s): %s, %s, batch %d, %d-byte frames (%d bytes + FCS), UDP %s:%d -> %s:%d (%s), %d port(s), count %s, rate %s, need_wakeup %v\n",
-			info.Name, info.Driver, queuesOnCPUs(g.Config().Queues, g.Config().CPUs), bindModeName(g.ZeroCopy()), cfg.Batch,
+			info.Name, info.DriverLabel(), queuesOnCPUs(g.Config().Queues, g.Config().CPUs), bindModeName(g.ZeroCopy()), cfg.Batch,
 			wireSize(frame.Size), frame.Size, frame.SrcIP, frame.SrcPort, frame.DstIP, frame.DstPort, frame.DstMAC, f.ports,
 			orUnbounded(f.count), orUnbounded(f.rate), cfg.NeedWakeup)
 		w.header(p.w)

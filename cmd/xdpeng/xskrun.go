@@ -381,7 +381,7 @@ func (p *xskPrinter) header() {
 		zc = "zero-copy"
 	}
 	fmt.Fprintf(p.w, "%s on %s (%s): %s, XDP %s, %s, batch %d, frames %d B, rings fill/comp/rx/tx %d/%d/%d/%d, need_wakeup %v, wait %s\n",
-		p.mode, cfg.Interface, p.eng.Device().Driver, queuesOnCPUs(cfg.Queues, cfg.CPUs), cfg.XDPMode, zc, cfg.Batch,
+		p.mode, cfg.Interface, driverLabel(p.eng.Device().Driver), queuesOnCPUs(cfg.Queues, cfg.CPUs), cfg.XDPMode, zc, cfg.Batch,
 		cfg.FrameSize, cfg.FillSize, cfg.CompletionSize, cfg.RxSize, cfg.TxSize, cfg.NeedWakeup, cfg.Wait)
 	p.watch.header(p.w)
 	fmt.Fprint(p.w, umemLine(p.eng.Umem()))
