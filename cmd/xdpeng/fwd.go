@@ -161,7 +161,7 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 			"in_rx_dropped": t.XDP.RxDropped, "in_rx_ring_full": t.XDP.RxRingFull,
 			"out_tx_invalid_descs": outXDP.TxInvalidDescs,
 		},
-		PerQueue: last.Queues, InXDPStats: t.XDP, OutXDPStats: outXDP,
+		PerQueue: queuesJSON(last.Queues), InXDPStats: t.XDP, OutXDPStats: outXDP,
 		App:       map[string]uint64{"rx_wakeups": t.RxWakeups, "tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches},
 		watchJSON: w.summaryJSON(),
 	}
@@ -191,29 +191,29 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 
 // fwdSummary is fwd's last JSON line: rx counts are IN's, tx counts OUT's.
 type fwdSummary struct {
-	Type        string              `json:"type"`
-	Mode        string              `json:"mode"`
-	In          string              `json:"in"`
-	Out         string              `json:"out"`
-	Queues      []int               `json:"queues"`
-	Umem        string              `json:"umem"`
-	UmemNote    string              `json:"umem_note,omitempty"`
-	XDPMode     string              `json:"xdp_mode"`
-	ZeroCopy    bool                `json:"zero_copy"`
-	Batch       int                 `json:"batch"`
-	FrameSize   uint32              `json:"umem_frame_size"`
-	DstMAC      string              `json:"dst_mac"`
-	DurationS   float64             `json:"duration_s"`
-	RxPackets   uint64              `json:"rx_packets"`
-	RxBytes     uint64              `json:"rx_bytes"`
-	TxPackets   uint64              `json:"tx_packets"`
-	TxBytes     uint64              `json:"tx_bytes"`
-	RxPPS       float64             `json:"rx_pps"`
-	TxPPS       float64             `json:"tx_pps"`
-	Drops       map[string]uint64   `json:"drops"`
-	PerQueue    []engine.QueueStats `json:"per_queue"`
-	InXDPStats  engine.SocketStats  `json:"in_xdp_stats"`
-	OutXDPStats engine.SocketStats  `json:"out_xdp_stats"`
-	App         map[string]uint64   `json:"app_stats"`
+	Type        string             `json:"type"`
+	Mode        string             `json:"mode"`
+	In          string             `json:"in"`
+	Out         string             `json:"out"`
+	Queues      []int              `json:"queues"`
+	Umem        string             `json:"umem"`
+	UmemNote    string             `json:"umem_note,omitempty"`
+	XDPMode     string             `json:"xdp_mode"`
+	ZeroCopy    bool               `json:"zero_copy"`
+	Batch       int                `json:"batch"`
+	FrameSize   uint32             `json:"umem_frame_size"`
+	DstMAC      string             `json:"dst_mac"`
+	DurationS   float64            `json:"duration_s"`
+	RxPackets   uint64             `json:"rx_packets"`
+	RxBytes     uint64             `json:"rx_bytes"`
+	TxPackets   uint64             `json:"tx_packets"`
+	TxBytes     uint64             `json:"tx_bytes"`
+	RxPPS       float64            `json:"rx_pps"`
+	TxPPS       float64            `json:"tx_pps"`
+	Drops       map[string]uint64  `json:"drops"`
+	PerQueue    []queueJSON        `json:"per_queue"`
+	InXDPStats  engine.SocketStats `json:"in_xdp_stats"`
+	OutXDPStats engine.SocketStats `json:"out_xdp_stats"`
+	App         map[string]uint64  `json:"app_stats"`
 	watchJSON
 }

@@ -418,7 +418,7 @@ func (p *kernPrinter) interval(prev, cur kernSnapshot) {
 	elapsed := cur.t.Sub(p.start).Seconds()
 	if p.f.json {
 		line := map[string]any{
-			"type": "interval", "mode": p.name(), "hook": p.hookName(), "t": round3(elapsed),
+			"type": "interval", "mode": p.name(), "interface": p.k.Interface().Name, "hook": p.hookName(), "t": round3(elapsed),
 			"rx_pps": float64(pkts) / dt, "rx_bps": float64(bytes) * 8 / dt, "rx_packets": total,
 			"per_queue": perQueue, "per_cpu": perCPU, "out": outs, "proto": protos,
 		}

@@ -218,7 +218,7 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 		Type: "summary", Mode: "txonly", Interface: info.Name, Driver: info.Driver, Queues: g.Config().Queues,
 		ZeroCopy: g.ZeroCopy(), Batch: cfg.Batch, Size: wireSize(frame.Size), FrameBytes: frame.Size, Ports: f.ports, Umem: umemSummary(g.Umem()),
 		Count: f.count, Rate: f.rate, DurationS: round3(dur), TxPackets: t.TxPackets, TxBytes: t.TxBytes,
-		PerQueue: last.Queues, XDPStats: t.XDP, XDPPass: helper.Attached(),
+		PerQueue: queuesJSON(last.Queues), XDPStats: t.XDP, XDPPass: helper.Attached(),
 		App:       map[string]uint64{"tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches},
 		watchJSON: w.summaryJSON(),
 	}
@@ -262,14 +262,14 @@ type txOnlySummary struct {
 	Rate       uint64   `json:"rate"`
 	// RateNote says, when the run sent noticeably less than Rate, that it
 	// did and why.
-	RateNote  string              `json:"rate_note,omitempty"`
-	DurationS float64             `json:"duration_s"`
-	TxPackets uint64              `json:"tx_packets"`
-	TxBytes   uint64              `json:"tx_bytes"`
-	TxPPS     float64             `json:"tx_pps"`
-	PerQueue  []engine.QueueStats `json:"per_queue"`
-	XDPStats  engine.SocketStats  `json:"xdp_stats"`
-	App       map[string]uint64   `json:"app_stats"`
+	RateNote  string             `json:"rate_note,omitempty"`
+	DurationS float64            `json:"duration_s"`
+	TxPackets uint64             `json:"tx_packets"`
+	TxBytes   uint64             `json:"tx_bytes"`
+	TxPPS     float64            `json:"tx_pps"`
+	PerQueue  []queueJSON        `json:"per_queue"`
+	XDPStats  engine.SocketStats `json:"xdp_stats"`
+	App       map[string]uint64  `json:"app_stats"`
 	// XDPPass says XDP_PASS was attached to the device for the run.
 	XDPPass bool `json:"xdp_pass"`
 	watchJSON

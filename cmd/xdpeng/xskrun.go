@@ -468,7 +468,7 @@ func (p *xskPrinter) interval(prev, cur engine.Snapshot) {
 	elapsed := cur.Time.Sub(p.run.Started()).Seconds()
 	if p.f.json {
 		obj := map[string]any{
-			"type": "interval", "mode": p.mode, "t": round3(elapsed),
+			"type": "interval", "mode": p.mode, "interface": p.f.iface, "t": round3(elapsed),
 			"rx_pps": total.RxPPS, "tx_pps": total.TxPPS, "rx_packets": total.RxPackets, "tx_packets": total.TxPackets,
 			"per_queue": rows,
 		}
@@ -529,11 +529,11 @@ type xskSummary struct {
 	// (every frame in rxdrop), not drops of the kernel's (xdp_stats).
 	HandlerDropped uint64 `json:"handler_dropped"`
 	// Dropped is HandlerDropped under its old name, kept for one release.
-	Dropped    uint64              `json:"dropped"`
-	TxRingFull uint64              `json:"tx_ring_full"`
-	PerQueue   []engine.QueueStats `json:"per_queue"`
-	XDPStats   engine.SocketStats  `json:"xdp_stats"`
-	App        map[string]uint64   `json:"app_stats"`
+	Dropped    uint64             `json:"dropped"`
+	TxRingFull uint64             `json:"tx_ring_full"`
+	PerQueue   []queueJSON        `json:"per_queue"`
+	XDPStats   engine.SocketStats `json:"xdp_stats"`
+	App        map[string]uint64  `json:"app_stats"`
 	watchJSON
 }
 
@@ -547,7 +547,7 @@ func (p *xskPrinter) summary(s engine.Snapshot) {
 		Queues: cfg.Queues, XDPMode: cfg.XDPMode.String(), ZeroCopy: zc, Batch: cfg.Batch, FrameSize: cfg.FrameSize,
 		Umem:      umemSummary(p.eng.Umem()),
 		DurationS: round3(dur), RxPackets: t.RxPackets, RxBytes: t.RxBytes, TxPackets: t.TxPackets, TxBytes: t.TxBytes,
-		HandlerDropped: t.Dropped, Dropped: t.Dropped, TxRingFull: t.TxRingFull, PerQueue: s.Queues, XDPStats: t.XDP,
+		HandlerDropped: t.Dropped, Dropped: t.Dropped, TxRingFull: t.TxRingFull, PerQueue: queuesJSON(s.Queues), XDPStats: t.XDP,
 		App:       map[string]uint64{"rx_wakeups": t.RxWakeups, "tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches, "naps": t.Naps},
 		watchJSON: p.watch.summaryJSON(),
 	}
@@ -576,6 +576,22 @@ func (p *xskPrinter) summary(s engine.Snapshot) {
 		p.hooks.summaryText(p.w)
 	}
 	p.watch.summaryText(p.w)
+}
+
+// queueJSON is a queue's counters in a JSON summary: handler_dropped
+// beside dropped, its old name, which stays until the next release, as in
+// the summary's totals.
+type queueJSON struct {
+	engine.QueueStats
+	HandlerDropped uint64 `json:"handler_dropped"`
+}
+
+func queuesJSON(qs []engine.QueueStats) []queueJSON {
+	out := make([]queueJSON, len(qs))
+	for i, q := range qs {
+		out[i] = queueJSON{QueueStats: q, HandlerDropped: q.Dropped}
+	}
+	return out
 }
 
 // umemJSON is the UMEM in a JSON summary.
