@@ -44,7 +44,10 @@ type badInput struct {
 func TestCLIFlagErrors(t *testing.T) {
 	bin := buildCLI(t)
 	cases := []badInput{
-		{name: "no interface", args: []string{"rxdrop", "-d", "1s"}, want: []string{"no interface given: use -i DEV"}},
+		{name: "no interface", args: []string{"rxdrop", "-d", "1s"}, want: []string{"xdpeng: no interface given: use -i DEV"}},
+		{name: "gen no interface", args: []string{"gen", "--count", "10"}, want: []string{"xdpeng: no interface given: use -i DEV", "usage: xdpeng gen"}},
+		{name: "txonly no interface", args: []string{"txonly"}, want: []string{"xdpeng: no interface given: use -i DEV", "usage: xdpeng txonly"}},
+		{name: "kern no interface", args: []string{"kern", "pass"}, want: []string{"xdpeng: no interface given: use -i DEV"}},
 		{name: "empty queue list", args: []string{"rxdrop", "-i", "dut0", "-q", "", "-d", "1s"},
 			want: []string{"empty queue list"}},
 		{name: "open queue range", args: []string{"rxdrop", "-i", "dut0", "-q", "1-", "-d", "1s"},

@@ -110,11 +110,13 @@ many were lost before the driver (device down, peer without XDP).`,
 	fs.BoolVarP(&f.quiet, "quiet", "Q", false, "no progress lines: only the summary (and link changes)")
 	xdpPassFlag(fs, &f.xdpPass)
 	f.watch.registerMetrics(fs)
-	_ = cmd.MarkFlagRequired("interface")
 	return cmd
 }
 
 func runGen(cmd *cobra.Command, f *genFlags) error {
+	if f.iface == "" {
+		return cliFlagError{errors.New("no interface given: use -i DEV")}
+	}
 	if f.duration < 0 {
 		return fmt.Errorf("-d/--duration %v: must not be negative", f.duration)
 	}

@@ -118,6 +118,9 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 			return fmt.Errorf("--%s does not apply to txonly: %s (see xdpeng txonly --help)", n.flag, n.why)
 		}
 	}
+	if f.iface == "" {
+		return cliFlagError{errors.New("no interface given: use -i DEV")}
+	}
 	if f.duration < 0 {
 		return fmt.Errorf("-d/--duration %v: must not be negative", f.duration)
 	}
