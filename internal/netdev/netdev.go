@@ -25,9 +25,9 @@ import (
 
 // Info describes an interface as xdpeng needs it.
 type Info struct {
-	Name   string
-	Index  int
-	MAC    net.HardwareAddr
+	Name  string
+	Index int
+	MAC   net.HardwareAddr
 	// Driver is the driver's name ("veth", "mlx5_core", ...), the link kind
 	// ("bridge") when the driver does not say, "" when neither does (lo).
 	Driver string
