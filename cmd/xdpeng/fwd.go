@@ -56,7 +56,7 @@ dropped (handler verdict) or tx_ring_full (OUT's ring or UMEM had no room).`,
 	c.Long += "\n\n" + fcsNote
 	f.register(fs)
 	fs.StringVarP(&f.out, "out", "o", "", "device to send out of (required)")
-	fs.StringVar(&f.dstMAC, "dst-mac", "", "destination MAC of forwarded frames (default: OUT's veth peer's)")
+	fs.StringVarP(&f.dstMAC, "dst-mac", "G", "", "destination MAC of forwarded frames, as gen's and txonly's -G (default: OUT's veth peer's)")
 	fs.BoolVar(&f.copyOut, "copy-out", false, "copy each frame into a UMEM of OUT's own instead of sending it from IN's UMEM")
 	// The old name, until the next release.
 	fs.BoolVar(&f.copyOut, "no-shared-umem", false, "")

@@ -99,7 +99,7 @@ many were lost before the driver (device down, peer without XDP).`,
 	fs.IntVar(&f.threads, "threads", 1, "sending threads, one per CPU")
 	fs.StringVar(&f.cpus, "cpus", "", "CPU of each thread, in thread order, e.g. 0 or 1,0 (default: the first --threads online CPUs)")
 	fs.StringVar(&f.srcIP, "src-ip", "", "source address (default: DEV's address in 198.18.0.0/15, else 198.18.0.1)")
-	fs.StringVar(&f.dstIP, "dst-ip", "", "destination address, in 198.18.0.0/15 or 2001:2::/48 (default: the other host of the source's test-bed link, 198.18.K.1 <-> .2)")
+	fs.StringVar(&f.dstIP, "dst-ip", "", "destination address, in 198.18.0.0/15, or for IPv6 frames 2001:2::/48 (RFC 5180; with an IPv6 --src-ip) (default: the other host of the source's test-bed link, 198.18.K.1 <-> .2)")
 	fs.Uint16Var(&f.srcPort, "src-port", 1234, "UDP source port")
 	fs.Uint16Var(&f.dstPort, "dst-port", 9, "UDP destination port (9 is discard), the first of --ports")
 	fs.StringVarP(&f.srcMAC, "src-mac", "H", "", "source MAC (default: DEV's)")

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
+	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 )
 
@@ -39,5 +42,26 @@ func TestRateNote(t *testing.T) {
 		} else if !strings.Contains(out.String(), "  "+want+": the sending CPU was busy") {
 			t.Errorf("text summary:\n%s\nwant %q", out.String(), want)
 		}
+	}
+}
+
+// TestFrameFlagsFill: --fill, which gen and txonly both take, fills the
+// payload; with -P it is refused.
+func TestFrameFlagsFill(t *testing.T) {
+	var f frameFlags
+	fs := pflag.NewFlagSet("gen", pflag.ContinueOnError)
+	f.register(fs)
+	if err := fs.Parse([]string{"--fill", "7"}); err != nil {
+		t.Fatal(err)
+	}
+	var frame packet.UDPConfig
+	if err := f.apply(&frame, false); err != nil || frame.Fill != 7 || frame.Pattern != 0 {
+		t.Errorf("apply: %v, frame %+v: want Fill 7", err, frame)
+	}
+	if err := fs.Parse([]string{"-P", "12345678"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.apply(&frame, false); err == nil || !strings.Contains(err.Error(), "--fill and -P/--pattern both fill the payload") {
+		t.Errorf("--fill with -P: %v", err)
 	}
 }

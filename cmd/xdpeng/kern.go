@@ -58,17 +58,26 @@ replaced unless --force (and never one held by another process's bpf_link).`,
   sudo xdpeng kern redirect -i dut0 -o dut1,dut2  # a copy to each (DEVMAP_HASH broadcast)`,
 	}
 	requireSubcommand(cmd)
-	for _, path := range []struct{ name, short string }{
-		{"drop", "XDP_DROP every frame (or tc ingress drop with --hook tc)"},
-		{"pass", "XDP_PASS every frame to the stack"},
-		{"tx", "swap the MAC addresses and send every frame back out (XDP_TX)"},
-		{"redirect", "redirect every frame out of -o (DEVMAP), or a copy out of each -o port"},
+	for _, path := range []struct{ name, short, example string }{
+		{"drop", "XDP_DROP every frame (or tc ingress drop with --hook tc)", `  sudo xdpeng kern drop -i dut0                   # native mode where the driver has it
+  sudo xdpeng kern drop -i dut0 -S -d 5           # generic mode, 5 seconds
+  sudo xdpeng kern drop -i dut0 --count-proto     # count per IP protocol first
+  sudo xdpeng kern drop -i dut0 --hook tc --json  # tc ingress drop (TCX)
+  ip netns exec xdpeng-dut xdpeng kern drop -i dut0 -e   # on the test bed, and why frames were lost`},
+		{"pass", "XDP_PASS every frame to the stack", `  sudo xdpeng kern pass -i dut0 -d 10s            # what the stack costs
+  ip netns exec xdpeng-gen xdpeng kern pass -i gen0   # lets a veth peer take XDP_TX frames`},
+		{"tx", "swap the MAC addresses and send every frame back out (XDP_TX)", `  sudo xdpeng kern tx -i dut0                     # sent back and failed counted
+  sudo xdpeng kern tx -i dut0 -S --json           # generic mode, JSON lines`},
+		{"redirect", "redirect every frame out of -o (DEVMAP), or a copy out of each -o port", `  sudo xdpeng kern redirect -i dut0 -o dut1       # DEVMAP
+  sudo xdpeng kern redirect -i dut0 -o dut1,dut2  # a copy to each (DEVMAP_HASH broadcast)
+  sudo xdpeng kern redirect -i dut0 -o dut1 -e    # and why frames were lost (xdp-bench -e)`},
 	} {
 		f := &kernFlags{}
 		sub := &cobra.Command{
-			Use:   path.name + " -i DEV",
-			Short: path.short,
-			Args:  cobra.NoArgs,
+			Use:     path.name + " -i DEV",
+			Short:   path.short,
+			Example: path.example,
+			Args:    cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				return runKern(cmd, path.name, f)
 			},

@@ -90,3 +90,18 @@ func TestHelpOneDefault(t *testing.T) {
 	}
 	walk(rootCmd)
 }
+
+// TestEveryCommandHasExamples: every command that runs has examples in its
+// --help.
+func TestEveryCommandHasExamples(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Runnable() && c.HasParent() && c.Name() != "help" && c.Example == "" && !c.HasSubCommands() {
+			t.Errorf("%s --help has no examples", c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(rootCmd)
+}

@@ -26,7 +26,6 @@ type txOnlyFlags struct {
 	srcIP, dstIP     string
 	srcPort, dstPort uint16
 	srcMAC, dstMAC   string
-	fill             uint8
 	xdpPass          string
 }
 
@@ -81,12 +80,11 @@ txonly -F is what sends jumbo frames.`,
 	fs.Uint64Var(&f.rate, "rate", 0, "upper bound in frames per second over all queues (default: as fast as possible)")
 	fs.IntVar(&f.ports, "ports", 1, "cycle the UDP destination port over this many values from --dst-port")
 	fs.StringVar(&f.srcIP, "src-ip", "", "source address (default: DEV's address in 198.18.0.0/15, else 198.18.0.1)")
-	fs.StringVar(&f.dstIP, "dst-ip", "", "destination address, in 198.18.0.0/15 (default: the other host of the source's test-bed link, 198.18.K.1 <-> .2)")
+	fs.StringVar(&f.dstIP, "dst-ip", "", "destination address, in 198.18.0.0/15 (IPv4 only, unlike gen) (default: the other host of the source's test-bed link, 198.18.K.1 <-> .2)")
 	fs.Uint16Var(&f.srcPort, "src-port", 1234, "UDP source port")
 	fs.Uint16Var(&f.dstPort, "dst-port", 9, "UDP destination port (9 is discard), the first of --ports")
 	fs.StringVarP(&f.srcMAC, "src-mac", "H", "", "source MAC (default: DEV's)")
 	fs.StringVarP(&f.dstMAC, "dst-mac", "G", "", "destination MAC (default: the veth peer's, else the neighbour entry of --dst-ip)")
-	fs.Uint8Var(&f.fill, "fill", 0, "payload byte (-P sets a 32-bit pattern instead)")
 	xdpPassFlag(fs, &f.xdpPass)
 	fs.Lookup("xdp-pass").Usage += "; copy mode transmits without it, zero-copy mode through the driver's XDP transmit"
 	for _, n := range txOnlyIgnores {
@@ -137,12 +135,9 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	if err != nil {
 		return err
 	}
-	frame := packet.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort, Fill: f.fill}
+	frame := packet.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort}
 	if err := f.frameFlags.apply(&frame, cfg.MultiBuffer); err != nil {
 		return err
-	}
-	if frame.Pattern != 0 && cmd.Flags().Changed("fill") {
-		return fmt.Errorf("--fill and -P/--pattern both fill the payload: give one")
 	}
 	addrs := addrFlags{srcIP: f.srcIP, dstIP: f.dstIP, srcMAC: f.srcMAC, dstMAC: f.dstMAC}
 	if err := addrs.parse(&frame, "txonly", false); err != nil {
