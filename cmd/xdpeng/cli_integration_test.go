@@ -71,6 +71,8 @@ func TestCLIBadInput(t *testing.T) {
 		// Before it asks for a destination MAC, which lo has none of.
 		{name: "gen out of lo, no MAC given", gen: true, args: []string{"gen", "-i", "lo", "-C", "10"},
 			want: []string{"xdpeng: lo (no driver) takes no XDP frames"}},
+		{name: "txonly out of lo without -H", gen: true, args: []string{"txonly", "-i", "lo", "-C", "10", "-G", "02:00:00:00:00:01"},
+			want: []string{"xdpeng: lo has no MAC address to send from: give one with -H/--src-mac"}},
 		{name: "gen no such interface", gen: true, args: []string{"gen", "-i", "nosuch0", "--count", "10"},
 			want: []string{`interface "nosuch0" not found`}},
 		// kern looks up -i before it checks for root.

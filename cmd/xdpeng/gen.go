@@ -311,6 +311,8 @@ func resolveAddrs(iface string, frame packet.UDPConfig) (packet.UDPConfig, *netd
 		return frame, nil, fmt.Errorf("-i: %w", err)
 	case errors.Is(err, netdev.ErrNoDstMAC):
 		return frame, nil, fmt.Errorf("%w: give the receiver's address with --dst-mac", err)
+	case err == nil && len(frame.SrcMAC) == 0:
+		return frame, nil, fmt.Errorf("%s has no MAC address to send from: give one with -H/--src-mac", info.Name)
 	}
 	return frame, info, err
 }

@@ -6,6 +6,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/spf13/cobra"
 
@@ -125,8 +126,11 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	if f.count == 0 && f.duration == 0 {
 		return cliFlagError{errors.New("txonly needs a bound: give --count N or --duration D (it never sends without one)")}
 	}
-	if f.ports < 1 || f.ports > 65536 {
-		return fmt.Errorf("--ports %d: need 1..65536", f.ports)
+	if f.ports < 1 {
+		return fmt.Errorf("--ports %d: need at least 1", f.ports)
+	}
+	if last := int(f.dstPort) + f.ports - 1; last > math.MaxUint16 {
+		return fmt.Errorf("--ports: %d ports counted up from destination port %d go past port 65535: at most %d fit", f.ports, f.dstPort, math.MaxUint16-int(f.dstPort)+1)
 	}
 	if err := checkXDPPass(f.xdpPass); err != nil {
 		return err

@@ -202,7 +202,7 @@ func (c *Config) Validate() error {
 		c.Ports = 1
 	}
 	if c.Ports < 0 || int(c.Frame.DstPort)+c.Ports-1 > math.MaxUint16 {
-		return &FieldError{"Ports", fmt.Sprintf("%d ports from %d pass 65535: use 1..%d ports",
+		return &FieldError{"Ports", fmt.Sprintf("%d ports counted up from destination port %d go past port 65535: at most %d fit",
 			c.Ports, c.Frame.DstPort, math.MaxUint16-int(c.Frame.DstPort)+1)}
 	}
 	if c.Duration < 0 {
@@ -230,7 +230,7 @@ func (c *Config) Validate() error {
 		return &FieldError{"CPUs", err.Error()}
 	}
 	if len(c.CPUs) != c.Threads {
-		return &FieldError{"CPUs", fmt.Sprintf("%d CPUs for %d threads: give one CPU per thread", len(c.CPUs), c.Threads)}
+		return &FieldError{"CPUs", fmt.Sprintf("%s for %s: give one CPU per thread", plural(len(c.CPUs), "CPU"), plural(c.Threads, "thread"))}
 	}
 	seen := make(map[int]bool, len(c.CPUs))
 	for _, cpu := range c.CPUs {
@@ -678,4 +678,12 @@ func (w *worker) run(prog *program, frame []byte, ns netns.NsHandle, start time.
 		}
 	}
 	return nil
+}
+
+// plural is "1 CPU", "2 CPUs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
