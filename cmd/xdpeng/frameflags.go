@@ -94,6 +94,26 @@ func (f *frameFlags) apply(frame *packet.UDPConfig, jumbo bool) error {
 	return nil
 }
 
+// frameExtras is what a generator's header says of its frames beyond size
+// and addresses: the VLAN tag and what fills the payload, where asked for
+// (", VLAN 7 priority 3, payload pattern 12345678"); "" when neither was.
+func frameExtras(c packet.UDPConfig) string {
+	var parts []string
+	if c.VLAN != 0 {
+		parts = append(parts, fmt.Sprintf("VLAN %d priority %d", c.VLAN, c.VLANPriority))
+	}
+	switch {
+	case c.Pattern != 0:
+		parts = append(parts, fmt.Sprintf("payload pattern %08x", c.Pattern))
+	case c.Fill != 0:
+		parts = append(parts, fmt.Sprintf("payload bytes 0x%02x", c.Fill))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ", " + strings.Join(parts, ", ")
+}
+
 // wireSize is a frame's size with the FCS, as --size counts it.
 func wireSize(frameLen int) int { return frameLen + fcsLen }
 

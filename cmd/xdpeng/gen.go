@@ -202,9 +202,9 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 		return err
 	}
 	if !f.json {
-		fmt.Fprintf(p.w, "gen %s: %d-byte frames (%d bytes + FCS), UDP %s:%d -> %s:%d (%s), %d port(s), %d thread(s) on CPU %s\n",
+		fmt.Fprintf(p.w, "gen %s: %d-byte frames (%d bytes + FCS), UDP %s:%d -> %s:%d (%s)%s, %d port(s), %d thread(s) on CPU %s, count %s, rate %s\n",
 			info.Name, wireSize(cfg.Frame.Size), cfg.Frame.Size, cfg.Frame.SrcIP, cfg.Frame.SrcPort, cfg.Frame.DstIP, cfg.Frame.DstPort,
-			cfg.Frame.DstMAC, cfg.Ports, cfg.Threads, cpuset.Format(cfg.CPUs))
+			cfg.Frame.DstMAC, frameExtras(cfg.Frame), cfg.Ports, cfg.Threads, cpuset.Format(cfg.CPUs), orUnbounded(cfg.Count), orUnbounded(cfg.Rate))
 		obs.header(p.w)
 	}
 	watch, err := watchDevices(*info)
@@ -353,6 +353,9 @@ type genThreadJSON struct {
 	CPU       int     `json:"cpu"`
 	TxPackets uint64  `json:"tx_packets"`
 	TxPPS     float64 `json:"tx_pps,omitempty"`
+	// DurationS is how long the thread sent (in the summary): its share
+	// of --count may take it less than the run.
+	DurationS float64 `json:"duration_s,omitempty"`
 }
 
 type genIntervalJSON struct {
@@ -439,9 +442,13 @@ func (p *genPrinter) summary(s gen.Stats) {
 	secs := s.Duration.Seconds()
 	threads := make([]genThreadJSON, len(s.PerThread))
 	for i, t := range s.PerThread {
-		threads[i] = genThreadJSON{CPU: t.CPU, TxPackets: t.Sent}
-		if secs > 0 {
-			threads[i].TxPPS = float64(t.Sent) / secs
+		took := t.Duration.Seconds()
+		if took <= 0 {
+			took = secs
+		}
+		threads[i] = genThreadJSON{CPU: t.CPU, TxPackets: t.Sent, DurationS: round3(took)}
+		if took > 0 {
+			threads[i].TxPPS = float64(t.Sent) / took
 		}
 	}
 	var pps float64
@@ -459,10 +466,10 @@ func (p *genPrinter) summary(s gen.Stats) {
 		p.emit(out)
 		return
 	}
-	fmt.Fprintf(p.w, "sent %d %d-byte frames (%d bytes each without FCS, %d bytes) in %.3fs: %.3f Mpps, %s on the wire\n",
-		s.Sent, wireSize(p.size), p.size, s.Bytes, secs, units.Mpps(s.Sent, secs), units.BPS(pps*float64(units.WireBits(uint64(p.size)))))
+	fmt.Fprintf(p.w, "sent %d %d-byte frames (%d bytes each without FCS, %d bytes) in %.3fs: %s, %s on the wire\n",
+		s.Sent, wireSize(p.size), p.size, s.Bytes, secs, units.PPS(pps), units.BPS(pps*float64(units.WireBits(uint64(p.size)))))
 	for _, t := range threads {
-		fmt.Fprintf(p.w, "  cpu %d: %d frames, %.3f Mpps\n", t.CPU, t.TxPackets, t.TxPPS/1e6)
+		fmt.Fprintf(p.w, "  cpu %d: %d frames in %.3fs, %s\n", t.CPU, t.TxPackets, t.DurationS, units.PPS(t.TxPPS))
 	}
 	if n := rateNote(p.rate, pps); n != "" {
 		fmt.Fprintf(p.w, "  %s\n", n)

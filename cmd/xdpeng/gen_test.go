@@ -65,3 +65,34 @@ func TestFrameFlagsFill(t *testing.T) {
 		t.Errorf("--fill with -P: %v", err)
 	}
 }
+
+func TestFrameExtras(t *testing.T) {
+	for _, tc := range []struct {
+		c    packet.UDPConfig
+		want string
+	}{
+		{packet.UDPConfig{}, ""},
+		{packet.UDPConfig{VLAN: 7, VLANPriority: 3}, ", VLAN 7 priority 3"},
+		{packet.UDPConfig{Pattern: 0x12345678}, ", payload pattern 12345678"},
+		{packet.UDPConfig{VLAN: 1, Fill: 7}, ", VLAN 1 priority 0, payload bytes 0x07"},
+		{packet.UDPConfig{Pattern: 0xab, Fill: 7, VLAN: 4094}, ", VLAN 4094 priority 0, payload pattern 000000ab"},
+	} {
+		if got := frameExtras(tc.c); got != tc.want {
+			t.Errorf("frameExtras(%+v) = %q, want %q", tc.c, got, tc.want)
+		}
+	}
+}
+
+// TestGenSummaryRates: short runs' rates are scaled (not 0.000 Mpps), and
+// a thread's rate is over the time it sent, not the whole run.
+func TestGenSummaryRates(t *testing.T) {
+	var out bytes.Buffer
+	p := &genPrinter{w: &out, iface: "gen0", size: 60}
+	p.summary(gen.Stats{Sent: 300, Bytes: 300 * 60, Duration: time.Second, PerThread: []gen.ThreadStats{
+		{CPU: 0, Sent: 100, Duration: 500 * time.Millisecond}, {CPU: 1, Sent: 200, Duration: time.Second}}})
+	for _, want := range []string{"in 1.000s: 300 pps,", "cpu 0: 100 frames in 0.500s, 200 pps", "cpu 1: 200 frames in 1.000s, 200 pps"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary does not say %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -202,9 +202,9 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	defer w.stopServing()
 	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "txonly", f: &f.xskFlags, run: g, links: links, watch: w}
 	if !f.json {
-		fmt.Fprintf(p.w, "txonly on %s (%s): %s, %s, batch %d, %d-byte frames (%d bytes + FCS), UDP %s:%d -> %s:%d (%s), %d port(s), count %s, rate %s, need_wakeup %v\n",
+		fmt.Fprintf(p.w, "txonly on %s (%s): %s, %s, batch %d, %d-byte frames (%d bytes + FCS), UDP %s:%d -> %s:%d (%s)%s, %d port(s), count %s, rate %s, need_wakeup %v\n",
 			info.Name, info.DriverLabel(), queuesOnCPUs(g.Config().Queues, g.Config().CPUs), bindModeName(g.ZeroCopy()), cfg.Batch,
-			wireSize(frame.Size), frame.Size, frame.SrcIP, frame.SrcPort, frame.DstIP, frame.DstPort, frame.DstMAC, f.ports,
+			wireSize(frame.Size), frame.Size, frame.SrcIP, frame.SrcPort, frame.DstIP, frame.DstPort, frame.DstMAC, frameExtras(frame), f.ports,
 			orUnbounded(f.count), orUnbounded(f.rate), cfg.NeedWakeup)
 		w.header(p.w)
 		fmt.Fprint(p.w, umemLine(g.Umem()))

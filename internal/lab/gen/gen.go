@@ -269,6 +269,9 @@ func (c *Config) Validate() error {
 type ThreadStats struct {
 	CPU  int
 	Sent uint64
+	// Duration is how long the thread has sent: until it sent its share
+	// of Count, or the whole run.
+	Duration time.Duration
 }
 
 // Stats are a run's totals (or, given to the progress callback, the totals
@@ -389,6 +392,7 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 		go func() {
 			defer wg.Done()
 			defer w.running.Store(false)
+			defer func() { w.took.Store(int64(time.Since(start))) }()
 			if w.err = w.run(prog, frame, ns, start, stop, &stopping); w.err != nil {
 				failed <- struct{}{}
 			}
@@ -405,7 +409,11 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 			if c := workers[i].cpu; c < len(counts) {
 				n = max(n, counts[c])
 			}
-			s.PerThread[i] = ThreadStats{CPU: workers[i].cpu, Sent: n}
+			took := s.Duration
+			if d := workers[i].took.Load(); d != 0 {
+				took = time.Duration(d)
+			}
+			s.PerThread[i] = ThreadStats{CPU: workers[i].cpu, Sent: n, Duration: took}
 			s.Sent += n
 		}
 		s.Bytes = s.Sent * uint64(cfg.Frame.Size)
@@ -622,6 +630,7 @@ type worker struct {
 	sent    atomic.Uint64
 	tid     atomic.Int64
 	running atomic.Bool
+	took    atomic.Int64 // ns from the start to the thread's end; 0 while it runs
 	cpu     int
 	count   uint64 // 0: unbounded
 	rate    uint64 // 0: unlimited
