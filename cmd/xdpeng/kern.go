@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/engine/handler"
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/kern"
 	"github.com/xdpeng/xdpeng/internal/metrics"
@@ -354,10 +355,12 @@ func (p *kernPrinter) header() {
 
 // kernRate is one row: a queue, a CPU, an egress port or a protocol.
 type kernRate struct {
-	Queue     *int    `json:"queue,omitempty"`
-	CPU       *int    `json:"cpu,omitempty"`
-	Interface string  `json:"interface,omitempty"`
-	Proto     *int    `json:"proto,omitempty"`
+	Queue     *int   `json:"queue,omitempty"`
+	CPU       *int   `json:"cpu,omitempty"`
+	Interface string `json:"interface,omitempty"`
+	Proto     *int   `json:"proto,omitempty"`
+	// ProtoName is Proto as count names it: "udp", "ip/47", "other".
+	ProtoName string  `json:"proto_name,omitempty"`
 	PPS       float64 `json:"pps"`
 	BPS       float64 `json:"bps,omitempty"`
 	Packets   uint64  `json:"packets"` // in the interval (rates) or in all (summary)
@@ -408,7 +411,7 @@ func (p *kernPrinter) extraRows(prev, cur kernSnapshot, dt float64) (outs, proto
 	}
 	for _, e := range cur.Proto {
 		if n := counter.Sub(e.Packets, before[e.Proto]); n > 0 {
-			protos = append(protos, kernRate{Proto: intp(e.Proto), PPS: per(n), Packets: n})
+			protos = append(protos, kernRate{Proto: intp(e.Proto), ProtoName: kernProtoName(e.Proto), PPS: per(n), Packets: n})
 		}
 	}
 	return outs, protos
@@ -470,11 +473,7 @@ func (p *kernPrinter) rows(perQueue, perCPU, outs, protos []kernRate, rates bool
 		line("tx "+r.Interface, r)
 	}
 	for _, r := range protos {
-		label := fmt.Sprintf("proto %d", *r.Proto)
-		if *r.Proto == kern.ProtoNotIP {
-			label = "not IP"
-		}
-		line(label, r)
+		line(protocolLabel(r.ProtoName), r)
 	}
 }
 
@@ -557,4 +556,13 @@ func peerHint(name string) string {
 		return "gen" + strings.TrimPrefix(name, "dut")
 	}
 	return "PEER"
+}
+
+// kernProtoName names a protocol count of kern's as count names its keys:
+// "udp", "ip/47", or "other" for frames that are not IP.
+func kernProtoName(p int) string {
+	if p < 0 || p > 255 {
+		return "other"
+	}
+	return handler.ProtocolName(uint8(p))
 }
