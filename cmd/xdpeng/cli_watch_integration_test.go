@@ -532,7 +532,7 @@ func TestCLIErrors(t *testing.T) {
 				return netlink.LinkSetUp(l)
 			})
 		})
-		p := startAttached(t, ns, bin, "kern", "redirect", "-i", "dut0", "-o", "dut1", "-e", "--json", "-I", "200ms")
+		p := startAttached(t, ns, bin, "kern", "redirect", "-i", "dut0", "-o", "dut1", "-e", "--json", "-n", "0.2")
 		g := runIn(t, 30*time.Second, bed.GenNS, bin, "gen", "-i", "gen0", "--count", strconv.Itoa(n), "--json")
 		if g.code != 0 {
 			t.Fatalf("gen:\n%s", g)
@@ -544,6 +544,10 @@ func TestCLIErrors(t *testing.T) {
 		e := s.XDPErrors
 		if e == nil {
 			t.Fatalf("no xdp_errors in the summary: %s", r.stdout)
+		}
+		// Down from the start, which no link change says: a note does.
+		if want := "xdpeng: note: dut1 is down (set down): every frame redirected to it is dropped until it is up"; !strings.Contains(r.stderr, want) {
+			t.Errorf("no note that dut1 is down, want %q:\n%s", want, r.stderr)
 		}
 		t.Logf("counted %v, missing %v; received %d, lost %d: %+v", e.Attached, e.Missing, s.RxPackets, e.Lost, e.Reasons)
 		if s.RxPackets != n || e.Lost != n || len(e.Reasons) != 1 ||
@@ -571,7 +575,7 @@ func TestCLIErrors(t *testing.T) {
 		}
 		// And the text view names the errno, the target and the count.
 		text := runErrorsText(t, bin, bed, n)
-		if !strings.Contains(text, "xdp_redirect_err ENETDOWN to dut1 through DevMap") || !strings.Contains(text, fmt.Sprintf(": %d\n", n)) {
+		if !strings.Contains(text, "  note: dut1 is down (set down)") || !strings.Contains(text, "xdp_redirect_err ENETDOWN to dut1 through DevMap") || !strings.Contains(text, fmt.Sprintf(": %d\n", n)) {
 			t.Errorf("the text summary does not show %d frames lost to ENETDOWN towards dut1:\n%s", n, text)
 		}
 	})

@@ -255,6 +255,17 @@ func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
 	p := &kernPrinter{w: cmd.OutOrStdout(), path: path, f: f, k: kp, start: time.Now(), watch: w}
 	lp := newLinkPrinter(p.w, f.json, p.name(), func() time.Time { return p.start })
 	p.header()
+	// The link watch tells changes only: a device down from the start is
+	// said here.
+	for i, d := range append([]netdev.Info{kp.Interface()}, kp.Outs()...) {
+		switch note := downNote(d, i > 0); {
+		case note == "":
+		case f.json:
+			fmt.Fprintln(cmd.ErrOrStderr(), "xdpeng: note: "+note)
+		default:
+			fmt.Fprintln(p.w, "  note: "+note)
+		}
+	}
 	prev, err := p.snapshot()
 	if err != nil {
 		return err
@@ -565,4 +576,22 @@ func kernProtoName(p int) string {
 		return "other"
 	}
 	return handler.ProtocolName(uint8(p))
+}
+
+// downNote says that device d is down now, and what that does to the run:
+// as the input, nothing arrives; as an output (out), what is redirected to
+// it is dropped. "" when it is up, or its state cannot be read.
+func downNote(d netdev.Info, out bool) string {
+	adminUp, carrier, err := netdev.LinkState(d.Index)
+	if err != nil || adminUp && carrier {
+		return ""
+	}
+	why := "set down"
+	if adminUp {
+		why = "no carrier: its link, or its veth peer, is down"
+	}
+	if out {
+		return fmt.Sprintf("%s is down (%s): every frame redirected to it is dropped until it is up (-e counts them: xdp_redirect_err ENETDOWN)", d.Name, why)
+	}
+	return fmt.Sprintf("%s is down (%s): nothing arrives until it is up", d.Name, why)
 }

@@ -92,6 +92,18 @@ func Lookup(name string) (*Info, error) {
 	return info, nil
 }
 
+// LinkState reads whether device index is set up (IFF_UP) and has its
+// carrier (IFF_LOWER_UP: its link, or its veth peer, is up); it passes
+// frames when both are true.
+func LinkState(index int) (adminUp, carrier bool, err error) {
+	l, err := netlink.LinkByIndex(index)
+	if err != nil {
+		return false, false, fmt.Errorf("read the state of interface index %d: %w", index, err)
+	}
+	f := l.Attrs().RawFlags
+	return f&unix.IFF_UP != 0, f&unix.IFF_LOWER_UP != 0, nil
+}
+
 // linkKind is the device's netlink link kind ("veth", "bridge"), "" for a
 // device without one (lo): netlink's generic "device" is no kind.
 func linkKind(l netlink.Link) string {
