@@ -28,9 +28,10 @@ uninstall:
 
 # Unit and integration tests, all under the race detector, then the fuzz
 # targets briefly. The integration tests need root; here (and so in CI) one
-# that cannot run fails rather than skips (XDPENG_REQUIRE_PRIV=1), and the
-# counts of every package are added up at the end: none may be skipped, and
-# only a kernel without a feature may leave some "not supported here".
+# that cannot run fails rather than skips (XDPENG_REQUIRE_PRIV=1); each
+# package's count is printed at the end (with the reason of each skip), then
+# their total: none may be skipped, and only a kernel without a feature may
+# leave some "not supported here".
 # Without root, `go test ./...` runs the unit tests and skips the others.
 test: build lint
 	@if [ "$$(id -u)" != 0 ]; then \
@@ -39,7 +40,7 @@ test: build lint
 	fi
 	@report=$$(mktemp) && trap 'rm -f "$$report"' EXIT && \
 	XDPENG_REQUIRE_PRIV=1 XDPENG_PRIV_REPORT="$$report" $(GO) test -race -count=1 -timeout 30m $(PKGS); status=$$?; \
-	grep -h '^privtest .*:   ' "$$report"; \
+	sort -s -k2,2 "$$report"; \
 	awk '/privileged tests ran/ { ran += $$3; skipped += $$7; unsup += $$9 } \
 		END { printf "privileged tests: %d ran, %d skipped, %d not supported here\n", ran, skipped, unsup; \
 		      if (ran == 0) { print "make test: no privileged test ran" > "/dev/stderr"; exit 1 } \
