@@ -69,7 +69,12 @@ func TestCLIBadInput(t *testing.T) {
 		{name: "gen rate below a frame per thread", gen: true, args: []string{"gen", "-i", "gen0", "--count", "10", "--threads", "2", "--rate", "1"},
 			want: []string{"--rate", "less than 1 pps per thread"}},
 		{name: "gen out of lo", gen: true, args: []string{"gen", "-i", "lo", "--count", "10", "-G", "02:00:00:00:00:01", "-H", "02:00:00:00:00:02"},
-			want: []string{"lo (device) takes no XDP frames (its driver has no ndo_xdp_xmit", "txonly can, in copy mode"}},
+			want: []string{"lo (no driver) takes no XDP frames (ndo-xmit is not among its XDP features", "txonly can, in copy mode"}},
+		// Before it asks for a destination MAC, which lo has none of.
+		{name: "gen out of lo, no MAC given", gen: true, args: []string{"gen", "-i", "lo", "-C", "10"},
+			want: []string{"xdpeng: lo (no driver) takes no XDP frames"}},
+		{name: "txonly out of lo without -H", gen: true, args: []string{"txonly", "-i", "lo", "-C", "10", "-G", "02:00:00:00:00:01"},
+			want: []string{"xdpeng: lo has no MAC address to send from: give one with -H/--src-mac"}},
 		{name: "gen no such interface", gen: true, args: []string{"gen", "-i", "nosuch0", "--count", "10"},
 			want: []string{`interface "nosuch0" not found`}},
 		// kern looks up -i before it checks for root.
@@ -386,6 +391,11 @@ func TestCLITestbedInterrupted(t *testing.T) {
 					t.Errorf("namespaces of %s remain after testbed down (%v):\n%s", name, err, out)
 				} else if err != nil {
 					t.Errorf("testbed down --name %s removed the half-made bed but exited with %v: %s", name, err, strings.TrimSpace(string(out)))
+				}
+				// Once more: there is nothing left, and it says so.
+				out, err = exec.Command(bin, "testbed", "down", "--name", name).CombinedOutput()
+				if err != nil || !strings.Contains(string(out), "no test bed "+name) || !strings.Contains(string(out), "nothing to remove") {
+					t.Errorf("testbed down --name %s of a bed already removed (%v): %s", name, err, out)
 				}
 				return
 			}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // TestUsageUnderFlagErrors: an error about the command line's flags (one
@@ -49,4 +51,60 @@ func TestFwdCopyOutAlias(t *testing.T) {
 			t.Errorf("fwd --shared-umem %s: %q, want %q", flag, stderr.String(), want)
 		}
 	}
+}
+
+// TestStatsSeconds: stats takes durations and intervals as every command
+// does, in bare seconds or Go's units, the interval as -n (-I DURATION
+// still sets it, with a note on stderr).
+func TestStatsSeconds(t *testing.T) {
+	for _, args := range [][]string{{"-d", "0.3", "-n", "100ms"}, {"-d", "300ms", "-n", "0.1"}, {"-d", "0.3", "-I", "0.1"}} {
+		var out bytes.Buffer
+		c := newStatsCmd()
+		c.SetArgs(append([]string{"-i", "lo"}, args...))
+		c.SetOut(&out)
+		c.SilenceErrors, c.SilenceUsage = true, true
+		if err := c.Execute(); err != nil {
+			t.Errorf("stats -i lo %v: %v", args, err)
+			continue
+		}
+		if !strings.Contains(out.String(), "every 100ms") || !strings.Contains(out.String(), "for 300ms (Ctrl-C stops sooner)") ||
+			!strings.Contains(out.String(), "] lo: ") {
+			t.Errorf("stats -i lo %v printed:\n%s", args, out.String())
+		}
+	}
+}
+
+// TestHelpOneDefault: a flag whose help says its default in words
+// ("default: until Ctrl-C") does not get pflag's "(default 0s)" too.
+func TestHelpOneDefault(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, line := range strings.Split(c.LocalFlags().FlagUsages(), "\n") {
+			if strings.Contains(line, "default:") && strings.Contains(line, "(default ") {
+				t.Errorf("%s: two defaults: %s", c.CommandPath(), strings.TrimSpace(line))
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(rootCmd)
+}
+
+// TestEveryCommandHasExamples: every command that runs has examples in its
+// --help.
+func TestEveryCommandHasExamples(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Name() == "help" || c.Name() == "completion" { // cobra's own
+			return
+		}
+		if c.Runnable() && c.HasParent() && c.Example == "" && !c.HasSubCommands() {
+			t.Errorf("%s --help has no examples", c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(rootCmd)
 }

@@ -41,16 +41,16 @@ prints the per-second rate of each one that changed, per device, as the
 ethtool_stats.pl script does, and at the end how much each changed over the
 whole run. It changes nothing and attaches nothing.`,
 		Example: `  xdpeng stats -i eth1
-  ip netns exec xdpeng-dut xdpeng stats -i dut0,dut1 -I 2s
-  xdpeng stats -i eth1 -d 60s --json
+  ip netns exec xdpeng-dut xdpeng stats -i dut0,dut1 -n 2
+  xdpeng stats -i eth1 -d 60 --json
   xdpeng stats -i eth1 --metrics 127.0.0.1:9101`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runStats(cmd, f) },
 	}
 	fs := cmd.Flags()
 	fs.StringSliceVarP(&f.ifaces, "interface", "i", nil, "devices to read, comma-separated (required)")
-	fs.DurationVarP(&f.duration, "duration", "d", 0, "run this long, then exit (default: until Ctrl-C)")
-	fs.DurationVarP(&f.interval, "interval", "I", time.Second, "how often to read the counters")
+	secondsVarP(fs, &f.duration, "duration", "d", 0, "run this long, then exit (seconds, or a duration like 500ms; default: until Ctrl-C)")
+	intervalFlags(fs, &f.interval, "how often to read the counters")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per line")
 	f.watch.registerMetrics(fs)
 	return cmd
@@ -69,7 +69,7 @@ func runStats(cmd *cobra.Command, f *statsFlags) error {
 		}
 	}
 	if f.interval <= 0 {
-		return fmt.Errorf("-I/--interval %v: must be positive", f.interval)
+		return fmt.Errorf("-n/--interval %v: must be positive", f.interval)
 	}
 	if f.duration < 0 {
 		return fmt.Errorf("-d/--duration %v: must not be negative", f.duration)
@@ -98,7 +98,7 @@ func runStats(cmd *cobra.Command, f *statsFlags) error {
 	}
 	out := cmd.OutOrStdout()
 	if !f.json {
-		fmt.Fprintf(out, "stats of %s every %v: the counters that changed, per second; Ctrl-C to stop\n", strings.Join(f.ifaces, ", "), f.interval)
+		fmt.Fprintf(out, "stats of %s every %v: the counters that changed, per second; %s\n", strings.Join(f.ifaces, ", "), f.interval, howLong(f.duration))
 		w.header(out)
 	}
 	tick := time.NewTicker(f.interval)
