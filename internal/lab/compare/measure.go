@@ -17,6 +17,7 @@ import (
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/counter"
+	"github.com/xdpeng/xdpeng/internal/cpustat"
 	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
@@ -490,7 +491,7 @@ func snapshot(r runner) (sample, cpuStat, time.Time, error) {
 	if err != nil {
 		return s, nil, time.Time{}, err
 	}
-	c, err := readCPUStat()
+	c, err := cpustat.Read()
 	return s, c, time.Now(), err
 }
 
