@@ -182,7 +182,7 @@ func remoteEnv(ctx context.Context, cfg *Config) (*env, error) {
 	for _, dev := range rc.DUTInterfaces {
 		out, err := rc.Runner.Run(ctx, rc.binary(), "probe", "-i", dev, "--json")
 		if err != nil {
-			return nil, fmt.Errorf("compare: DUT %s: %w", rc.Runner.Target, err)
+			return nil, fmt.Errorf("compare: %w", err) // it names the DUT
 		}
 		var p remotePort
 		if err := json.Unmarshal(out, &p); err != nil || p.Interface != dev || p.Env == nil {
