@@ -606,17 +606,7 @@ func (r *remoteRunner) sample() (s sample, err error) {
 			return s, err
 		}
 	}
-	traceReasonsOf(r.lastTrace(), &s, r.spec.native)
 	return s, nil
-}
-
-func (r *remoteRunner) lastTrace() xdperr.Snapshot {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.last.XDPErrors == nil {
-		return xdperr.Snapshot{}
-	}
-	return *r.last.XDPErrors
 }
 
 // ended is the error of a command that ended while the run needed it.
@@ -661,6 +651,9 @@ func (r *remoteRunner) read() sample {
 	}
 	if r.spec.handlerDrops {
 		s.reasons["dropped"] = r.last.HandlerDropped
+	}
+	if r.last.XDPErrors != nil {
+		traceReasonsOf(*r.last.XDPErrors, &s, r.spec.native)
 	}
 	return s
 }

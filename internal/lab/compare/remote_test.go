@@ -261,3 +261,23 @@ func TestDrainByTime(t *testing.T) {
 		t.Errorf("drain: %+v, settled %v, %v; want 5 received, settled", s, settled, err)
 	}
 }
+
+// TestRemoteTraceReasons: the DUT's own tracepoint counts (its xdpeng -e)
+// name a loss as the local run does: by errno, and in native mode inside
+// veth's rx drops, not beside them.
+func TestRemoteTraceReasons(t *testing.T) {
+	e := &env{links: testLinks(), driver: "veth", remote: &remoteDUT{cfg: &Remote{}}}
+	rr, err := newRemoteRunner("xdp-redirect", e, pathOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rr.(*remoteRunner)
+	r.onStats(statsInterval(t, "eth1", map[string]uint64{"rx_queue_0_xdp_packets": 10, "rx_queue_0_drops": 10}, nil))
+	r.onPath(line(t, map[string]any{"type": "interval", "rx_packets": 10, "xdp_errors_since_start": map[string]any{
+		"redirect_errors": []map[string]any{{"errno": 100, "map_type": 14, "frames": 10}}}}))
+	s := r.read()
+	received, reasons := account(sample{reasons: map[string]uint64{}}, s)
+	if want := map[string]uint64{"xdp_redirect_err_ENETDOWN": 10}; received != 10 || !maps.Equal(reasons, want) {
+		t.Errorf("accounted %d, %v; want 10 received (the program's count), %v", received, reasons, want)
+	}
+}
