@@ -65,7 +65,7 @@ xdp-redirect, xdp-redirect-generic, xsk-fwd (xdp-redirect-multi); -q and
 --dut-cpus are the DUT's queues and CPUs, and the CPU columns its CPUs.
 
 Drop family (the default): ` + pathList(compare.Drop) + `
-Forward family (--family forward, test bed only): ` + pathList(compare.Forward) + `
+Forward family (--family forward: test bed, or two hosts with 2 or 3 port pairs): ` + pathList(compare.Forward) + `
 Run only when named in --paths (test bed only), as they need dpdk-testpmd
 (Debian 12: apt-get install dpdk-dev librte-net-af-xdp23): dpdk-af-xdp and
 dpdk-af-xdp-nobusy (DPDK's AF_XDP driver under testpmd rxonly, its default

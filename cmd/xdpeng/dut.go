@@ -41,8 +41,10 @@ the generator and the receivers of frames that come back run here on
 received and dropped there, lost_on_wire for what the tester's port sent and
 the DUT's port never counted. ssh must reach the DUT through a port the
 paths do not take (a management network): XDP drop takes every frame of
---dut-if, ssh's too. The DUT needs root (or CAP_NET_ADMIN, CAP_BPF,
-CAP_PERFMON, CAP_SYS_ADMIN) for its user.`
+--dut-if, ssh's too. The DUT's user needs root, or CAP_NET_ADMIN, CAP_BPF,
+CAP_NET_RAW and CAP_PERFMON (the programs, the AF_XDP sockets, the xdp
+tracepoints).
+`
 
 func (d *dutFlags) register(fs *pflag.FlagSet) {
 	d.fs = fs
