@@ -155,6 +155,9 @@ type remoteDUT struct {
 	// duration bounds each path's remote commands: the whole of a
 	// session's trials, and some.
 	duration time.Duration
+	// genTx is what sending XDP frames out of each of the tester's
+	// ports needs (netdev.Plan.Transmit).
+	genTx []netdev.TxNeed
 	// trace says whether the path commands run with -e (the DUT's
 	// kernel has the xdp tracepoints); notes are what the rows' notes
 	// should add.
@@ -228,6 +231,15 @@ func remoteEnv(ctx context.Context, cfg *Config) (*env, error) {
 			if err != nil {
 				return fmt.Errorf("the tester's port %s: %w", name, err)
 			}
+			facts, err := netdev.Probe(name)
+			if err != nil {
+				return fmt.Errorf("the tester's port %s: %w", name, err)
+			}
+			tx := facts.Plan().Transmit
+			if tx == netdev.TxUnsupported && i == 0 {
+				return fmt.Errorf("the tester's port %s (%s) takes no XDP frames: the generator cannot send out of it", name, facts.DriverLabel())
+			}
+			rd.genTx = append(rd.genTx, tx)
 			e.links = append(e.links, testbed.Link{
 				Gen: name, GenIndex: info.Index, GenMAC: info.MAC, GenIP: net.IP(frame.SrcIP.AsSlice()),
 				DUT: rd.ports[i].Interface, DUTIndex: rd.ports[i].Index, DUTMAC: dutMAC, DUTIP: net.IP(frame.DstIP.AsSlice()),
@@ -376,6 +388,10 @@ type remoteRunner struct {
 
 	path, stats *remote.Process
 	sink        *sinks
+	// txHelper is an XDP_PASS program on the generator's port, whose
+	// driver transmits XDP frames only while a program is attached
+	// (netdev.TxNeedsProgram), where no sink's program is there.
+	txHelper *kern.Path
 
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced at every line
@@ -425,6 +441,15 @@ func (r *remoteRunner) start(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	if r.needsTxHelper() {
+		err := r.e.inGen(func() (err error) {
+			r.txHelper, err = kern.Open(kern.Config{Action: kern.Pass, Interface: r.e.links[0].Gen, Hook: kern.XDP})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("attach XDP_PASS to the tester's %s, whose driver sends XDP frames only while a program is attached: %w", r.e.links[0].Gen, err)
+		}
+	}
 	every := strconv.FormatFloat(rc.interval().Seconds(), 'f', -1, 64)
 	ports := []string{r.e.links[0].DUT}
 	for _, k := range r.spec.outs {
@@ -464,6 +489,16 @@ func (r *remoteRunner) start(ctx context.Context) (err error) {
 		return err
 	}
 	return nil
+}
+
+// needsTxHelper tells whether the generator's port needs a program of ours
+// to send: its driver transmits XDP frames only while one is attached, and
+// no sink attaches an XDP program there.
+func (r *remoteRunner) needsTxHelper() bool {
+	if len(r.e.remote.genTx) == 0 || r.e.remote.genTx[0] != netdev.TxNeedsProgram {
+		return false
+	}
+	return !(slices.Contains(r.spec.sink, 0) && r.spec.sinkKind == xdpFrames)
 }
 
 // startPath starts the path's command on the DUT and waits for its first
@@ -693,6 +728,10 @@ func (r *remoteRunner) stop() error {
 	r.path, r.stats = nil, nil
 	errs[2] = r.sink.close()
 	r.sink = nil
+	if r.txHelper != nil {
+		errs = append(errs, r.txHelper.Close())
+		r.txHelper = nil
+	}
 	return errors.Join(errs...)
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/remote"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
+	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
 // TestRemoteSpecs: every path marked Remote has a command on the DUT, and
@@ -279,5 +280,31 @@ func TestRemoteTraceReasons(t *testing.T) {
 	received, reasons := account(sample{reasons: map[string]uint64{}}, s)
 	if want := map[string]uint64{"xdp_redirect_err_ENETDOWN": 10}; received != 10 || !maps.Equal(reasons, want) {
 		t.Errorf("accounted %d, %v; want 10 received (the program's count), %v", received, reasons, want)
+	}
+}
+
+// TestTxHelper: a tester's port whose driver sends XDP frames only while a
+// program is attached gets XDP_PASS for the paths whose sink is not an XDP
+// program on it.
+func TestTxHelper(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		tx   netdev.TxNeed
+		want bool
+	}{
+		{"xdp-drop", netdev.TxNeedsProgram, true},
+		{"xsk-l2fwd", netdev.TxNeedsProgram, true}, // its sink is tc
+		{"xdp-tx", netdev.TxNeedsProgram, false},   // its sink is XDP
+		{"xdp-drop", netdev.TxReady, false},
+		{"xdp-drop", netdev.TxNeedsPeer, false},
+	} {
+		e := &env{links: testLinks(), remote: &remoteDUT{cfg: &Remote{}, genTx: []netdev.TxNeed{tc.tx}}}
+		rr, err := newRemoteRunner(tc.path, e, pathOpts{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rr.(*remoteRunner).needsTxHelper(); got != tc.want {
+			t.Errorf("%s on a port that is %s: helper %v, want %v", tc.path, tc.tx, got, tc.want)
+		}
 	}
 }
