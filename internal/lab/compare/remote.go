@@ -181,7 +181,7 @@ type remotePort struct {
 func remoteEnv(ctx context.Context, cfg *Config) (*env, error) {
 	rc := cfg.Remote
 	rd := &remoteDUT{cfg: rc, trace: true, duration: sessionLength(cfg)}
-	cfg.progress("reaching the DUT %s over ssh", rc.Runner.Target)
+	cfg.progress("the DUT %s: probing %s", rc.Runner.Target, strings.Join(rc.DUTInterfaces, ", "))
 	for _, dev := range rc.DUTInterfaces {
 		out, err := rc.Runner.Run(ctx, rc.binary(), "probe", "-i", dev, "--json")
 		if err != nil {
