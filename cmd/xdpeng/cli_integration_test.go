@@ -8,6 +8,7 @@ package main
 // under overload every frame is counted.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -701,5 +702,59 @@ func TestCLIDPDKEndsWithCompare(t *testing.T) {
 			syscall.Kill(c, syscall.SIGKILL)
 		}
 		t.Fatalf("dpdk-testpmd %v outlived compare's kill -9", left)
+	}
+}
+
+// TestCLIStdoutClosed: a run whose stdout reader goes away (| head -1, or
+// a remote run's ssh session that died) ends through its cleanup at its
+// next interval, long before its duration, with a SIGPIPE'd tool's status
+// (141), not killed by SIGPIPE; and leaves nothing attached.
+func TestCLIStdoutClosed(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	bin := buildCLI(t)
+	ns := bed.DUTNS
+	for _, args := range [][]string{
+		{"rxdrop", "-i", "dut0"},
+		{"kern", "drop", "-i", "dut0", "--hook", "tc"},
+		{"stats", "-i", "dut0"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			before := readHooks(t, ns, "dut0")
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := nsCommand(context.Background(), ns, append(append([]string{bin}, args...), "--json", "-n", "0.1", "-d", "60")...)
+			var stderr syncBuffer
+			cmd.Stdout, cmd.Stderr = w, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			line, err := bufio.NewReader(r).ReadString('\n')
+			r.Close() // the reader goes: the next write fails
+			if err != nil {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("no first line: %v; stderr %s", err, stderr.String())
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			var werr error
+			select {
+			case werr = <-done:
+			case <-time.After(20 * time.Second): // a bound for the test, well under -d 60
+				cmd.Process.Kill()
+				<-done
+				t.Fatalf("still running 20 s after its stdout closed (first line %s); stderr %s", line, stderr.String())
+			}
+			var ee *exec.ExitError
+			if !errors.As(werr, &ee) || ee.ExitCode() != 141 {
+				t.Errorf("ended with %v, want exit status 141 (a clean exit, not death by SIGPIPE); stderr %s", werr, stderr.String())
+			}
+			if h, ok := waitHooks(t, ns, "dut0", before.Equal); !ok {
+				t.Errorf("hooks %+v after the run ended, %+v before", h, before)
+			}
+		})
 	}
 }

@@ -4,16 +4,13 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/signal"
 	"reflect"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -87,12 +84,6 @@ func explainNoArgs(c *cobra.Command) {
 	}
 }
 
-// signalContext is cancelled by Ctrl-C or SIGTERM, so that long-running
-// commands stop cleanly and print their totals.
-func signalContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-}
-
 // exitCode is returned by errors that want a specific process exit status.
 type exitCode interface{ ExitCode() int }
 
@@ -111,7 +102,11 @@ func isFlagError(err error) bool {
 	return errors.As(err, &fe) || strings.HasPrefix(err.Error(), "required flag(s) ")
 }
 
-func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+func main() {
+	catchSIGPIPE()
+	rootCmd.SetOut(stdout)
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
 
 // run runs the command line args and returns the exit status; errors go
 // to stderr as one line, "xdpeng: ...", with the command's usage line
@@ -123,6 +118,11 @@ func run(args []string, stderr io.Writer) int {
 		return cliFlagError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
 	c, err := rootCmd.ExecuteC()
+	if stdout.closed() {
+		// Whoever reads the output is gone (| head, a dead ssh
+		// session): nothing more to say, as a tool ended by SIGPIPE.
+		return sigpipeStatus
+	}
 	if err == nil {
 		return 0
 	}

@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/xdpeng/xdpeng/internal/cpuset"
+	"github.com/xdpeng/xdpeng/internal/cpustat"
 )
 
 // TestUsageUnderFlagErrors: an error about the command line's flags (one
@@ -107,4 +111,50 @@ func TestEveryCommandHasExamples(t *testing.T) {
 		}
 	}
 	walk(rootCmd)
+}
+
+// TestStatsCPU: stats --cpu adds each online CPU's share to every line
+// and its times since boot, growing from line to line.
+func TestStatsCPU(t *testing.T) {
+	var out bytes.Buffer
+	c := newStatsCmd()
+	c.SetArgs([]string{"-i", "lo", "--cpu", "--json", "-n", "0.1", "-d", "0.35"})
+	c.SetOut(&out)
+	c.SilenceErrors, c.SilenceUsage = true, true
+	if err := c.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	online, err := cpuset.Online()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) < 2 {
+		t.Fatalf("want intervals and a summary:\n%s", out.String())
+	}
+	var prevTotal uint64
+	for i, l := range lines {
+		var v struct {
+			Type  string                `json:"type"`
+			CPU   []cpustat.Share       `json:"cpu"`
+			Times map[int]cpustat.Times `json:"cpu_times"`
+		}
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Fatalf("line %d: %v: %s", i, err, l)
+		}
+		if len(v.CPU) != len(online) || len(v.Times) != len(online) {
+			t.Errorf("line %d: %d shares, %d times for %d CPUs: %s", i, len(v.CPU), len(v.Times), len(online), l)
+		}
+		var total uint64
+		for _, tm := range v.Times {
+			total += tm.Total()
+		}
+		if total < prevTotal {
+			t.Errorf("line %d: CPU times went back: %d after %d", i, total, prevTotal)
+		}
+		prevTotal = total
+		if want := i == len(lines)-1; (v.Type == "summary") != want {
+			t.Errorf("line %d is a %s", i, v.Type)
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
@@ -43,7 +44,8 @@ commands will do there:
   (what -F takes, where the device has rx-sg).
 
 It changes nothing. Without root the attached program's name and holder are
-not visible.`,
+not visible. --json adds the host's environment (env: kernel, CPU model,
+mitigations, BPF JIT), which compare --dut records of a DUT.`,
 		Example: `  xdpeng probe -i eth0
   ip netns exec xdpeng-dut xdpeng probe -i dut0 --json`,
 		Args: cobra.NoArgs,
@@ -61,6 +63,8 @@ not visible.`,
 			}
 			r := probeReport(f)
 			if asJSON {
+				env := labenv.Collect()
+				r.Env = &env
 				writeJSON(cmd.OutOrStdout(), r)
 				return nil
 			}
@@ -95,6 +99,9 @@ type probeJSON struct {
 	Plan        probePlan     `json:"plan"`
 	MTULimits   []probeMTU    `json:"mtu_limits"`
 	Root        bool          `json:"root"`
+	// Env is the host's environment (kernel, CPU, mitigations, BPF JIT),
+	// in JSON only: what compare --dut records of a DUT on another host.
+	Env *labenv.Env `json:"env,omitempty"`
 }
 
 type probeChannels struct {

@@ -520,6 +520,8 @@ func (w *watcher) interval(out io.Writer, obj map[string]any, dt float64) {
 			}
 			if obj != nil {
 				obj["xdp_errors"] = rates
+				// Every entry since the start, as the summary's detail.
+				obj["xdp_errors_since_start"] = cur.Sub(w.errBase).ForDevice(w.netns, w.dev.Index)
 			} else {
 				parts := []string{"none"}
 				if len(rates) > 0 {

@@ -472,6 +472,14 @@ func (p *xskPrinter) interval(prev, cur engine.Snapshot) {
 			"rx_pps": total.RxPPS, "tx_pps": total.TxPPS, "rx_packets": total.RxPackets, "tx_packets": total.TxPackets,
 			"per_queue": rows,
 		}
+		if p.eng != nil {
+			// The receiving modes' totals since the start, as the
+			// summary has them, so that a reader of the lines (compare
+			// --dut) can account for every frame at any moment.
+			t := cur.Total()
+			obj["xdp_mode"], obj["zero_copy"] = p.eng.Config().XDPMode.String(), p.eng.ZeroCopy()
+			obj["xdp_stats"], obj["handler_dropped"], obj["tx_ring_full"] = t.XDP, t.Dropped, t.TxRingFull
+		}
 		if p.hooks.intervalJSON != nil {
 			p.hooks.intervalJSON(obj, dt)
 		}
