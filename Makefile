@@ -1,8 +1,11 @@
 # xdpeng — the only entry points a user needs. `make build` needs only Go;
 # `make generate` needs clang, llvm and libbpf-dev; `make demo`, `make test`,
-# `make bench` and `make soak` need root (sudo).
+# `make bench`, `make soak` and `make install` need root (sudo).
 GO      ?= go
 BIN     := bin/xdpeng
+# make install puts the binary in $(DESTDIR)$(PREFIX)/bin, where sudo's PATH
+# (secure_path) finds it.
+PREFIX  ?= /usr/local
 PKGS    := ./...
 # Fuzz targets run briefly in `make test`; longer with `make fuzz FUZZTIME=5m`.
 # The default is a count, not a duration: Go 1.26's fuzzer can fail a target
@@ -10,18 +13,25 @@ PKGS    := ./...
 # worker is mid-run (go.dev/issue/75804, fixed in Go 1.27).
 FUZZTIME ?= 20000x
 
-.PHONY: all build test unit fuzz generate generate-check bench demo lint soak clean
+.PHONY: all build install uninstall test unit fuzz generate generate-check bench demo lint soak clean
 
 all: build
 
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/xdpeng
 
+install: build
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/xdpeng
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/xdpeng
+
 # Unit and integration tests, all under the race detector, then the fuzz
 # targets briefly. The integration tests need root; here (and so in CI) one
-# that cannot run fails rather than skips (XDPENG_REQUIRE_PRIV=1), and the
-# counts of every package are added up at the end: none may be skipped, and
-# only a kernel without a feature may leave some "not supported here".
+# that cannot run fails rather than skips (XDPENG_REQUIRE_PRIV=1); each
+# package's count is printed at the end (with the reason of each skip), then
+# their total: none may be skipped, and only a kernel without a feature may
+# leave some "not supported here".
 # Without root, `go test ./...` runs the unit tests and skips the others.
 test: build lint
 	@if [ "$$(id -u)" != 0 ]; then \
@@ -30,7 +40,7 @@ test: build lint
 	fi
 	@report=$$(mktemp) && trap 'rm -f "$$report"' EXIT && \
 	XDPENG_REQUIRE_PRIV=1 XDPENG_PRIV_REPORT="$$report" $(GO) test -race -count=1 -timeout 30m $(PKGS); status=$$?; \
-	grep -h '^privtest .*:   ' "$$report"; \
+	sort -s -k2,2 "$$report"; \
 	awk '/privileged tests ran/ { ran += $$3; skipped += $$7; unsup += $$9 } \
 		END { printf "privileged tests: %d ran, %d skipped, %d not supported here\n", ran, skipped, unsup; \
 		      if (ran == 0) { print "make test: no privileged test ran" > "/dev/stderr"; exit 1 } \

@@ -38,8 +38,20 @@ type Port uint8
 // PortIn is the queue the frame arrived on.
 const PortIn Port = 0
 
-// OutputPort is the port of Config.Outputs[i].
-func OutputPort(i int) Port { return Port(i + 1) }
+// OutputPort is the port of Config.Outputs[i]. An i outside 0 to
+// MaxOutputs-1 gives a port that no engine has, never PortIn: a frame
+// forwarded there is dropped and counted in QueueStats.Dropped, as on any
+// port the engine does not have.
+func OutputPort(i int) Port {
+	if i < 0 || i >= MaxOutputs {
+		return noPort
+	}
+	return Port(i + 1)
+}
+
+// noPort is the port OutputPort gives an index out of range: above the
+// ports of every output an engine may have.
+const noPort Port = MaxOutputs + 1
 
 // Batch is the frames a worker received in one go. A handler reads and may
 // rewrite each frame in place, may move its start and end within its UMEM

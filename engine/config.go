@@ -84,37 +84,44 @@ func ParseHugePageMode(s string) (HugePageMode, error) {
 	return 0, fmt.Errorf("huge pages %q: want auto, on or off", s)
 }
 
+// CheckRingSize returns an error unless size is a ring size the engine
+// takes: a power of two from 1 to 65536.
+func CheckRingSize(size uint32) error { return xsk.CheckRingSize("", size) }
+
 // MaxFrameHeadroom is the largest FrameHeadroom frames of frameSize bytes
 // take: frameSize - 704 (XDP_PACKET_HEADROOM, struct skb_shared_info and
 // 128 bytes of data, as the kernel checks it).
 func MaxFrameHeadroom(frameSize uint32) uint32 { return xsk.MaxHeadroom(frameSize) }
 
-// XDPMode says where the steering program runs.
+// XDPMode says where the steering program runs. The zero value is
+// XDPAuto.
 type XDPMode int
 
 const (
-	// XDPNative runs it in the driver (XDP_FLAGS_DRV_MODE), before an skb
-	// is made: the fast path, where the driver has XDP support.
-	XDPNative XDPMode = iota
-	// XDPGeneric runs it on the skb (XDP_FLAGS_SKB_MODE): every device
-	// has it, at the cost of an skb per frame.
-	XDPGeneric
 	// XDPAuto is native where the kernel reports native XDP for the device
 	// (the basic XDP feature, Linux 6.3 and later), generic where it does
 	// not; native where the kernel does not report XDP features. New
 	// resolves it: Engine.Config says which it became.
-	XDPAuto
+	XDPAuto XDPMode = iota
+	// XDPNative runs it in the driver (XDP_FLAGS_DRV_MODE), before an skb
+	// is made: the fast path, where the driver has XDP support.
+	XDPNative
+	// XDPGeneric runs it on the skb (XDP_FLAGS_SKB_MODE): every device
+	// has it, at the cost of an skb per frame.
+	XDPGeneric
 )
 
-// String returns "native", "generic" or "auto".
+// String returns "auto", "native" or "generic".
 func (m XDPMode) String() string {
 	switch m {
-	case XDPGeneric:
-		return "generic"
 	case XDPAuto:
 		return "auto"
+	case XDPNative:
+		return "native"
+	case XDPGeneric:
+		return "generic"
 	}
-	return "native"
+	return fmt.Sprintf("XDPMode(%d)", int(m))
 }
 
 // ParseXDPMode reads an XDP mode by name: "native", "generic" or "auto",
@@ -191,7 +198,9 @@ type Output struct {
 const MaxOutputs = 64
 
 // Config describes an engine: which queues of which device, the socket and
-// ring geometry, and what each worker does with the frames.
+// ring geometry, and what each worker does with the frames. Start from
+// DefaultConfig() and change what you need: a zero Config has no frame
+// size, rings or batch, and Validate refuses it.
 type Config struct {
 	// Interface is the device to receive from.
 	Interface string
@@ -237,9 +246,9 @@ type Config struct {
 	NumFrames uint32
 	// Ring sizes, powers of two.
 	FillSize, CompletionSize, RxSize, TxSize uint32
-	// XDPMode is where the steering program runs. XDPNative on a device
-	// the kernel reports without native XDP is refused before anything is
-	// set up (ErrNoNativeXDP).
+	// XDPMode is where the steering program runs; the zero value is
+	// XDPAuto. XDPNative on a device the kernel reports without native XDP
+	// is refused before anything is set up (ErrNoNativeXDP).
 	XDPMode XDPMode
 	// BindMode chooses copy or zero-copy. BindZeroCopy on a device the
 	// kernel reports without xsk-zerocopy is refused before anything is
@@ -324,6 +333,14 @@ func (c *Config) Validate() error {
 				return fmt.Errorf("output %s is listed twice", o.Interface)
 			}
 		}
+	}
+	if c.FrameSize == 0 && c.Batch == 0 && c.FillSize == 0 && c.CompletionSize == 0 && c.RxSize == 0 && c.TxSize == 0 {
+		return errors.New("FrameSize, Batch and the ring sizes are 0, as in a zero Config: start from DefaultConfig(), which sets them, and change what you need")
+	}
+	switch c.XDPMode {
+	case XDPAuto, XDPNative, XDPGeneric:
+	default:
+		return fmt.Errorf("unknown XDP mode %d: use XDPAuto, XDPNative or XDPGeneric", int(c.XDPMode))
 	}
 	if err := c.checkSockets(true); err != nil {
 		return err

@@ -86,3 +86,37 @@ func TestCheckMultiBuffer(t *testing.T) {
 		}
 	}
 }
+
+// TestZeroConfig: a zero Config is refused with where to start, not with
+// the first field it lacks; its XDP mode is XDPAuto, the default, and an
+// XDP mode that is none of the three is refused.
+func TestZeroConfig(t *testing.T) {
+	var zero Config
+	if zero.XDPMode != XDPAuto || DefaultConfig().XDPMode != XDPAuto {
+		t.Errorf("zero XDPMode %v, DefaultConfig's %v: want both auto", zero.XDPMode, DefaultConfig().XDPMode)
+	}
+	cfg := Config{Interface: "dut0"}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "start from DefaultConfig()") {
+		t.Errorf("Validate of Config{Interface: dut0} = %v, want it to say start from DefaultConfig()", err)
+	}
+	g := GeneratorConfig{Interface: "dut0", Frames: [][]byte{make([]byte, 64)}}
+	if err := g.Validate(); err == nil || !strings.Contains(err.Error(), "start from DefaultGeneratorConfig()") {
+		t.Errorf("Validate of a zero GeneratorConfig = %v, want it to say start from DefaultGeneratorConfig()", err)
+	}
+	// One field left at 0 is named as such.
+	cfg = DefaultConfig()
+	cfg.Interface, cfg.FrameSize = "dut0", 0
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "frame size 0") {
+		t.Errorf("Validate with FrameSize 0 = %v, want it to name the frame size", err)
+	}
+	cfg = DefaultConfig()
+	cfg.Interface, cfg.XDPMode = "dut0", XDPMode(7)
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "unknown XDP mode 7") {
+		t.Errorf("Validate with XDPMode 7 = %v", err)
+	}
+	for m, want := range map[XDPMode]string{XDPAuto: "auto", XDPNative: "native", XDPGeneric: "generic", 7: "XDPMode(7)"} {
+		if m.String() != want {
+			t.Errorf("XDPMode %d is %q, want %q", int(m), m, want)
+		}
+	}
+}

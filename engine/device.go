@@ -12,8 +12,9 @@ type Device struct {
 	Name  string
 	Index int
 	MAC   net.HardwareAddr
-	// Driver is the driver's name ("veth", "mlx5_core", ...), or the link
-	// kind where the driver does not say.
+	// Driver is the driver's name ("veth", "mlx5_core", ...), the link
+	// kind ("bridge") where the driver does not say, "" where neither does
+	// (lo).
 	Driver string
 	MTU    int
 	// RxQueues and TxQueues are the queue ids a socket may bind to: the

@@ -41,7 +41,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -314,8 +314,8 @@ func (e *Engine) Device() Device { return deviceOf(e.dev) }
 func (e *Engine) ZeroCopy() bool { return e.zeroCopy() }
 
 // Run starts the workers and returns when ctx is done or when a worker
-// fails (a handler panic included: the error names the queue and carries
-// the panic value and stack). When the device or an output is deleted, or
+// fails (a handler panic included: a *HandlerPanicError with the queue,
+// the panic value and the stack). When the device or an output is deleted, or
 // leaves the network namespace, Run stops at once with a *DeviceGoneError
 // (errors.Is(err, ErrDeviceGone)); a device that goes down and comes back
 // is told to Config.OnLinkChange, and the run goes on. Counters stay
@@ -433,9 +433,7 @@ func (c *core) runWorker(w *worker) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			w.publish()
-			buf := make([]byte, 4096)
-			buf = buf[:runtime.Stack(buf, false)]
-			err = fmt.Errorf("queue %d: handler panicked: %v\n%s", w.queue, r, buf)
+			err = &HandlerPanicError{Queue: w.queue, Value: r, Stack: debug.Stack()}
 		}
 		if err != nil {
 			c.stop.Store(true)

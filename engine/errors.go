@@ -6,8 +6,11 @@ import (
 )
 
 // Errors New and NewGenerator return where the caller can do something
-// about it. Each comes wrapped in a typed error with the details (check with
-// errors.Is for the kind, errors.As for the details).
+// about it, and those Run returns. Check the kind with errors.Is; those
+// whose comment names a type come as that type, with the details (read them
+// with errors.As). ErrQueueBusy, ErrNoZeroCopy, ErrNoNativeXDP and
+// ErrFrameSize have no detail type: the message says what was refused, and
+// the kernel's error, where there is one, is wrapped too.
 var (
 	// ErrNoDevice: the device does not exist in this network namespace
 	// (*DeviceError).
@@ -43,6 +46,9 @@ var (
 	// ErrFrameTooLong: a generator frame longer than the device's MTU
 	// allows (*FrameTooLongError).
 	ErrFrameTooLong = errors.New("frame longer than the MTU allows")
+	// ErrHandlerPanic: a handler panicked, which stopped the engine or
+	// the simulation (*HandlerPanicError; Engine.Run, Sim.Run, Simulate).
+	ErrHandlerPanic = errors.New("handler panicked")
 )
 
 // DeviceError is a device that does not exist.
@@ -215,3 +221,29 @@ func (e *FrameTooLongError) Error() string {
 
 // Is makes errors.Is(err, ErrFrameTooLong) true.
 func (e *FrameTooLongError) Is(target error) bool { return target == ErrFrameTooLong }
+
+// HandlerPanicError is a panic in a handler. Engine.Run returns it once
+// every worker has stopped (the counters stay readable, and Close cleans
+// up as after any run); Sim.Run and Simulate return it wrapped.
+type HandlerPanicError struct {
+	// Queue is the queue whose worker ran the handler (0 in a simulation).
+	Queue int
+	// Value is what the handler passed to panic.
+	Value any
+	// Stack is the stack of the worker's goroutine at the panic, as
+	// runtime/debug.Stack formats it.
+	Stack []byte
+}
+
+func (e *HandlerPanicError) Error() string {
+	return fmt.Sprintf("queue %d: handler panicked: %v", e.Queue, e.Value)
+}
+
+// Is makes errors.Is(err, ErrHandlerPanic) true.
+func (e *HandlerPanicError) Is(target error) bool { return target == ErrHandlerPanic }
+
+// Unwrap returns Value if it is an error (panic(err)), nil otherwise.
+func (e *HandlerPanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}

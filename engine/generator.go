@@ -18,7 +18,9 @@ import (
 )
 
 // GeneratorConfig describes a generator: the tx queues of a device and the
-// frames to send.
+// frames to send. Start from DefaultGeneratorConfig() and change what you
+// need: a zero GeneratorConfig has no frame size, rings or batch, and
+// Validate refuses it.
 type GeneratorConfig struct {
 	// Interface is the device to transmit on.
 	Interface string
@@ -103,6 +105,9 @@ func (c *GeneratorConfig) sockets() Config {
 func (c *GeneratorConfig) Validate() error {
 	if c.Interface == "" {
 		return errors.New("no interface given")
+	}
+	if c.FrameSize == 0 && c.Batch == 0 && c.CompletionSize == 0 && c.TxSize == 0 {
+		return errors.New("FrameSize, Batch and the ring sizes are 0, as in a zero GeneratorConfig: start from DefaultGeneratorConfig(), which sets them, and change what you need")
 	}
 	sc := c.sockets()
 	if err := sc.checkSockets(false); err != nil {

@@ -73,12 +73,12 @@ func TestSimMultiBuffer(t *testing.T) {
 	sizes := []int{60, 1500, 3839, 3840, 3841, 9000, 9014}
 	for _, sim := range []engine.Sim{
 		{MultiBuffer: true},
-		{MultiBuffer: true, FrameSize: 2048},
+		{MultiBuffer: true, FrameSize: 4096},
 		{MultiBuffer: true, FrameSize: 2048, Unaligned: true, FrameHeadroom: 128},
 		{MultiBuffer: true, Batch: 3}, // batches end inside frames
 	} {
 		t.Run(fmt.Sprintf("frame=%d,unaligned=%v,headroom=%d,batch=%d", sim.FrameSize, sim.Unaligned, sim.FrameHeadroom, sim.Batch), func(t *testing.T) {
-			fs := 4096
+			fs := int(engine.DefaultConfig().FrameSize)
 			if sim.FrameSize != 0 {
 				fs = int(sim.FrameSize)
 			}
@@ -216,7 +216,7 @@ func TestSimMultiBufferHeadAndLength(t *testing.T) {
 		copy(b.Frame(0), []byte{1, 2, 3, 4})
 		b.Transmit(0)
 	})
-	res, err := engine.Sim{MultiBuffer: true}.Run(h, [][]byte{f})
+	res, err := engine.Sim{MultiBuffer: true, FrameSize: 4096}.Run(h, [][]byte{f})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,5 +268,5 @@ func ExampleBatch_Segments() {
 	}
 	// Output:
 	// frame 0: 64 bytes in 1 segments, UDP length ok: true
-	// frame 1: 9000 bytes in 3 segments, UDP length ok: true
+	// frame 1: 9000 bytes in 6 segments, UDP length ok: true
 }

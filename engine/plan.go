@@ -56,7 +56,7 @@ func (c *Config) resolveXDPMode(info *netdev.Info, plan netdev.Plan) error {
 // without zero-copy.
 func checkZeroCopy(info *netdev.Info, plan netdev.Plan, m BindMode) error {
 	if m == BindZeroCopy && plan.FeaturesKnown && !plan.ZeroCopy {
-		return &kindError{ErrNoZeroCopy, fmt.Errorf("%s (%s) has no AF_XDP zero-copy: the kernel does not report xsk-zerocopy among its XDP features", info.Name, info.Driver)}
+		return &kindError{ErrNoZeroCopy, fmt.Errorf("%s (%s) has no AF_XDP zero-copy: the kernel does not report xsk-zerocopy among its XDP features", info.Name, info.DriverLabel())}
 	}
 	return nil
 }

@@ -128,11 +128,16 @@ func TestHandlerPanicLeavesNothing(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return within 10 s of a handler panic")
 	}
-	if runErr == nil || !strings.Contains(runErr.Error(), "handler panicked: user handler of queue") {
-		t.Fatalf("Run returned %v, want the handler's panic", runErr)
+	var hp *engine.HandlerPanicError
+	if !errors.As(runErr, &hp) || !errors.Is(runErr, engine.ErrHandlerPanic) {
+		t.Fatalf("Run returned %v, want a *HandlerPanicError", runErr)
 	}
-	if !strings.Contains(runErr.Error(), "goroutine") {
-		t.Errorf("the error carries no stack trace: %v", runErr)
+	if want := fmt.Sprintf("user handler of queue %d gave up", hp.Queue); hp.Value != want ||
+		runErr.Error() != fmt.Sprintf("queue %d: handler panicked: %s", hp.Queue, want) {
+		t.Errorf("Run returned %q (queue %d, value %v), want the panic of queue %d's handler, %q", runErr, hp.Queue, hp.Value, hp.Queue, want)
+	}
+	if !strings.Contains(string(hp.Stack), "goroutine") || !strings.Contains(string(hp.Stack), "TestHandlerPanicLeavesNothing") {
+		t.Errorf("the error's stack is not the handler's:\n%s", hp.Stack)
 	}
 	s, err := eng.Stats()
 	if err != nil {

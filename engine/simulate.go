@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/xdpeng/xdpeng/internal/netdev"
@@ -51,9 +53,6 @@ func (r SimResult) SentOn(p Port) [][]byte {
 // default, the engine's default batch size.
 const SimBatch = 64
 
-// simFrameSize is the UMEM frame size of a simulation by default.
-const simFrameSize = 4096
-
 // Sim describes a simulated engine for Run: a worker on in-memory rings,
 // with no device and no privilege.
 type Sim struct {
@@ -65,10 +64,12 @@ type Sim struct {
 	// Config.Batch does, so a handler may see fewer frames at once.
 	Batch int
 	// FrameSize, FrameHeadroom, Unaligned and MultiBuffer are those of
-	// Config; FrameSize 0 means 4096. A frame longer than a UMEM frame
-	// holds after the headroom (the kernel's 256 bytes and FrameHeadroom)
-	// arrives in several segments with MultiBuffer (at most 18) and is an
-	// error without.
+	// Config; FrameSize 0 means an engine's default,
+	// DefaultConfig().FrameSize (2048), so that a handler sees the
+	// Headroom and Tailroom it would see in an engine. A frame longer than
+	// a UMEM frame holds after the headroom (the kernel's 256 bytes and
+	// FrameHeadroom: 1792 bytes of 2048) arrives in several segments with
+	// MultiBuffer (at most 18) and is an error without.
 	FrameSize     uint32
 	FrameHeadroom uint32
 	Unaligned     bool
@@ -86,7 +87,7 @@ func Simulate(h Handler, frames [][]byte) (SimResult, error) {
 // frameSize is c.FrameSize with its default.
 func (c Sim) frameSize() uint32 {
 	if c.FrameSize == 0 {
-		return simFrameSize
+		return DefaultConfig().FrameSize
 	}
 	return c.FrameSize
 }
@@ -100,8 +101,12 @@ func (c Sim) segments(frames [][]byte) (int, error) {
 		n := (len(f) + room - 1) / room
 		switch {
 		case n > 1 && !c.MultiBuffer:
-			return 0, fmt.Errorf("simulate: frame %d is %d bytes, longer than the %d bytes a %d-byte UMEM frame holds after %d bytes of headroom (set MultiBuffer to have it in several)",
-				i, len(f), room, c.frameSize(), xdpHeadroom+int(c.FrameHeadroom))
+			larger := ""
+			if page := uint32(os.Getpagesize()); c.frameSize() < page {
+				larger = fmt.Sprintf("set FrameSize to %d (the default is an engine's, %d), or ", page, DefaultConfig().FrameSize)
+			}
+			return 0, fmt.Errorf("simulate: frame %d is %d bytes, longer than the %d bytes a %d-byte UMEM frame holds after %d bytes of headroom: %sset MultiBuffer to have it in several",
+				i, len(f), room, c.frameSize(), xdpHeadroom+int(c.FrameHeadroom), larger)
 		case n > netdev.CopyModeMaxFrags:
 			return 0, fmt.Errorf("simulate: frame %d is %d bytes, more than %d UMEM frames hold (%d bytes each after the headroom)",
 				i, len(f), netdev.CopyModeMaxFrags, room)
@@ -121,7 +126,7 @@ func (c Sim) segments(frames [][]byte) (int, error) {
 //
 // The frames are copied in, so the caller's slices are not modified. A frame
 // longer than a UMEM frame holds after the headroom is an error without
-// MultiBuffer; a panic in h is returned as an error.
+// MultiBuffer; a panic in h is returned as a *HandlerPanicError, wrapped.
 func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 	segs, err := c.segments(frames)
 	if err != nil {
@@ -135,7 +140,7 @@ func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("simulate: handler panicked: %v", r)
+			err = fmt.Errorf("simulate: %w", &HandlerPanicError{Value: r, Stack: debug.Stack()})
 		}
 	}()
 	res.Frames = make([]SimFrame, len(frames))

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/xdpeng/xdpeng/engine"
@@ -95,19 +98,32 @@ func TestSimTwoOutputs(t *testing.T) {
 }
 
 // TestSimUnknownPort: a frame forwarded to a port the engine does not have
-// is dropped and counted, not sent anywhere.
+// is dropped and counted, not sent anywhere: an output beyond its own, and
+// OutputPort of an index beyond MaxOutputs or below 0, which is never the
+// input's port (as a uint8 it would have wrapped to PortIn: a frame sent
+// back out of the queue it came in on).
 func TestSimUnknownPort(t *testing.T) {
-	h := engine.HandlerFunc(func(b *engine.Batch) {
-		for i := 0; i < b.Len(); i++ {
-			b.Forward(i, engine.OutputPort(3))
+	for _, k := range []int{3, engine.MaxOutputs, 255, 511, -1, -256} {
+		p := engine.OutputPort(k)
+		if p == engine.PortIn {
+			t.Errorf("OutputPort(%d) is PortIn", k)
 		}
-	})
-	res, err := engine.Sim{Outputs: 1}.Run(h, [][]byte{udpFrame(9, 64)})
-	if err != nil {
-		t.Fatal(err)
+		h := engine.HandlerFunc(func(b *engine.Batch) {
+			for i := 0; i < b.Len(); i++ {
+				b.Forward(i, p)
+			}
+		})
+		res, err := engine.Sim{Outputs: 1}.Run(h, [][]byte{udpFrame(9, 64)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Frames[0].Sent || res.Stats.Dropped != 1 || res.Stats.TxPackets != 0 {
+			t.Errorf("OutputPort(%d): frame %+v, stats %+v: want it dropped and counted", k, res.Frames[0], res.Stats)
+		}
 	}
-	if res.Frames[0].Sent || res.Stats.Dropped != 1 || res.Stats.TxPackets != 0 {
-		t.Errorf("frame %+v, stats %+v: want it dropped and counted", res.Frames[0], res.Stats)
+	// The last output an engine may have keeps its own port.
+	if p := engine.OutputPort(engine.MaxOutputs - 1); p != engine.Port(engine.MaxOutputs) {
+		t.Errorf("OutputPort(%d) = %d, want %d", engine.MaxOutputs-1, p, engine.MaxOutputs)
 	}
 }
 
@@ -120,7 +136,7 @@ func TestBatchHeadAndLength(t *testing.T) {
 		{},
 		{Unaligned: true},
 		{FrameHeadroom: 300},
-		{Unaligned: true, FrameHeadroom: 300, FrameSize: 2048},
+		{Unaligned: true, FrameHeadroom: 300, FrameSize: 4096},
 	} {
 		t.Run(fmt.Sprintf("unaligned=%v,headroom=%d,frame=%d", sim.Unaligned, sim.FrameHeadroom, sim.FrameSize), func(t *testing.T) {
 			testBatchHeadAndLength(t, sim)
@@ -129,7 +145,7 @@ func TestBatchHeadAndLength(t *testing.T) {
 }
 
 func testBatchHeadAndLength(t *testing.T, sim engine.Sim) {
-	fs := 4096
+	fs := int(engine.DefaultConfig().FrameSize) // what an engine has
 	if sim.FrameSize != 0 {
 		fs = int(sim.FrameSize)
 	}
@@ -230,10 +246,23 @@ func TestSimHonoursDropAll(t *testing.T) {
 	}
 }
 
+// TestSimPanicIsAnError: a handler's panic comes back as a
+// *HandlerPanicError with the value and the handler's stack, and a panic
+// with an error unwraps to it.
 func TestSimPanicIsAnError(t *testing.T) {
 	h := engine.HandlerFunc(func(*engine.Batch) { panic("boom") })
-	if _, err := engine.Simulate(h, [][]byte{udpFrame(9, 64)}); err == nil || !bytes.Contains([]byte(err.Error()), []byte("boom")) {
-		t.Errorf("error %v, want the panic", err)
+	_, err := engine.Simulate(h, [][]byte{udpFrame(9, 64)})
+	var hp *engine.HandlerPanicError
+	if !errors.As(err, &hp) || !errors.Is(err, engine.ErrHandlerPanic) || hp.Value != "boom" || hp.Queue != 0 ||
+		err.Error() != "simulate: queue 0: handler panicked: boom" {
+		t.Fatalf("error %v (%#v), want a *HandlerPanicError with the value", err, hp)
+	}
+	if !bytes.Contains(hp.Stack, []byte("TestSimPanicIsAnError")) {
+		t.Errorf("the stack does not show the handler:\n%s", hp.Stack)
+	}
+	h = engine.HandlerFunc(func(*engine.Batch) { panic(io.ErrUnexpectedEOF) })
+	if _, err := (engine.Sim{}).Run(h, [][]byte{udpFrame(9, 64)}); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("a panic with an error: %v, want it wrapped", err)
 	}
 }
 
@@ -265,5 +294,29 @@ func TestParseXDPMode(t *testing.T) {
 	}
 	if !errors.Is(&engine.DeviceError{Name: "x"}, engine.ErrNoDevice) {
 		t.Error("a DeviceError is not ErrNoDevice")
+	}
+}
+
+// TestSimFrameSize: a simulation's UMEM frames are an engine's by default,
+// so a handler sees the same room around a frame, and a frame too long for
+// them is refused with what to change.
+func TestSimFrameSize(t *testing.T) {
+	def := int(engine.DefaultConfig().FrameSize)
+	var room []int
+	h := engine.HandlerFunc(func(b *engine.Batch) {
+		for i := 0; i < b.Len(); i++ {
+			room = append(room, b.Headroom(i)+len(b.Frame(i))+b.Tailroom(i))
+		}
+	})
+	if _, err := engine.Simulate(h, [][]byte{udpFrame(9, 64)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(room) != 1 || room[0] != def {
+		t.Errorf("a simulated frame has %v bytes of room, an engine's %d", room, def)
+	}
+	_, err := engine.Simulate(h, [][]byte{make([]byte, def)})
+	if want := fmt.Sprintf("longer than the %d bytes a %d-byte UMEM frame holds after 256 bytes of headroom: set FrameSize to %d (the default is an engine's, %d), or set MultiBuffer",
+		def-256, def, os.Getpagesize(), def); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a %d-byte frame: %v, want %q", def, err, want)
 	}
 }

@@ -108,9 +108,9 @@ func (s Snapshot) Total() QueueStats {
 
 // Stats reads every worker's counters and its socket's XDP statistics. It
 // may be called from any goroutine, also while Run runs.
-func (e *core) Stats() (Snapshot, error) {
-	snap := Snapshot{Time: time.Now(), Queues: make([]QueueStats, len(e.workers))}
-	for i, w := range e.workers {
+func (c *core) Stats() (Snapshot, error) {
+	snap := Snapshot{Time: time.Now(), Queues: make([]QueueStats, len(c.workers))}
+	for i, w := range c.workers {
 		p := w.pub
 		q := &snap.Queues[i]
 		q.Queue, q.CPU = w.queue, w.cpu

@@ -23,6 +23,7 @@ func newBenchCmd() *cobra.Command {
 		duration  time.Duration
 		scenarios string
 		asJSON    bool
+		dut       dutFlags
 	)
 	c := &cobra.Command{
 		Use:   "bench",
@@ -57,11 +58,16 @@ Scenarios (for CPUs 0 and 1):
           xsk-drop, asavie-drop; per queue is the total over the queues
   A-1500  as A with 1500-byte frames: xdp-drop, xsk-drop, dpdk-af-xdp-nobusy
   lat     as A, xdpeng latency at 100000 pps: xdp-tx, xsk-l2fwd (adaptive); the
-          target is XDP_TX's median p50 delay below xsk-l2fwd's`,
+          target is XDP_TX's median p50 delay below xsk-l2fwd's
+
+With --dut (see compare --help) the scenarios that are not test-bed layouts
+(A, L, A-1500, lat) run their paths that run there on the DUT, the generator
+here; B, L-rps, 2q and progbench (this host's CPU) are left out.`,
 		Example: `  sudo xdpeng bench
   sudo xdpeng bench --runs 5 -d 5s --json > bench.json
   sudo xdpeng bench --scenarios B
-  sudo xdpeng bench --scenarios L,L-rps --runs 5`,
+  sudo xdpeng bench --scenarios L,L-rps --runs 5
+  sudo xdpeng bench --dut ssh://root@dut.lab --dut-if eth1 --gen-if eth1 --runs 5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runs < 1 {
@@ -82,15 +88,28 @@ Scenarios (for CPUs 0 and 1):
 					names = append(names, n)
 				}
 			}
+			if err := dut.check(); err != nil {
+				return err
+			}
 			if err := needRoot(typed(cmd), privilege.AFXDP|privilege.Namespaces); err != nil {
 				return err
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
-			res, err := bench.Run(ctx, bench.Config{Runs: runs, Duration: duration, Scenarios: names,
-				Progress: func(s string) { fmt.Fprintln(os.Stderr, s) }})
+			progress := func(s string) { fmt.Fprintln(os.Stderr, s) }
+			bc := bench.Config{Runs: runs, Duration: duration, Scenarios: names, Progress: progress}
+			if dut.given() {
+				var err error
+				if bc.Remote, err = dut.config(); err != nil {
+					return err
+				}
+				if err := dut.findBinary(ctx, bc.Remote, progress); err != nil {
+					return err
+				}
+			}
+			res, err := bench.Run(ctx, bc)
 			if err != nil {
-				return err
+				return dutAdvice(err)
 			}
 			if asJSON {
 				return bench.WriteJSON(cmd.OutOrStdout(), &res)
@@ -104,6 +123,7 @@ Scenarios (for CPUs 0 and 1):
 	secondsVarP(f, &duration, "duration", "d", 3*time.Second, "measurement time per path and run (seconds, or a duration like 500ms)")
 	f.StringVar(&scenarios, "scenarios", "", "scenarios to run, e.g. A,B (default: all)")
 	f.BoolVar(&asJSON, "json", false, "print JSON lines: a setup line, a row line per scenario and path, a summary line")
+	dut.register(f)
 	return c
 }
 

@@ -8,6 +8,7 @@ package main
 // under overload every frame is counted.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,7 +70,12 @@ func TestCLIBadInput(t *testing.T) {
 		{name: "gen rate below a frame per thread", gen: true, args: []string{"gen", "-i", "gen0", "--count", "10", "--threads", "2", "--rate", "1"},
 			want: []string{"--rate", "less than 1 pps per thread"}},
 		{name: "gen out of lo", gen: true, args: []string{"gen", "-i", "lo", "--count", "10", "-G", "02:00:00:00:00:01", "-H", "02:00:00:00:00:02"},
-			want: []string{"lo (device) takes no XDP frames (its driver has no ndo_xdp_xmit", "txonly can, in copy mode"}},
+			want: []string{"lo (no driver) takes no XDP frames (ndo-xmit is not among its XDP features", "txonly can, in copy mode"}},
+		// Before it asks for a destination MAC, which lo has none of.
+		{name: "gen out of lo, no MAC given", gen: true, args: []string{"gen", "-i", "lo", "-C", "10"},
+			want: []string{"xdpeng: lo (no driver) takes no XDP frames"}},
+		{name: "txonly out of lo without -H", gen: true, args: []string{"txonly", "-i", "lo", "-C", "10", "-G", "02:00:00:00:00:01"},
+			want: []string{"xdpeng: lo has no MAC address to send from: give one with -H/--src-mac"}},
 		{name: "gen no such interface", gen: true, args: []string{"gen", "-i", "nosuch0", "--count", "10"},
 			want: []string{`interface "nosuch0" not found`}},
 		// kern looks up -i before it checks for root.
@@ -387,6 +393,11 @@ func TestCLITestbedInterrupted(t *testing.T) {
 				} else if err != nil {
 					t.Errorf("testbed down --name %s removed the half-made bed but exited with %v: %s", name, err, strings.TrimSpace(string(out)))
 				}
+				// Once more: there is nothing left, and it says so.
+				out, err = exec.Command(bin, "testbed", "down", "--name", name).CombinedOutput()
+				if err != nil || !strings.Contains(string(out), "no test bed "+name) || !strings.Contains(string(out), "nothing to remove") {
+					t.Errorf("testbed down --name %s of a bed already removed (%v): %s", name, err, out)
+				}
 				return
 			}
 			t.Fatalf("in %d attempts testbed up was never stopped by %v while it made the bed", attempts, sig)
@@ -691,5 +702,59 @@ func TestCLIDPDKEndsWithCompare(t *testing.T) {
 			syscall.Kill(c, syscall.SIGKILL)
 		}
 		t.Fatalf("dpdk-testpmd %v outlived compare's kill -9", left)
+	}
+}
+
+// TestCLIStdoutClosed: a run whose stdout reader goes away (| head -1, or
+// a remote run's ssh session that died) ends through its cleanup at its
+// next interval, long before its duration, with a SIGPIPE'd tool's status
+// (141), not killed by SIGPIPE; and leaves nothing attached.
+func TestCLIStdoutClosed(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	bin := buildCLI(t)
+	ns := bed.DUTNS
+	for _, args := range [][]string{
+		{"rxdrop", "-i", "dut0"},
+		{"kern", "drop", "-i", "dut0", "--hook", "tc"},
+		{"stats", "-i", "dut0"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			before := readHooks(t, ns, "dut0")
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := nsCommand(context.Background(), ns, append(append([]string{bin}, args...), "--json", "-n", "0.1", "-d", "60")...)
+			var stderr syncBuffer
+			cmd.Stdout, cmd.Stderr = w, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			line, err := bufio.NewReader(r).ReadString('\n')
+			r.Close() // the reader goes: the next write fails
+			if err != nil {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("no first line: %v; stderr %s", err, stderr.String())
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			var werr error
+			select {
+			case werr = <-done:
+			case <-time.After(20 * time.Second): // a bound for the test, well under -d 60
+				cmd.Process.Kill()
+				<-done
+				t.Fatalf("still running 20 s after its stdout closed (first line %s); stderr %s", line, stderr.String())
+			}
+			var ee *exec.ExitError
+			if !errors.As(werr, &ee) || ee.ExitCode() != 141 {
+				t.Errorf("ended with %v, want exit status 141 (a clean exit, not death by SIGPIPE); stderr %s", werr, stderr.String())
+			}
+			if h, ok := waitHooks(t, ns, "dut0", before.Equal); !ok {
+				t.Errorf("hooks %+v after the run ended, %+v before", h, before)
+			}
+		})
 	}
 }

@@ -468,9 +468,17 @@ func TestCLICapture(t *testing.T) {
 		if b, err := os.ReadFile(old); r.code != 1 || err != nil || string(b) != "an older capture" {
 			t.Errorf("a refused run changed %s to %q (%v):\n%s", old, b, err, r)
 		}
-		r = runIn(t, 20*time.Second, ns, bin, "rxdrop", "-i", "dut0", "-w", filepath.Join(dir, "nosuchdir", "f.pcap"), "-d", "1s")
-		if r.code != 1 || !strings.Contains(r.stderr, "-w "+filepath.Join(dir, "nosuchdir", "f.pcap")) || !strings.Contains(r.stderr, "no such file or directory") {
-			t.Errorf("a capture into a directory that does not exist:\n%s", r)
+		// A path that cannot be written is refused before anything is
+		// attached: no header, no summary.
+		for path, want := range map[string]string{
+			filepath.Join(dir, "nosuchdir", "f.pcap"): "directory " + filepath.Join(dir, "nosuchdir") + " does not exist",
+			dir:               dir + " is a directory",
+			"/proc/nope.pcap": "cannot create it",
+		} {
+			r = runIn(t, 20*time.Second, ns, bin, "rxdrop", "-i", "dut0", "-w", path, "-d", "1s")
+			if r.code != 1 || !strings.Contains(r.stderr, "-w "+path+": "+want) || r.stdout != "" {
+				t.Errorf("a capture into %s, want it refused with %q and nothing on stdout:\n%s", path, want, r)
+			}
 		}
 	})
 }
@@ -524,7 +532,7 @@ func TestCLIErrors(t *testing.T) {
 				return netlink.LinkSetUp(l)
 			})
 		})
-		p := startAttached(t, ns, bin, "kern", "redirect", "-i", "dut0", "-o", "dut1", "-e", "--json", "-I", "200ms")
+		p := startAttached(t, ns, bin, "kern", "redirect", "-i", "dut0", "-o", "dut1", "-e", "--json", "-n", "0.2")
 		g := runIn(t, 30*time.Second, bed.GenNS, bin, "gen", "-i", "gen0", "--count", strconv.Itoa(n), "--json")
 		if g.code != 0 {
 			t.Fatalf("gen:\n%s", g)
@@ -536,6 +544,10 @@ func TestCLIErrors(t *testing.T) {
 		e := s.XDPErrors
 		if e == nil {
 			t.Fatalf("no xdp_errors in the summary: %s", r.stdout)
+		}
+		// Down from the start, which no link change says: a note does.
+		if want := "xdpeng: note: dut1 is down (set down): every frame redirected to it is dropped until it is up"; !strings.Contains(r.stderr, want) {
+			t.Errorf("no note that dut1 is down, want %q:\n%s", want, r.stderr)
 		}
 		t.Logf("counted %v, missing %v; received %d, lost %d: %+v", e.Attached, e.Missing, s.RxPackets, e.Lost, e.Reasons)
 		if s.RxPackets != n || e.Lost != n || len(e.Reasons) != 1 ||
@@ -563,7 +575,7 @@ func TestCLIErrors(t *testing.T) {
 		}
 		// And the text view names the errno, the target and the count.
 		text := runErrorsText(t, bin, bed, n)
-		if !strings.Contains(text, "xdp_redirect_err ENETDOWN to dut1 through DevMap") || !strings.Contains(text, fmt.Sprintf(": %d\n", n)) {
+		if !strings.Contains(text, "  note: dut1 is down (set down)") || !strings.Contains(text, "xdp_redirect_err ENETDOWN to dut1 through DevMap") || !strings.Contains(text, fmt.Sprintf(": %d\n", n)) {
 			t.Errorf("the text summary does not show %d frames lost to ENETDOWN towards dut1:\n%s", n, text)
 		}
 	})
@@ -617,7 +629,7 @@ func TestCLIStats(t *testing.T) {
 	bin := buildCLI(t)
 	ns := bed.DUTNS
 	rx := startAttached(t, ns, bin, "rxdrop", "-i", "dut0", "--json")
-	st := startIn(t, ns, bin, "stats", "-i", "dut0", "--json", "-I", "200ms")
+	st := startIn(t, ns, bin, "stats", "-i", "dut0", "--json", "-n", "0.2")
 	if !st.waitOutput(10*time.Second, false, func(s string) bool { return strings.Contains(s, `"type":"interval"`) }) {
 		st.signal(t, syscall.SIGKILL)
 		t.Fatalf("stats printed no interval:\n%s", st.wait(t))

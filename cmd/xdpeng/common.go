@@ -29,3 +29,12 @@ func needRoot(command string, need privilege.Need) error {
 func typed(cmd *cobra.Command) string {
 	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
 }
+
+// driverLabel names a device's driver in a header: "veth", or "no driver"
+// for a device that reports none (lo).
+func driverLabel(driver string) string {
+	if driver == "" {
+		return "no driver"
+	}
+	return driver
+}

@@ -39,12 +39,13 @@ type compareFlags struct {
 	loss             float64
 	trial            time.Duration
 	resolution       float64
+	dut              dutFlags
 }
 
 func newCompareCmd() *cobra.Command {
 	f := &compareFlags{}
 	cmd := &cobra.Command{
-		Use:   "compare (-i DEV | --testbed) [--paths LIST | --family drop|forward|all]",
+		Use:   "compare (-i DEV | --testbed | --dut ssh://HOST --dut-if DEV --gen-if DEV) [--paths LIST | --family drop|forward|all]",
 		Short: "Measure the receive paths side by side: XDP, tc, AF_XDP (ours and asavie/xdp), AF_PACKET, bridge",
 		Long: `compare runs each path in turn against the same traffic and prints one table:
 Mpps received, CPU time per packet on the receiving side, busy % of each CPU,
@@ -57,8 +58,14 @@ arrives on DEV for --duration per path; every path takes all of DEV's
 traffic meanwhile, so a DEV that carries the default route (checked in the
 namespace compare runs in) is refused unless --force.
 
+` + dutHelp + `
+On two hosts the paths that run are xdp-drop, xdp-drop-generic, tc-drop,
+xsk-drop, xdp-tx, xsk-l2fwd and, with a second (third) pair of ports,
+xdp-redirect, xdp-redirect-generic, xsk-fwd (xdp-redirect-multi); -q and
+--dut-cpus are the DUT's queues and CPUs, and the CPU columns its CPUs.
+
 Drop family (the default): ` + pathList(compare.Drop) + `
-Forward family (--family forward, test bed only): ` + pathList(compare.Forward) + `
+Forward family (--family forward: test bed, or two hosts with 2 or 3 port pairs): ` + pathList(compare.Forward) + `
 Run only when named in --paths (test bed only), as they need dpdk-testpmd
 (Debian 12: apt-get install dpdk-dev librte-net-af-xdp23): dpdk-af-xdp and
 dpdk-af-xdp-nobusy (DPDK's AF_XDP driver under testpmd rxonly, its default
@@ -66,7 +73,7 @@ arguments and busy_budget=0), dpdk-l2fwd and dpdk-l2fwd-nobusy (macswap).
 Where dpdk-testpmd is missing they are skipped with a note. Also only when
 named: xsk-drop-busy-poll (xsk-drop with --busy-poll), which bench measures.
 
-With --ndr (test bed only) it also searches each path's zero-loss throughput
+With --ndr (test bed or two hosts) it also searches each path's zero-loss throughput
 (RFC 2544's throughput, NDR): after the full-load trial, a binary search over
 --rate with trials of --trial each, from the full-load rate down, every
 trial's loss counted exactly (the device's and the path's counters, after
@@ -90,38 +97,42 @@ with the receiver threads.`,
   sudo xdpeng compare -i eth1 --paths xdp-drop,xsk-drop -d 10s
   sudo xdpeng compare --testbed --paths xsk-drop,dpdk-af-xdp,dpdk-af-xdp-nobusy
   sudo xdpeng compare --testbed --paths xdp-drop,xsk-drop --ndr
-  sudo xdpeng compare --testbed --paths xsk-drop --ndr --loss 0.1 --trial 2s`,
+  sudo xdpeng compare --testbed --paths xsk-drop --ndr --loss 0.1 --trial 2s
+  sudo xdpeng compare --dut ssh://root@dut.lab --dut-if eth1 --gen-if eth1 --paths xdp-drop,xsk-drop
+  sudo xdpeng compare --dut ssh://root@10.0.0.2 --ssh-command "ssh -F lab.conf" --dut-install \
+      --dut-if eth1,eth2 --gen-if eth3,eth4 --family all`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.config(cmd)
 			if err != nil {
 				return err
 			}
-			return runCompare(cmd, cfg, f.json, f.csv, false)
+			return runCompare(cmd, cfg, &f.dut, f.json, f.csv, false)
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVarP(&f.iface, "interface", "i", "", "measure the traffic arriving on this device (instead of --testbed)")
-	fs.StringVarP(&f.queues, "queues", "q", "", "with -i: rx queues for the AF_XDP paths (default: all)")
+	fs.StringVarP(&f.queues, "queues", "q", "", "with -i or --dut: rx queues of the device for the AF_XDP paths (default: all)")
 	fs.StringVar(&f.paths, "paths", "", "comma-separated paths to run (default: the --family's)")
 	fs.StringVar(&f.family, "family", "drop", "drop, forward or all")
 	secondsVarP(fs, &f.duration, "duration", "d", 5*time.Second, "measurement time per path (seconds, or a duration like 500ms)")
-	fs.Uint64Var(&f.rate, "rate", 0, "test bed: offered load in frames per second (default: as fast as the generator goes)")
-	fs.IntVar(&f.size, "size", 64, "test bed: frame length in bytes without the FCS (unlike gen and txonly -s, which count it: 64 here is their -s 68)")
+	fs.Uint64Var(&f.rate, "rate", 0, "test bed, two hosts: offered load in frames per second (default: as fast as the generator goes)")
+	fs.IntVar(&f.size, "size", 64, "test bed, two hosts: frame length in bytes without the FCS (unlike gen and txonly -s, which count it: 64 here is their -s 68)")
 	fs.BoolVar(&f.testbed, "testbed", false, "make a test bed, drive the generator, remove the bed afterwards")
 	fs.StringVar(&f.name, "name", "", "test bed name (default: a unique one)")
 	fs.StringVar(&f.layout, "layout", "A", "test bed layout: A (DUT NAPI in softirq on the generator CPU) or B (threaded NAPI on the DUT CPU)")
 	fs.IntVar(&f.bedQueues, "bed-queues", 1, "test bed: queues per veth end")
-	fs.StringVar(&f.genCPUs, "gen-cpus", "", "test bed: generator CPUs (default: the first CPU)")
-	fs.StringVar(&f.dutCPUs, "dut-cpus", "", "receiver CPUs, queue 0's receiver on the first, round-robin (default: the last CPU)")
+	fs.StringVar(&f.genCPUs, "gen-cpus", "", "test bed, two hosts: generator CPUs (default: the first CPU)")
+	fs.StringVar(&f.dutCPUs, "dut-cpus", "", "receiver CPUs (the DUT's with --dut), queue 0's receiver on the first, round-robin (default: the last CPU)")
 	fs.BoolVar(&f.json, "json", false, "print JSON lines: a setup line, a row line per path, a summary line")
 	fs.BoolVar(&f.csv, "csv", false, "print CSV: a header and one line per path")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")
 	fs.BoolVar(&f.force, "force", false, "with -i: measure DEV even if it carries the default route")
-	fs.BoolVar(&f.ndr, "ndr", false, "test bed: also search each path's zero-loss rate (NDR)")
+	fs.BoolVar(&f.ndr, "ndr", false, "test bed, two hosts: also search each path's zero-loss rate (NDR)")
 	fs.Float64Var(&f.loss, "loss", 0, "with --ndr: also search the rate that loses at most this percentage (PDR)")
 	fs.DurationVar(&f.trial, "trial", compare.DefaultNDR.Trial, "with --ndr: length of each trial")
 	fs.Float64Var(&f.resolution, "resolution", compare.DefaultNDR.Resolution*100, "with --ndr: stop when pass and fail are this percentage of the full-load rate apart")
+	f.dut.register(fs)
 	return cmd
 }
 
@@ -143,19 +154,32 @@ func (f *compareFlags) config(cmd *cobra.Command) (compare.Config, error) {
 	if f.json && f.csv {
 		return cfg, errors.New("--json and --csv exclude each other")
 	}
-	if f.testbed == (f.iface != "") {
-		return cfg, errors.New("give either -i DEV (measure a real interface) or --testbed (make a test bed and drive traffic)")
+	if err := f.dut.check(); err != nil {
+		return cfg, err
+	}
+	remote := f.dut.given()
+	if n := btoi(f.testbed) + btoi(f.iface != "") + btoi(remote); n != 1 {
+		return cfg, errors.New("give one of -i DEV (measure a real interface), --testbed (make a test bed and drive traffic) or --dut (a DUT on another host)")
 	}
 	if !f.testbed {
-		for _, fl := range []string{"rate", "size", "name", "layout", "bed-queues", "gen-cpus"} {
+		for _, fl := range []string{"name", "layout", "bed-queues"} {
 			if cmd.Flags().Changed(fl) {
 				return cfg, fmt.Errorf("--%s is for --testbed", fl)
 			}
 		}
-	} else if f.queues != "" {
-		return cfg, errors.New("-q/--queues is for -i; the test bed's queues are --bed-queues")
-	} else if f.force {
-		return cfg, errors.New("--force is for -i: a test bed's interfaces carry no default route")
+	}
+	if !f.testbed && !remote {
+		for _, fl := range []string{"rate", "size", "gen-cpus"} {
+			if cmd.Flags().Changed(fl) {
+				return cfg, fmt.Errorf("--%s is for the generator: --testbed or --dut", fl)
+			}
+		}
+	}
+	if f.testbed && f.queues != "" {
+		return cfg, errors.New("-q/--queues is for -i or --dut; the test bed's queues are --bed-queues")
+	}
+	if f.force && f.iface == "" {
+		return cfg, errors.New("--force is for -i: a test bed's interfaces, and those of a DUT on another host, carry no default route here")
 	}
 	if f.ndr {
 		cfg.NDR = &compare.NDRConfig{Trial: f.trial, Resolution: f.resolution / 100, LossPct: f.loss}
@@ -175,13 +199,26 @@ func (f *compareFlags) config(cmd *cobra.Command) (compare.Config, error) {
 		if cfg.Paths, err = compare.ParsePaths(f.paths); err != nil {
 			return cfg, fmt.Errorf("--paths: %w", err)
 		}
-	case f.family == "drop" || f.family == "forward":
-		for _, p := range compare.Paths(compare.Family(f.family)) {
+	case f.family == "drop" || f.family == "forward" || f.family == "all":
+		fam := compare.Family(f.family)
+		if f.family == "all" {
+			fam = ""
+		}
+		for _, p := range compare.Paths(fam) {
 			cfg.Paths = append(cfg.Paths, p.Name)
 		}
-	case f.family == "all":
-		for _, p := range compare.Paths("") {
-			cfg.Paths = append(cfg.Paths, p.Name)
+		if remote {
+			// The paths of the family that run on two hosts with the
+			// ports given; the others are said and left out.
+			var left []string
+			cfg.Paths, left = (&compare.Remote{DUTInterfaces: f.dut.dutIfs}).Runnable(cfg.Paths)
+			if len(cfg.Paths) == 0 {
+				return cfg, fmt.Errorf("--family %s: none of its paths runs on two hosts with %d DUT port(s) (--dut-if %s)",
+					f.family, len(f.dut.dutIfs), strings.Join(f.dut.dutIfs, ","))
+			}
+			if !f.quiet {
+				dutNote(cmd, "compare", left)
+			}
 		}
 	default:
 		return cfg, fmt.Errorf("--family %q: use drop, forward or all", f.family)
@@ -212,22 +249,44 @@ func (f *compareFlags) config(cmd *cobra.Command) (compare.Config, error) {
 		errw := cmd.ErrOrStderr()
 		cfg.Progress = func(msg string) { fmt.Fprintf(errw, "compare: %s\n", msg) }
 	}
+	if remote {
+		// runCompare reaches the DUT and finds its xdpeng.
+		if cfg.Remote, err = f.dut.config(); err != nil {
+			return cfg, err
+		}
+	}
 	if err := cfg.Check(); err != nil {
 		return cfg, err
 	}
 	return cfg, nil
 }
 
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // runCompare runs cfg for the command cmd (compare or demo) and prints the
-// result: the table and chart, or JSON, or CSV. It fails if a path failed,
-// after printing what was measured.
-func runCompare(cmd *cobra.Command, cfg compare.Config, asJSON, asCSV, explain bool) error {
+// result: the table and chart, or JSON, or CSV; with dut given it first
+// reaches the DUT. It fails if a path failed, after printing what was
+// measured.
+func runCompare(cmd *cobra.Command, cfg compare.Config, dut *dutFlags, asJSON, asCSV, explain bool) error {
 	out := cmd.OutOrStdout()
 	if err := needRoot(typed(cmd), privilege.AFXDP|privilege.Namespaces); err != nil {
 		return err
 	}
 	ctx, stop := signalContext()
 	defer stop()
+	if cfg.Remote != nil {
+		if err := dut.findBinary(ctx, cfg.Remote, cfg.Progress); err != nil {
+			if ctx.Err() != nil {
+				return interrupted{err}
+			}
+			return err
+		}
+	}
 	res, err := compare.Run(ctx, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -236,7 +295,7 @@ func runCompare(cmd *cobra.Command, cfg compare.Config, asJSON, asCSV, explain b
 		if errors.Is(err, compare.ErrDefaultRoute) {
 			return fmt.Errorf("%w: measure another interface (a test bed: --testbed), or pass --force if you mean it", err)
 		}
-		return err
+		return dutAdvice(err)
 	}
 	switch {
 	case asJSON:

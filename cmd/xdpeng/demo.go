@@ -48,7 +48,7 @@ it and removes everything it set up.`,
 				errw := cmd.ErrOrStderr()
 				cfg.Progress = func(msg string) { fmt.Fprintf(errw, "demo: %s\n", msg) }
 			}
-			return runCompare(cmd, cfg, false, false, true)
+			return runCompare(cmd, cfg, nil, false, false, true)
 		},
 	}
 	secondsVarP(cmd.Flags(), &duration, "duration", "d", demoPerPath, "measurement time per path (seconds, or a duration like 500ms)")

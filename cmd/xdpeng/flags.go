@@ -42,9 +42,12 @@ func (v seconds) Set(s string) error {
 	return nil
 }
 
+// String is the duration as Go spells it, but "0" for none, which --help
+// then leaves out as pflag does a zero default ("-d ... (default: until
+// Ctrl-C)" says what 0 means).
 func (v seconds) String() string {
-	if v.d == nil {
-		return "0s"
+	if v.d == nil || *v.d == 0 {
+		return "0"
 	}
 	return v.d.String()
 }
@@ -87,4 +90,13 @@ func intervalFlags(fs *pflag.FlagSet, p *time.Duration, usage string) {
 	fs.VarP(irqOrInterval{interval: p, notice: func(s string) { fmt.Fprintln(os.Stderr, "xdpeng: note: "+s) }}, "irq-string", "I",
 		"xdpsock's IRQ string: use --irq; -I DURATION still sets the interval")
 	_ = fs.MarkHidden("irq-string")
+}
+
+// howLong is what a header says about the end of a run: "for 5s" with a
+// duration, "Ctrl-C to stop" without.
+func howLong(d time.Duration) string {
+	if d > 0 {
+		return fmt.Sprintf("for %v (Ctrl-C stops sooner)", d)
+	}
+	return "Ctrl-C to stop"
 }

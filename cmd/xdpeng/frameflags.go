@@ -1,7 +1,8 @@
 package main
 
 // The frame options of gen and txonly, with xdpsock's letters: -s size,
-// -V/-J/-K VLAN, -P pattern, -G/-H MACs (the MACs are in addrFlags).
+// -V/-J/-K VLAN, -P pattern (or --fill), -G/-H MACs (the MACs are in
+// addrFlags).
 
 import (
 	"fmt"
@@ -26,6 +27,7 @@ type frameFlags struct {
 	vlan    uint16
 	vlanPri uint8
 	pattern string
+	fill    uint8
 	flags   *pflag.FlagSet
 }
 
@@ -37,6 +39,7 @@ func (f *frameFlags) register(fs *pflag.FlagSet) {
 	fs.Uint16VarP(&f.vlan, "vlan", "J", 0, "802.1Q VLAN ID to tag frames with, 1..4094 (default: untagged, or 1 with -V)")
 	fs.Uint8VarP(&f.vlanPri, "vlan-pri", "K", 0, "802.1p priority of the VLAN tag, 0..7")
 	fs.StringVarP(&f.pattern, "pattern", "P", "", "payload fill pattern: 32 bits in hex, repeated (xdpsock -P 12345678; default: zero bytes)")
+	fs.Uint8Var(&f.fill, "fill", 0, "payload byte, repeated (-P sets a 32-bit pattern instead)")
 }
 
 // apply checks the flags and puts them into frame; the size there is
@@ -83,8 +86,32 @@ func (f *frameFlags) apply(frame *packet.UDPConfig, jumbo bool) error {
 			return fmt.Errorf("-P/--pattern %q: want 32 bits in hex, like 12345678 or 0x12345678", f.pattern)
 		}
 		frame.Pattern = uint32(p)
+		if f.flags != nil && f.flags.Changed("fill") {
+			return fmt.Errorf("--fill and -P/--pattern both fill the payload: give one")
+		}
 	}
+	frame.Fill = f.fill
 	return nil
+}
+
+// frameExtras is what a generator's header says of its frames beyond size
+// and addresses: the VLAN tag and what fills the payload, where asked for
+// (", VLAN 7 priority 3, payload pattern 12345678"); "" when neither was.
+func frameExtras(c packet.UDPConfig) string {
+	var parts []string
+	if c.VLAN != 0 {
+		parts = append(parts, fmt.Sprintf("VLAN %d priority %d", c.VLAN, c.VLANPriority))
+	}
+	switch {
+	case c.Pattern != 0:
+		parts = append(parts, fmt.Sprintf("payload pattern %08x", c.Pattern))
+	case c.Fill != 0:
+		parts = append(parts, fmt.Sprintf("payload bytes 0x%02x", c.Fill))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ", " + strings.Join(parts, ", ")
 }
 
 // wireSize is a frame's size with the FCS, as --size counts it.

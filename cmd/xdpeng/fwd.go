@@ -56,7 +56,7 @@ dropped (handler verdict) or tx_ring_full (OUT's ring or UMEM had no room).`,
 	c.Long += "\n\n" + fcsNote
 	f.register(fs)
 	fs.StringVarP(&f.out, "out", "o", "", "device to send out of (required)")
-	fs.StringVar(&f.dstMAC, "dst-mac", "", "destination MAC of forwarded frames (default: OUT's veth peer's)")
+	fs.StringVarP(&f.dstMAC, "dst-mac", "G", "", "destination MAC of forwarded frames, as gen's and txonly's -G (default: OUT's veth peer's)")
 	fs.BoolVar(&f.copyOut, "copy-out", false, "copy each frame into a UMEM of OUT's own instead of sending it from IN's UMEM")
 	// The old name, until the next release.
 	fs.BoolVar(&f.copyOut, "no-shared-umem", false, "")
@@ -131,7 +131,7 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "fwd", f: &f.xskFlags, eng: eng, run: eng, links: links, watch: w}
 	if !f.json {
 		fmt.Fprintf(p.w, "fwd %s (%s) -> %s (%s): %s, XDP %s, %s, umem %s, dst MAC %s, batch %d, rings fill/comp/rx/tx %d/%d/%d/%d, need_wakeup %v, wait %s\n",
-			ecfg.Interface, eng.Device().Driver, out.Device.Name, out.Device.Driver, queuesOnCPUs(ecfg.Queues, ecfg.CPUs),
+			ecfg.Interface, driverLabel(eng.Device().Driver), out.Device.Name, driverLabel(out.Device.Driver), queuesOnCPUs(ecfg.Queues, ecfg.CPUs),
 			ecfg.XDPMode, bindModeName(eng.ZeroCopy()), umem, dstMAC, ecfg.Batch,
 			ecfg.FillSize, ecfg.CompletionSize, ecfg.RxSize, ecfg.TxSize, ecfg.NeedWakeup, ecfg.Wait)
 		fmt.Fprint(p.w, umemLine(eng.Umem()))
@@ -141,6 +141,9 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 		w.header(p.w)
 	}
 	last, runErr := runEngine(eng, &f.xskFlags, p)
+	if eng.Started().IsZero() {
+		return runErr // Run never started: there are no totals to print
+	}
 	runErr = errors.Join(runErr, w.finish(last.Total().RxPackets))
 	outXDP, serr := eng.OutputStats(out.Port)
 	if serr != nil && runErr == nil {
@@ -158,7 +161,7 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 			"in_rx_dropped": t.XDP.RxDropped, "in_rx_ring_full": t.XDP.RxRingFull,
 			"out_tx_invalid_descs": outXDP.TxInvalidDescs,
 		},
-		PerQueue: last.Queues, InXDPStats: t.XDP, OutXDPStats: outXDP,
+		PerQueue: queuesJSON(last.Queues), InXDPStats: t.XDP, OutXDPStats: outXDP,
 		App:       map[string]uint64{"rx_wakeups": t.RxWakeups, "tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches},
 		watchJSON: w.summaryJSON(),
 	}
@@ -188,29 +191,29 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 
 // fwdSummary is fwd's last JSON line: rx counts are IN's, tx counts OUT's.
 type fwdSummary struct {
-	Type        string              `json:"type"`
-	Mode        string              `json:"mode"`
-	In          string              `json:"in"`
-	Out         string              `json:"out"`
-	Queues      []int               `json:"queues"`
-	Umem        string              `json:"umem"`
-	UmemNote    string              `json:"umem_note,omitempty"`
-	XDPMode     string              `json:"xdp_mode"`
-	ZeroCopy    bool                `json:"zero_copy"`
-	Batch       int                 `json:"batch"`
-	FrameSize   uint32              `json:"umem_frame_size"`
-	DstMAC      string              `json:"dst_mac"`
-	DurationS   float64             `json:"duration_s"`
-	RxPackets   uint64              `json:"rx_packets"`
-	RxBytes     uint64              `json:"rx_bytes"`
-	TxPackets   uint64              `json:"tx_packets"`
-	TxBytes     uint64              `json:"tx_bytes"`
-	RxPPS       float64             `json:"rx_pps"`
-	TxPPS       float64             `json:"tx_pps"`
-	Drops       map[string]uint64   `json:"drops"`
-	PerQueue    []engine.QueueStats `json:"per_queue"`
-	InXDPStats  engine.SocketStats  `json:"in_xdp_stats"`
-	OutXDPStats engine.SocketStats  `json:"out_xdp_stats"`
-	App         map[string]uint64   `json:"app_stats"`
+	Type        string             `json:"type"`
+	Mode        string             `json:"mode"`
+	In          string             `json:"in"`
+	Out         string             `json:"out"`
+	Queues      []int              `json:"queues"`
+	Umem        string             `json:"umem"`
+	UmemNote    string             `json:"umem_note,omitempty"`
+	XDPMode     string             `json:"xdp_mode"`
+	ZeroCopy    bool               `json:"zero_copy"`
+	Batch       int                `json:"batch"`
+	FrameSize   uint32             `json:"umem_frame_size"`
+	DstMAC      string             `json:"dst_mac"`
+	DurationS   float64            `json:"duration_s"`
+	RxPackets   uint64             `json:"rx_packets"`
+	RxBytes     uint64             `json:"rx_bytes"`
+	TxPackets   uint64             `json:"tx_packets"`
+	TxBytes     uint64             `json:"tx_bytes"`
+	RxPPS       float64            `json:"rx_pps"`
+	TxPPS       float64            `json:"tx_pps"`
+	Drops       map[string]uint64  `json:"drops"`
+	PerQueue    []queueJSON        `json:"per_queue"`
+	InXDPStats  engine.SocketStats `json:"in_xdp_stats"`
+	OutXDPStats engine.SocketStats `json:"out_xdp_stats"`
+	App         map[string]uint64  `json:"app_stats"`
 	watchJSON
 }

@@ -99,7 +99,7 @@ many were lost before the driver (device down, peer without XDP).`,
 	fs.IntVar(&f.threads, "threads", 1, "sending threads, one per CPU")
 	fs.StringVar(&f.cpus, "cpus", "", "CPU of each thread, in thread order, e.g. 0 or 1,0 (default: the first --threads online CPUs)")
 	fs.StringVar(&f.srcIP, "src-ip", "", "source address (default: DEV's address in 198.18.0.0/15, else 198.18.0.1)")
-	fs.StringVar(&f.dstIP, "dst-ip", "", "destination address, in 198.18.0.0/15 or 2001:2::/48 (default: the other host of the source's test-bed link, 198.18.K.1 <-> .2)")
+	fs.StringVar(&f.dstIP, "dst-ip", "", "destination address, in 198.18.0.0/15, or for IPv6 frames 2001:2::/48 (RFC 5180; with an IPv6 --src-ip) (default: the other host of the source's test-bed link, 198.18.K.1 <-> .2)")
 	fs.Uint16Var(&f.srcPort, "src-port", 1234, "UDP source port")
 	fs.Uint16Var(&f.dstPort, "dst-port", 9, "UDP destination port (9 is discard), the first of --ports")
 	fs.StringVarP(&f.srcMAC, "src-mac", "H", "", "source MAC (default: DEV's)")
@@ -110,16 +110,21 @@ many were lost before the driver (device down, peer without XDP).`,
 	fs.BoolVarP(&f.quiet, "quiet", "Q", false, "no progress lines: only the summary (and link changes)")
 	xdpPassFlag(fs, &f.xdpPass)
 	f.watch.registerMetrics(fs)
-	_ = cmd.MarkFlagRequired("interface")
 	return cmd
 }
 
 func runGen(cmd *cobra.Command, f *genFlags) error {
-	if f.count == 0 && f.duration <= 0 {
+	if f.iface == "" {
+		return cliFlagError{errors.New("no interface given: use -i DEV")}
+	}
+	if f.duration < 0 {
+		return fmt.Errorf("-d/--duration %v: must not be negative", f.duration)
+	}
+	if f.count == 0 && f.duration == 0 {
 		return cliFlagError{errors.New("gen needs a bound: give --count N or --duration D (it never sends without one)")}
 	}
 	if f.interval <= 0 {
-		return fmt.Errorf("--interval %v: must be positive", f.interval)
+		return fmt.Errorf("-n/--interval %v: must be positive", f.interval)
 	}
 	if err := checkXDPPass(f.xdpPass); err != nil {
 		return err
@@ -159,8 +164,13 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 	if err := needRoot(typed(cmd), privilege.BPF); err != nil {
 		return err
 	}
+	// Whether the device takes XDP frames at all comes first: addresses
+	// are no use for a device gen cannot send out of.
+	facts, txPlan, err := checkTx(f.iface, f.xdpPass, true, false)
+	if err != nil {
+		return err
+	}
 	var info *netdev.Info
-	var err error
 	if cfg.Frame, info, err = resolveAddrs(f.iface, cfg.Frame); err != nil {
 		return err
 	}
@@ -172,8 +182,8 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 	ctx, stop := signalContext()
 	defer stop()
 	w := &lockedWriter{w: cmd.OutOrStdout()} // the link watch prints too
-	p := &genPrinter{w: w, json: f.json, quiet: f.quiet, iface: info.Name, size: cfg.Frame.Size}
-	helper, err := setupTx(info.Name, f.xdpPass, true, false, sayTo(w, cmd.ErrOrStderr(), f.json))
+	p := &genPrinter{w: w, json: f.json, quiet: f.quiet, iface: info.Name, size: cfg.Frame.Size, rate: f.rate}
+	helper, err := setupTx(facts, txPlan, sayTo(w, cmd.ErrOrStderr(), f.json))
 	if err != nil {
 		return err
 	}
@@ -192,9 +202,9 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 		return err
 	}
 	if !f.json {
-		fmt.Fprintf(p.w, "gen %s: %d-byte frames (%d bytes + FCS), UDP %s:%d -> %s:%d (%s), %d port(s), %d thread(s) on CPU %s\n",
+		fmt.Fprintf(p.w, "gen %s: %d-byte frames (%d bytes + FCS), UDP %s:%d -> %s:%d (%s)%s, %d port(s), %d thread(s) on CPU %s, count %s, rate %s\n",
 			info.Name, wireSize(cfg.Frame.Size), cfg.Frame.Size, cfg.Frame.SrcIP, cfg.Frame.SrcPort, cfg.Frame.DstIP, cfg.Frame.DstPort,
-			cfg.Frame.DstMAC, cfg.Ports, cfg.Threads, cpuset.Format(cfg.CPUs))
+			cfg.Frame.DstMAC, frameExtras(cfg.Frame), cfg.Ports, cfg.Threads, cpuset.Format(cfg.CPUs), orUnbounded(cfg.Count), orUnbounded(cfg.Rate))
 		obs.header(p.w)
 	}
 	watch, err := watchDevices(*info)
@@ -301,6 +311,8 @@ func resolveAddrs(iface string, frame packet.UDPConfig) (packet.UDPConfig, *netd
 		return frame, nil, fmt.Errorf("-i: %w", err)
 	case errors.Is(err, netdev.ErrNoDstMAC):
 		return frame, nil, fmt.Errorf("%w: give the receiver's address with --dst-mac", err)
+	case err == nil && len(frame.SrcMAC) == 0:
+		return frame, nil, fmt.Errorf("%s has no MAC address to send from: give one with -H/--src-mac", info.Name)
 	}
 	return frame, info, err
 }
@@ -330,7 +342,8 @@ type genPrinter struct {
 	json  bool
 	quiet bool
 	iface string
-	size  int // without FCS
+	size  int    // without FCS
+	rate  uint64 // --rate, 0 for none
 	prev  gen.Stats
 	// xdpPass says XDP_PASS was attached to the device for the run.
 	xdpPass bool
@@ -340,6 +353,9 @@ type genThreadJSON struct {
 	CPU       int     `json:"cpu"`
 	TxPackets uint64  `json:"tx_packets"`
 	TxPPS     float64 `json:"tx_pps,omitempty"`
+	// DurationS is how long the thread sent (in the summary): its share
+	// of --count may take it less than the run.
+	DurationS float64 `json:"duration_s,omitempty"`
 }
 
 type genIntervalJSON struct {
@@ -374,6 +390,10 @@ type genSummaryJSON struct {
 	XmitErrors  *uint64         `json:"xmit_errors"`
 	Unaccounted *uint64         `json:"lost_before_driver"`
 	XDPPass     bool            `json:"xdp_pass"`
+	// Rate is --rate (0: none); RateNote says, when the run sent
+	// noticeably less than that, that it did and why.
+	Rate     uint64 `json:"rate"`
+	RateNote string `json:"rate_note,omitempty"`
 }
 
 func (p *genPrinter) interval(s gen.Stats) {
@@ -422,9 +442,13 @@ func (p *genPrinter) summary(s gen.Stats) {
 	secs := s.Duration.Seconds()
 	threads := make([]genThreadJSON, len(s.PerThread))
 	for i, t := range s.PerThread {
-		threads[i] = genThreadJSON{CPU: t.CPU, TxPackets: t.Sent}
-		if secs > 0 {
-			threads[i].TxPPS = float64(t.Sent) / secs
+		took := t.Duration.Seconds()
+		if took <= 0 {
+			took = secs
+		}
+		threads[i] = genThreadJSON{CPU: t.CPU, TxPackets: t.Sent, DurationS: round3(took)}
+		if took > 0 {
+			threads[i].TxPPS = float64(t.Sent) / took
 		}
 	}
 	var pps float64
@@ -433,7 +457,8 @@ func (p *genPrinter) summary(s gen.Stats) {
 	}
 	if p.json {
 		out := genSummaryJSON{Type: "summary", Mode: "gen", Interface: p.iface, FrameSize: wireSize(p.size), FrameBytes: p.size,
-			TxPackets: s.Sent, TxBytes: s.Bytes, DurationS: secs, TxPPS: pps, PerThread: threads, XDPPass: p.xdpPass}
+			TxPackets: s.Sent, TxBytes: s.Bytes, DurationS: secs, TxPPS: pps, PerThread: threads, XDPPass: p.xdpPass,
+			Rate: p.rate, RateNote: rateNote(p.rate, pps)}
 		if s.DeviceCounters {
 			xmit, errs, lost := s.Xmit, s.Errors, s.Unaccounted()
 			out.DeviceXmit, out.XmitErrors, out.Unaccounted = &xmit, &errs, &lost
@@ -441,10 +466,13 @@ func (p *genPrinter) summary(s gen.Stats) {
 		p.emit(out)
 		return
 	}
-	fmt.Fprintf(p.w, "sent %d %d-byte frames (%d bytes each without FCS, %d bytes) in %.3fs: %.3f Mpps, %s on the wire\n",
-		s.Sent, wireSize(p.size), p.size, s.Bytes, secs, units.Mpps(s.Sent, secs), units.BPS(pps*float64(units.WireBits(uint64(p.size)))))
+	fmt.Fprintf(p.w, "sent %d %d-byte frames (%d bytes each without FCS, %d bytes) in %.3fs: %s, %s on the wire\n",
+		s.Sent, wireSize(p.size), p.size, s.Bytes, secs, units.PPS(pps), units.BPS(pps*float64(units.WireBits(uint64(p.size)))))
 	for _, t := range threads {
-		fmt.Fprintf(p.w, "  cpu %d: %d frames, %.3f Mpps\n", t.CPU, t.TxPackets, t.TxPPS/1e6)
+		fmt.Fprintf(p.w, "  cpu %d: %d frames in %.3fs, %s\n", t.CPU, t.TxPackets, t.DurationS, units.PPS(t.TxPPS))
+	}
+	if n := rateNote(p.rate, pps); n != "" {
+		fmt.Fprintf(p.w, "  %s\n", n)
 	}
 	if s.DeviceCounters {
 		fmt.Fprintf(p.w, "device %s: accepted %d, xmit errors %d, lost before the driver %d\n",
@@ -461,4 +489,16 @@ func (p *genPrinter) emit(v any) {
 		return
 	}
 	fmt.Fprintf(p.w, "%s\n", b)
+}
+
+// rateNote says, for a run asked to send at most asked frames per second
+// that sent noticeably fewer (under 95%), that it did and what holds a
+// sender back; "" otherwise. A rate is an upper bound: a sender that falls
+// behind does not make up what it missed.
+func rateNote(asked uint64, sent float64) string {
+	if asked == 0 || sent >= 0.95*float64(asked) {
+		return ""
+	}
+	return fmt.Sprintf("asked %s, sent %s (%.0f%%): the sending CPU was busy, or is too slow for this rate (--rate is an upper bound; more --threads on free CPUs send more)",
+		units.PPS(float64(asked)), units.PPS(sent), 100*sent/float64(asked))
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/engine/handler"
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/kern"
 	"github.com/xdpeng/xdpeng/internal/metrics"
@@ -58,17 +59,26 @@ replaced unless --force (and never one held by another process's bpf_link).`,
   sudo xdpeng kern redirect -i dut0 -o dut1,dut2  # a copy to each (DEVMAP_HASH broadcast)`,
 	}
 	requireSubcommand(cmd)
-	for _, path := range []struct{ name, short string }{
-		{"drop", "XDP_DROP every frame (or tc ingress drop with --hook tc)"},
-		{"pass", "XDP_PASS every frame to the stack"},
-		{"tx", "swap the MAC addresses and send every frame back out (XDP_TX)"},
-		{"redirect", "redirect every frame out of -o (DEVMAP), or a copy out of each -o port"},
+	for _, path := range []struct{ name, short, example string }{
+		{"drop", "XDP_DROP every frame (or tc ingress drop with --hook tc)", `  sudo xdpeng kern drop -i dut0                   # native mode where the driver has it
+  sudo xdpeng kern drop -i dut0 -S -d 5           # generic mode, 5 seconds
+  sudo xdpeng kern drop -i dut0 --count-proto     # count per IP protocol first
+  sudo xdpeng kern drop -i dut0 --hook tc --json  # tc ingress drop (TCX)
+  ip netns exec xdpeng-dut xdpeng kern drop -i dut0 -e   # on the test bed, and why frames were lost`},
+		{"pass", "XDP_PASS every frame to the stack", `  sudo xdpeng kern pass -i dut0 -d 10s            # what the stack costs
+  ip netns exec xdpeng-gen xdpeng kern pass -i gen0   # lets a veth peer take XDP_TX frames`},
+		{"tx", "swap the MAC addresses and send every frame back out (XDP_TX)", `  sudo xdpeng kern tx -i dut0                     # sent back and failed counted
+  sudo xdpeng kern tx -i dut0 -S --json           # generic mode, JSON lines`},
+		{"redirect", "redirect every frame out of -o (DEVMAP), or a copy out of each -o port", `  sudo xdpeng kern redirect -i dut0 -o dut1       # DEVMAP
+  sudo xdpeng kern redirect -i dut0 -o dut1,dut2  # a copy to each (DEVMAP_HASH broadcast)
+  sudo xdpeng kern redirect -i dut0 -o dut1 -e    # and why frames were lost (xdp-bench -e)`},
 	} {
 		f := &kernFlags{}
 		sub := &cobra.Command{
-			Use:   path.name + " -i DEV",
-			Short: path.short,
-			Args:  cobra.NoArgs,
+			Use:     path.name + " -i DEV",
+			Short:   path.short,
+			Example: path.example,
+			Args:    cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				return runKern(cmd, path.name, f)
 			},
@@ -86,7 +96,7 @@ replaced unless --force (and never one held by another process's bpf_link).`,
 			_ = fs.MarkHidden(old)
 		}
 		fs.BoolVar(&f.force, "force", false, "replace an XDP program someone else attached through netlink")
-		secondsVarP(fs, &f.duration, "duration", "d", 0, "stop after this long (seconds, or a duration like 500ms; 0: until Ctrl-C)")
+		secondsVarP(fs, &f.duration, "duration", "d", 0, "stop after this long (seconds, or a duration like 500ms; default: until Ctrl-C)")
 		intervalFlags(fs, &f.interval, "statistics interval")
 		fs.BoolVar(&f.json, "json", false, "one JSON object per line: interval lines, then a summary")
 		fs.BoolVarP(&f.quiet, "quiet", "Q", false, "no per-interval lines: only the summary (and link changes)")
@@ -118,6 +128,15 @@ func (f *kernFlags) kernConfig(path string) (kern.Config, error) {
 		m, err := kern.ParseXDPMode(f.mode)
 		if err != nil {
 			return cfg, fmt.Errorf("-m/--mode: %w", err)
+		}
+		// -m is the old spelling of -N and -S: given with one of them,
+		// they must agree.
+		if (f.skb && m != kern.XDPGeneric) || (f.native && m != kern.XDP) {
+			other := "-N (native)"
+			if f.skb {
+				other = "-S (generic)"
+			}
+			return cfg, fmt.Errorf("-m %s and %s contradict each other: give one (-m is the old spelling of -N and -S)", f.mode, other)
 		}
 		h, auto = m, false
 	}
@@ -236,6 +255,17 @@ func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
 	p := &kernPrinter{w: cmd.OutOrStdout(), path: path, f: f, k: kp, start: time.Now(), watch: w}
 	lp := newLinkPrinter(p.w, f.json, p.name(), func() time.Time { return p.start })
 	p.header()
+	// The link watch tells changes only: a device down from the start is
+	// said here.
+	for i, d := range append([]netdev.Info{kp.Interface()}, kp.Outs()...) {
+		switch note := downNote(d, i > 0); {
+		case note == "":
+		case f.json:
+			fmt.Fprintln(cmd.ErrOrStderr(), "xdpeng: note: "+note)
+		default:
+			fmt.Fprintln(p.w, "  note: "+note)
+		}
+	}
 	prev, err := p.snapshot()
 	if err != nil {
 		return err
@@ -329,17 +359,19 @@ func (p *kernPrinter) header() {
 	if len(p.f.out) > 0 {
 		extra = " -> " + strings.Join(p.f.out, ",")
 	}
-	fmt.Fprintf(p.w, "%s (%s) on %s%s, %s; counting per rx queue and CPU every %v; Ctrl-C to stop\n",
-		p.name(), p.k.Program(), p.k.Interface().Name, extra, where, p.f.interval)
+	fmt.Fprintf(p.w, "%s (%s) on %s%s, %s; counting per rx queue and CPU every %v; %s\n",
+		p.name(), p.k.Program(), p.k.Interface().Name, extra, where, p.f.interval, howLong(p.f.duration))
 	p.watch.header(p.w)
 }
 
 // kernRate is one row: a queue, a CPU, an egress port or a protocol.
 type kernRate struct {
-	Queue     *int    `json:"queue,omitempty"`
-	CPU       *int    `json:"cpu,omitempty"`
-	Interface string  `json:"interface,omitempty"`
-	Proto     *int    `json:"proto,omitempty"`
+	Queue     *int   `json:"queue,omitempty"`
+	CPU       *int   `json:"cpu,omitempty"`
+	Interface string `json:"interface,omitempty"`
+	Proto     *int   `json:"proto,omitempty"`
+	// ProtoName is Proto as count names it: "udp", "ip/47", "other".
+	ProtoName string  `json:"proto_name,omitempty"`
 	PPS       float64 `json:"pps"`
 	BPS       float64 `json:"bps,omitempty"`
 	Packets   uint64  `json:"packets"` // in the interval (rates) or in all (summary)
@@ -390,7 +422,7 @@ func (p *kernPrinter) extraRows(prev, cur kernSnapshot, dt float64) (outs, proto
 	}
 	for _, e := range cur.Proto {
 		if n := counter.Sub(e.Packets, before[e.Proto]); n > 0 {
-			protos = append(protos, kernRate{Proto: intp(e.Proto), PPS: per(n), Packets: n})
+			protos = append(protos, kernRate{Proto: intp(e.Proto), ProtoName: kernProtoName(e.Proto), PPS: per(n), Packets: n})
 		}
 	}
 	return outs, protos
@@ -409,7 +441,7 @@ func (p *kernPrinter) interval(prev, cur kernSnapshot) {
 	elapsed := cur.t.Sub(p.start).Seconds()
 	if p.f.json {
 		line := map[string]any{
-			"type": "interval", "mode": p.name(), "hook": p.hookName(), "t": round3(elapsed),
+			"type": "interval", "mode": p.name(), "interface": p.k.Interface().Name, "hook": p.hookName(), "t": round3(elapsed),
 			"rx_pps": float64(pkts) / dt, "rx_bps": float64(bytes) * 8 / dt, "rx_packets": total,
 			"per_queue": perQueue, "per_cpu": perCPU, "out": outs, "proto": protos,
 		}
@@ -452,11 +484,7 @@ func (p *kernPrinter) rows(perQueue, perCPU, outs, protos []kernRate, rates bool
 		line("tx "+r.Interface, r)
 	}
 	for _, r := range protos {
-		label := fmt.Sprintf("proto %d", *r.Proto)
-		if *r.Proto == kern.ProtoNotIP {
-			label = "not IP"
-		}
-		line(label, r)
+		line(protocolLabel(r.ProtoName), r)
 	}
 }
 
@@ -539,4 +567,31 @@ func peerHint(name string) string {
 		return "gen" + strings.TrimPrefix(name, "dut")
 	}
 	return "PEER"
+}
+
+// kernProtoName names a protocol count of kern's as count names its keys:
+// "udp", "ip/47", or "other" for frames that are not IP.
+func kernProtoName(p int) string {
+	if p < 0 || p > 255 {
+		return "other"
+	}
+	return handler.ProtocolName(uint8(p))
+}
+
+// downNote says that device d is down now, and what that does to the run:
+// as the input, nothing arrives; as an output (out), what is redirected to
+// it is dropped. "" when it is up, or its state cannot be read.
+func downNote(d netdev.Info, out bool) string {
+	adminUp, carrier, err := netdev.LinkState(d.Index)
+	if err != nil || adminUp && carrier {
+		return ""
+	}
+	why := "set down"
+	if adminUp {
+		why = "no carrier: its link, or its veth peer, is down"
+	}
+	if out {
+		return fmt.Sprintf("%s is down (%s): every frame redirected to it is dropped until it is up (-e counts them: xdp_redirect_err ENETDOWN)", d.Name, why)
+	}
+	return fmt.Sprintf("%s is down (%s): nothing arrives until it is up", d.Name, why)
 }

@@ -30,14 +30,16 @@ type latencyFlags struct {
 	layout           string
 	bedQueues        int
 	genCPUs, dutCPUs string
+	queues           string
 	json             bool
 	quiet            bool
+	dut              dutFlags
 }
 
 func newLatencyCmd() *cobra.Command {
 	f := &latencyFlags{}
 	cmd := &cobra.Command{
-		Use:   "latency [--paths LIST] [--rate PPS] [-d D] [--waits LIST]",
+		Use:   "latency [--paths LIST] [--rate PPS] [-d D] [--waits LIST] [--dut ssh://HOST --dut-if DEV --gen-if DEV]",
 		Short: "Measure what a frame waits in each path that sends it back: p50, p99, p99.9, loss, order",
 		Long: `latency makes a veth test bed and, for each path, sends frames at a fixed rate
 (--rate, default 100000 pps: low enough that nothing is lost) for --duration.
@@ -57,17 +59,26 @@ xdpeng's AF_XDP paths (xsk-*) run once in each wait mode of --waits
 shows.
 
 Layouts as in compare: A = generator and the DUT's NAPI (softirq) on CPU 0,
-receiver threads on CPU 1; B = the DUT's NAPI threaded on CPU 1 with them.`,
+receiver threads on CPU 1; B = the DUT's NAPI threaded on CPU 1 with them.
+
+` + dutHelp + `
+On two hosts only the tester's clock times a frame: the generator stamps it
+here as it sends, the receiver here reads the same clock when it comes back,
+so the DUT's clock never needs to agree with the tester's; the delay includes
+both cables. The paths are xdp-tx and xsk-l2fwd (frames come back on
+--gen-if), and with a second pair of ports xdp-redirect, xdp-redirect-generic
+and xsk-fwd.`,
 		Example: `  sudo xdpeng latency
   sudo xdpeng latency --paths xdp-tx,xsk-l2fwd --waits adaptive,busy-poll --rate 50000 -d 5s
-  sudo xdpeng latency --layout B --json`,
+  sudo xdpeng latency --layout B --json
+  sudo xdpeng latency --dut ssh://root@dut.lab --dut-if eth1 --gen-if eth1 --paths xdp-tx,xsk-l2fwd`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.config(cmd)
 			if err != nil {
 				return err
 			}
-			return runLatency(cmd, cfg, f.json)
+			return runLatency(cmd, cfg, &f.dut, f.json)
 		},
 	}
 	fs := cmd.Flags()
@@ -80,9 +91,11 @@ receiver threads on CPU 1; B = the DUT's NAPI threaded on CPU 1 with them.`,
 	fs.StringVar(&f.layout, "layout", "A", "test bed layout: A (DUT NAPI in softirq on the generator CPU) or B (threaded NAPI on the DUT CPU)")
 	fs.IntVar(&f.bedQueues, "bed-queues", 1, "queues per veth end")
 	fs.StringVar(&f.genCPUs, "gen-cpus", "", "generator CPUs (default: the first CPU)")
-	fs.StringVar(&f.dutCPUs, "dut-cpus", "", "receiver CPUs, queue 0's receiver on the first, round-robin (default: the last CPU)")
+	fs.StringVar(&f.dutCPUs, "dut-cpus", "", "receiver CPUs (the DUT's with --dut), queue 0's receiver on the first, round-robin (default: the last CPU)")
+	fs.StringVarP(&f.queues, "queues", "q", "", "with --dut: rx queues of the DUT's port for the AF_XDP paths (default: all)")
 	fs.BoolVar(&f.json, "json", false, "print JSON lines: a setup line, a row line per path and wait mode, a summary line")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")
+	f.dut.register(fs)
 	return cmd
 }
 
@@ -103,7 +116,28 @@ func (f *latencyFlags) config(cmd *cobra.Command) (compare.LatencyConfig, error)
 	if f.rate == 0 {
 		return cfg, errors.New("--rate 0: give the offered load in frames per second (latency is measured at a fixed rate)")
 	}
+	if err := f.dut.check(); err != nil {
+		return cfg, err
+	}
 	var err error
+	if f.dut.given() {
+		for _, fl := range []string{"name", "layout", "bed-queues"} {
+			if cmd.Flags().Changed(fl) {
+				return cfg, fmt.Errorf("--%s is for the test bed, not --dut", fl)
+			}
+		}
+		cfg.Testbed, cfg.Queues = false, 0
+		if cfg.Remote, err = f.dut.config(); err != nil {
+			return cfg, err
+		}
+		if f.queues != "" {
+			if cfg.InterfaceQueues, err = cpuset.ParseList(f.queues, "queue"); err != nil {
+				return cfg, fmt.Errorf("-q: %w", err)
+			}
+		}
+	} else if f.queues != "" {
+		return cfg, errors.New("-q/--queues is for --dut; the test bed's queues are --bed-queues")
+	}
 	if f.paths != "" {
 		if cfg.Paths, err = compare.ParsePaths(f.paths); err != nil {
 			return cfg, fmt.Errorf("--paths: %w", err)
@@ -113,6 +147,11 @@ func (f *latencyFlags) config(cmd *cobra.Command) (compare.LatencyConfig, error)
 				return cfg, fmt.Errorf("--paths: %s does not send its frames back to the generator's side, so their delay cannot be taken: use %s",
 					p, strings.Join(latencyPathNames(), ", "))
 			}
+		}
+	} else if cfg.Remote != nil {
+		var left []string
+		if cfg.Paths, left = cfg.Remote.Runnable(compare.DefaultLatencyPaths); !f.quiet {
+			dutNote(cmd, "latency", left)
 		}
 	}
 	if f.waits != "" {
@@ -126,8 +165,10 @@ func (f *latencyFlags) config(cmd *cobra.Command) (compare.LatencyConfig, error)
 			}
 		}
 	}
-	if cfg.Layout, err = compare.ParseLayout(f.layout); err != nil {
-		return cfg, fmt.Errorf("--layout: %w", err)
+	if cfg.Remote == nil {
+		if cfg.Layout, err = compare.ParseLayout(f.layout); err != nil {
+			return cfg, fmt.Errorf("--layout: %w", err)
+		}
 	}
 	if f.genCPUs != "" {
 		if cfg.GenCPUs, err = cpuset.ParseList(f.genCPUs, "CPU"); err != nil {
@@ -149,21 +190,30 @@ func (f *latencyFlags) config(cmd *cobra.Command) (compare.LatencyConfig, error)
 	return cfg, nil
 }
 
-// runLatency runs cfg and prints the result; it fails if a row failed,
+// runLatency runs cfg and prints the result; with a DUT on another host it
+// first checks (or installs) the DUT's xdpeng. It fails if a row failed,
 // after printing what was measured.
-func runLatency(cmd *cobra.Command, cfg compare.LatencyConfig, asJSON bool) error {
+func runLatency(cmd *cobra.Command, cfg compare.LatencyConfig, dut *dutFlags, asJSON bool) error {
 	out := cmd.OutOrStdout()
 	if err := needRoot(typed(cmd), privilege.AFXDP|privilege.Namespaces); err != nil {
 		return err
 	}
 	ctx, stop := signalContext()
 	defer stop()
+	if cfg.Remote != nil {
+		if err := dut.findBinary(ctx, cfg.Remote, cfg.Progress); err != nil {
+			if ctx.Err() != nil {
+				return interrupted{err}
+			}
+			return err
+		}
+	}
 	res, err := compare.RunLatency(ctx, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
 			return interrupted{err}
 		}
-		return err
+		return dutAdvice(err)
 	}
 	if asJSON {
 		if err := compare.WriteLatencyJSON(out, &res); err != nil {

@@ -4,16 +4,17 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
-	"os/signal"
+	"reflect"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/xdpeng/xdpeng/engine"
 )
 
 var rootCmd = &cobra.Command{
@@ -24,8 +25,10 @@ worker per queue that drops, counts or forwards frames in batches. Beside it
 stand the in-kernel paths (XDP drop/tx/redirect, tc drop) so that one tool
 measures what moving the work to userspace costs, per packet and per core.
 
-It needs root (CAP_NET_ADMIN, CAP_BPF). Try it on the built-in veth test bed:
-  sudo xdpeng demo`,
+Commands that attach programs, open AF_XDP sockets or make namespaces need
+root (CAP_NET_ADMIN, CAP_BPF, ...); probe and stats, which only read, do not.
+Try it on the built-in veth test bed:
+  sudo xdpeng demo          (from a checkout: sudo make demo)`,
 	SilenceUsage:  true,
 	SilenceErrors: true,
 }
@@ -52,10 +55,33 @@ func requireSubcommand(c *cobra.Command) {
 	}
 }
 
-// signalContext is cancelled by Ctrl-C or SIGTERM, so that long-running
-// commands stop cleanly and print their totals.
-func signalContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+// noArgs refuses arguments to a command that takes flags only, saying what
+// the word may have been meant as: a duration given without -d, a device
+// without -i, a test bed without --name.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	hint := ""
+	if _, err := parseSeconds(args[0]); err == nil && cmd.Flags().Lookup("duration") != nil {
+		hint = fmt.Sprintf(" (did you mean -d %s?)", args[0])
+	} else if _, err := net.InterfaceByName(args[0]); err == nil && cmd.Flags().Lookup("interface") != nil {
+		hint = fmt.Sprintf(" (did you mean -i %s?)", args[0])
+	} else if cmd.Flags().Lookup("name") != nil {
+		hint = fmt.Sprintf(" (did you mean --name %s?)", args[0])
+	}
+	return cliFlagError{fmt.Errorf("%s takes no arguments, only flags: %q%s (see %s --help)", typed(cmd), args[0], hint, cmd.CommandPath())}
+}
+
+// explainNoArgs gives every command that takes no arguments
+// (cobra.NoArgs, whose refusal is "unknown command \"5\"") noArgs instead.
+func explainNoArgs(c *cobra.Command) {
+	if c.Args != nil && reflect.ValueOf(c.Args).Pointer() == reflect.ValueOf(cobra.NoArgs).Pointer() {
+		c.Args = noArgs
+	}
+	for _, sub := range c.Commands() {
+		explainNoArgs(sub)
+	}
 }
 
 // exitCode is returned by errors that want a specific process exit status.
@@ -76,21 +102,37 @@ func isFlagError(err error) bool {
 	return errors.As(err, &fe) || strings.HasPrefix(err.Error(), "required flag(s) ")
 }
 
-func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+func main() {
+	catchSIGPIPE()
+	rootCmd.SetOut(stdout)
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
 
 // run runs the command line args and returns the exit status; errors go
 // to stderr as one line, "xdpeng: ...", with the command's usage line
 // under an error about its flags.
 func run(args []string, stderr io.Writer) int {
+	explainNoArgs(rootCmd)
 	rootCmd.SetArgs(args)
 	rootCmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return cliFlagError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
 	c, err := rootCmd.ExecuteC()
+	if stdout.closed() {
+		// Whoever reads the output is gone (| head, a dead ssh
+		// session): nothing more to say, as a tool ended by SIGPIPE.
+		return sigpipeStatus
+	}
 	if err == nil {
 		return 0
 	}
 	fmt.Fprintf(stderr, "xdpeng: %v\n", err)
+	var hp *engine.HandlerPanicError
+	if errors.As(err, &hp) {
+		// A panic in one of xdpeng's own handlers is a bug: its stack
+		// is what a report needs.
+		fmt.Fprintf(stderr, "%s", hp.Stack)
+	}
 	if isFlagError(err) {
 		fmt.Fprintf(stderr, "usage: %s\n", c.UseLine())
 	}

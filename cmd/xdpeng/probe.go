@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
@@ -39,10 +40,12 @@ commands will do there:
   when -N/-S is not given), copy or zero-copy, whether transmitting into the
   device needs a helper program (gen and txonly attach xdp_pass then) or the
   veth peer's help, and the largest MTU each UMEM frame size takes, in one
-  frame and with multi-buffer.
+  frame (what the AF_XDP commands take by default) and with multi-buffer
+  (what -F takes, where the device has rx-sg).
 
 It changes nothing. Without root the attached program's name and holder are
-not visible.`,
+not visible. --json adds the host's environment (env: kernel, CPU model,
+mitigations, BPF JIT), which compare --dut records of a DUT.`,
 		Example: `  xdpeng probe -i eth0
   ip netns exec xdpeng-dut xdpeng probe -i dut0 --json`,
 		Args: cobra.NoArgs,
@@ -60,6 +63,8 @@ not visible.`,
 			}
 			r := probeReport(f)
 			if asJSON {
+				env := labenv.Collect()
+				r.Env = &env
 				writeJSON(cmd.OutOrStdout(), r)
 				return nil
 			}
@@ -76,7 +81,7 @@ not visible.`,
 type probeJSON struct {
 	Interface string `json:"interface"`
 	Index     int    `json:"index"`
-	Driver    string `json:"driver"`
+	Driver    string `json:"driver"` // "" where the device reports none (lo)
 	MAC       string `json:"mac"`
 	MTU       int    `json:"mtu"`
 	MinMTU    int    `json:"min_mtu"`
@@ -94,6 +99,9 @@ type probeJSON struct {
 	Plan        probePlan     `json:"plan"`
 	MTULimits   []probeMTU    `json:"mtu_limits"`
 	Root        bool          `json:"root"`
+	// Env is the host's environment (kernel, CPU, mitigations, BPF JIT),
+	// in JSON only: what compare --dut records of a DUT on another host.
+	Env *labenv.Env `json:"env,omitempty"`
 }
 
 type probeChannels struct {
@@ -120,8 +128,10 @@ type probePlan struct {
 	FeaturesKnown bool   `json:"features_known"`
 	XDPMode       string `json:"xdp_mode"`  // native, generic
 	BindMode      string `json:"bind_mode"` // zero-copy, copy
-	MultiBuffer   bool   `json:"multi_buffer"`
-	ZCMaxSegs     int    `json:"zero_copy_max_segs"`
+	// MultiBuffer says the device can receive a frame in several UMEM
+	// frames (rx-sg): what -F asks for; without -F a frame must fit in one.
+	MultiBuffer bool `json:"multi_buffer"`
+	ZCMaxSegs   int  `json:"zero_copy_max_segs"`
 	// Transmit is what sending XDP frames into the device needs: ready,
 	// needs-program, needs-peer, unsupported or unknown.
 	Transmit string `json:"transmit"`
@@ -200,7 +210,11 @@ func (r probeJSON) text(w io.Writer) {
 	if mac == "" {
 		mac = "none"
 	}
-	fmt.Fprintf(w, "%s: driver %s, index %d, MAC %s\n", r.Interface, r.Driver, r.Index, mac)
+	drv := "driver " + r.Driver
+	if r.Driver == "" {
+		drv = driverLabel(r.Driver)
+	}
+	fmt.Fprintf(w, "%s: %s, index %d, MAC %s\n", r.Interface, drv, r.Index, mac)
 	maxMTU := "no maximum"
 	if r.MaxMTU > 0 {
 		maxMTU = fmt.Sprintf("at most %d", r.MaxMTU)
@@ -247,17 +261,20 @@ func (r probeJSON) text(w io.Writer) {
 	p := r.Plan
 	fmt.Fprintf(w, "xdpeng here: XDP in %s mode, AF_XDP %s", p.XDPMode, p.BindMode)
 	if p.MultiBuffer {
-		fmt.Fprint(w, ", multi-buffer receive (rx-sg)")
+		fmt.Fprint(w, "; multi-buffer receive (rx-sg) with -F, not by default")
 	}
 	fmt.Fprintf(w, "\n  transmit: %s: %s\n", p.Transmit, p.Note)
-	fmt.Fprintln(w, "  largest MTU received whole, per UMEM frame size:")
+	fmt.Fprintln(w, "  largest MTU received whole, per UMEM frame size (-f):")
 	for _, m := range r.MTULimits {
 		mb := "no multi-buffer"
 		if m.MultiBuffer > 0 {
-			mb = fmt.Sprintf("%d with multi-buffer", m.MultiBuffer)
+			mb = fmt.Sprintf("%d with -F (multi-buffer)", m.MultiBuffer)
 		}
 		fits := ""
-		if !m.Fits {
+		switch {
+		case !m.Fits && r.MTU <= m.MultiBuffer:
+			fits = fmt.Sprintf(" (MTU %d does not fit in one: only with -F)", r.MTU)
+		case !m.Fits:
 			fits = fmt.Sprintf(" (MTU %d does not fit)", r.MTU)
 		}
 		fmt.Fprintf(w, "    %4d-byte frames, %-9s %5d in one frame, %s%s\n", m.FrameSize, m.Mode+":", m.Single, mb, fits)

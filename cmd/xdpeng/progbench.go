@@ -106,7 +106,7 @@ measured without counters, drop-counters with them.`,
 	fs.IntVar(&rounds, "rounds", 5, "measurements per program and size; the median is shown")
 	fs.IntVar(&cpu, "cpu", -1, "pin the measuring thread to this CPU, -1 not to pin")
 	fs.Lookup("cpu").DefValue = "the last online CPU"
-	fs.BoolVar(&asJSON, "json", false, `one JSON object per program and size ("type": "result"), then one per program's cost over drop ("type": "over_drop")`)
+	fs.BoolVar(&asJSON, "json", false, `one JSON object per program and size ("type": "result"), then one per program and size for its cost over drop ("type": "over_drop")`)
 	return cmd
 }
 

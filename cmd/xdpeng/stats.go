@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/internal/cpustat"
 	"github.com/xdpeng/xdpeng/internal/metrics"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 )
@@ -25,6 +27,7 @@ type statsFlags struct {
 	duration time.Duration
 	interval time.Duration
 	json     bool
+	cpu      bool
 	watch    watchFlags // --metrics
 }
 
@@ -39,19 +42,23 @@ rx_xdp_redirect, xdp_tx_err, ...; on a veth rx_queue_N_xdp_packets and the
 like), and the kernel's netdev statistics (rtnl_link_stats64, ip -s link). It
 prints the per-second rate of each one that changed, per device, as the
 ethtool_stats.pl script does, and at the end how much each changed over the
-whole run. It changes nothing and attaches nothing.`,
+whole run. With --cpu it also prints each CPU's busy share (/proc/stat: user,
+system, irq and softirq time), which on a DUT says where its receive work ran.
+It changes nothing and attaches nothing.`,
 		Example: `  xdpeng stats -i eth1
-  ip netns exec xdpeng-dut xdpeng stats -i dut0,dut1 -I 2s
-  xdpeng stats -i eth1 -d 60s --json
+  ip netns exec xdpeng-dut xdpeng stats -i dut0,dut1 -n 2
+  xdpeng stats -i eth1 -d 60 --json
+  xdpeng stats -i eth1 --cpu -n 0.5
   xdpeng stats -i eth1 --metrics 127.0.0.1:9101`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runStats(cmd, f) },
 	}
 	fs := cmd.Flags()
 	fs.StringSliceVarP(&f.ifaces, "interface", "i", nil, "devices to read, comma-separated (required)")
-	fs.DurationVarP(&f.duration, "duration", "d", 0, "run this long, then exit (default: until Ctrl-C)")
-	fs.DurationVarP(&f.interval, "interval", "I", time.Second, "how often to read the counters")
+	secondsVarP(fs, &f.duration, "duration", "d", 0, "run this long, then exit (seconds, or a duration like 500ms; default: until Ctrl-C)")
+	intervalFlags(fs, &f.interval, "how often to read the counters")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per line")
+	fs.BoolVar(&f.cpu, "cpu", false, "also each CPU's busy share (from /proc/stat); JSON lines get cpu (percentages) and cpu_times (ticks since boot)")
 	f.watch.registerMetrics(fs)
 	return cmd
 }
@@ -69,7 +76,7 @@ func runStats(cmd *cobra.Command, f *statsFlags) error {
 		}
 	}
 	if f.interval <= 0 {
-		return fmt.Errorf("-I/--interval %v: must be positive", f.interval)
+		return fmt.Errorf("-n/--interval %v: must be positive", f.interval)
 	}
 	if f.duration < 0 {
 		return fmt.Errorf("-d/--duration %v: must not be negative", f.duration)
@@ -77,7 +84,7 @@ func runStats(cmd *cobra.Command, f *statsFlags) error {
 	if err := f.watch.check(); err != nil {
 		return err
 	}
-	first, err := readDevStats(f.ifaces)
+	first, err := readStats(f.ifaces, f.cpu)
 	if err != nil {
 		return err
 	}
@@ -98,7 +105,7 @@ func runStats(cmd *cobra.Command, f *statsFlags) error {
 	}
 	out := cmd.OutOrStdout()
 	if !f.json {
-		fmt.Fprintf(out, "stats of %s every %v: the counters that changed, per second; Ctrl-C to stop\n", strings.Join(f.ifaces, ", "), f.interval)
+		fmt.Fprintf(out, "stats of %s every %v: the counters that changed, per second; %s\n", strings.Join(f.ifaces, ", "), f.interval, howLong(f.duration))
 		w.header(out)
 	}
 	tick := time.NewTicker(f.interval)
@@ -107,7 +114,7 @@ func runStats(cmd *cobra.Command, f *statsFlags) error {
 	for {
 		select {
 		case <-ctx.Done():
-			last, err := readDevStats(f.ifaces)
+			last, err := readStats(f.ifaces, f.cpu)
 			if err != nil {
 				return err
 			}
@@ -115,16 +122,51 @@ func runStats(cmd *cobra.Command, f *statsFlags) error {
 			w.stopServing()
 			return err
 		case <-tick.C:
-			cur, err := readDevStats(f.ifaces)
+			cur, err := readStats(f.ifaces, f.cpu)
 			if err != nil {
 				return err
 			}
-			if err := printStatsInterval(out, f.json, first[0].Time, prev, cur); err != nil {
+			if err := printStatsInterval(out, f.json, first.devs[0].Time, prev, cur); err != nil {
 				return err
 			}
 			prev = cur
 		}
 	}
+}
+
+// statsRead is one read of stats: every device's counters, and with --cpu
+// the CPUs' times.
+type statsRead struct {
+	devs []netdev.DevStats
+	cpu  cpustat.Stat // nil without --cpu
+}
+
+func readStats(names []string, cpu bool) (statsRead, error) {
+	devs, err := readDevStats(names)
+	if err != nil || !cpu {
+		return statsRead{devs: devs}, err
+	}
+	c, err := cpustat.Read()
+	return statsRead{devs: devs, cpu: c}, err
+}
+
+// cpuShares is each CPU's share of the time between two reads, by CPU
+// number.
+func cpuShares(prev, cur cpustat.Stat) []cpustat.Share {
+	out := []cpustat.Share{}
+	for _, c := range slices.Sorted(maps.Keys(cur)) {
+		out = append(out, cpustat.ShareOf(c, cur[c].Sub(prev[c])))
+	}
+	return out
+}
+
+// cpuText is "cpu 0 12.5% (softirq 10.0%), cpu 1 100.0% (softirq 0.0%)".
+func cpuText(shares []cpustat.Share) string {
+	parts := make([]string, len(shares))
+	for i, s := range shares {
+		parts[i] = fmt.Sprintf("cpu %d %.1f%% (softirq %.1f%%)", s.CPU, s.Busy, s.SoftIRQ)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // readDevStats reads the counters of every device, in the order given.
@@ -172,20 +214,28 @@ func statsRates(prev, cur []netdev.DevStats) ([]devRatesJSON, error) {
 	return out, nil
 }
 
-func printStatsInterval(w io.Writer, asJSON bool, start time.Time, prev, cur []netdev.DevStats) error {
-	rates, err := statsRates(prev, cur)
+func printStatsInterval(w io.Writer, asJSON bool, start time.Time, prev, cur statsRead) error {
+	rates, err := statsRates(prev.devs, cur.devs)
 	if err != nil {
 		return err
 	}
-	t := cur[0].Time.Sub(start).Seconds()
+	t := cur.devs[0].Time.Sub(start).Seconds()
 	if asJSON {
-		writeJSON(w, map[string]any{"type": "interval", "mode": "stats", "t": round3(t), "devices": rates})
+		line := map[string]any{"type": "interval", "mode": "stats", "t": round3(t), "devices": rates}
+		if cur.cpu != nil {
+			line["cpu"] = cpuShares(prev.cpu, cur.cpu)
+			line["cpu_times"] = cur.cpu
+		}
+		writeJSON(w, line)
 		return nil
 	}
 	for _, d := range rates {
 		fmt.Fprintf(w, "[%7.2fs] %s: %d counters changed\n", t, d.Interface, len(d.Ethtool)+len(d.Netdev))
 		printCounterRates(w, "ethtool", d.Ethtool, true)
 		printCounterRates(w, "netdev", d.Netdev, true)
+	}
+	if cur.cpu != nil {
+		fmt.Fprintf(w, "[%7.2fs] busy: %s\n", t, cpuText(cpuShares(prev.cpu, cur.cpu)))
 	}
 	return nil
 }
@@ -206,19 +256,27 @@ func printCounterRates(w io.Writer, source string, rs []netdev.CounterRate, perS
 	}
 }
 
-func printStatsSummary(w io.Writer, asJSON bool, first, last []netdev.DevStats) error {
-	rates, err := statsRates(first, last)
+func printStatsSummary(w io.Writer, asJSON bool, first, last statsRead) error {
+	rates, err := statsRates(first.devs, last.devs)
 	if err != nil {
 		return err
 	}
 	if asJSON {
-		writeJSON(w, map[string]any{"type": "summary", "mode": "stats", "duration_s": round3(last[0].Time.Sub(first[0].Time).Seconds()), "devices": rates})
+		line := map[string]any{"type": "summary", "mode": "stats", "duration_s": round3(last.devs[0].Time.Sub(first.devs[0].Time).Seconds()), "devices": rates}
+		if last.cpu != nil {
+			line["cpu"] = cpuShares(first.cpu, last.cpu)
+			line["cpu_times"] = last.cpu
+		}
+		writeJSON(w, line)
 		return nil
 	}
 	for _, d := range rates {
 		fmt.Fprintf(w, "\n%s over %.2f s: %d counters changed\n", d.Interface, d.IntervalS, len(d.Ethtool)+len(d.Netdev))
 		printCounterRates(w, "ethtool", d.Ethtool, false)
 		printCounterRates(w, "netdev", d.Netdev, false)
+	}
+	if last.cpu != nil {
+		fmt.Fprintf(w, "\nbusy over the run: %s\n", cpuText(cpuShares(first.cpu, last.cpu)))
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -138,8 +139,19 @@ that is already gone, or half made, is not an error.`,
   xdpeng testbed down --name t1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := testbed.ValidateName(name); err != nil {
+				return err
+			}
 			if err := privilege.Check(typed(cmd), privilege.Namespaces|privilege.Links); err != nil {
 				return err
+			}
+			beds, err := testbed.List()
+			if err != nil {
+				return err
+			}
+			if !slices.Contains(beds, name) {
+				fmt.Fprintf(cmd.OutOrStdout(), "no test bed %s (namespaces %s, %s): nothing to remove\n", name, testbed.GenNS(name), testbed.DUTNS(name))
+				return nil
 			}
 			if err := testbed.Down(name); err != nil {
 				return err

@@ -63,21 +63,21 @@ func planTx(f *netdev.Facts, mode string, xdp, zeroCopy bool) (txPlan, error) {
 	case mode == xdpPassAlways:
 		return txPlan{attach: true}, nil
 	case need == netdev.TxNeedsProgram && mode == xdpPassNever:
-		return txPlan{note: fmt.Sprintf("%s (%s) transmits XDP frames only while an XDP program is attached, and --xdp-pass never attaches none: frames may be refused", f.Name, f.Driver)}, nil
+		return txPlan{note: fmt.Sprintf("%s (%s) transmits XDP frames only while an XDP program is attached, and --xdp-pass never attaches none: frames may be refused", f.Name, f.DriverLabel())}, nil
 	case need == netdev.TxNeedsProgram:
 		if attached {
 			// A program in another mode (generic): a native one cannot
 			// be added beside it.
 			return txPlan{}, fmt.Errorf("%s (%s) transmits XDP frames only while a native XDP program is attached, and it has XDP program id %d in %s mode, which is not ours to replace: "+
-				"detach it (ip link set dev %s xdp off) and xdpeng attaches XDP_PASS for the run", f.Name, f.Driver, f.XDP.ProgID, f.XDP.Mode, f.Name)
+				"detach it (ip link set dev %s xdp off) and xdpeng attaches XDP_PASS for the run", f.Name, f.DriverLabel(), f.XDP.ProgID, f.XDP.Mode, f.Name)
 		}
 		return txPlan{attach: true}, nil
 	case need == netdev.TxNeedsPeer:
 		return txPlan{}, fmt.Errorf("%s takes no XDP frames now: a veth passes them on only while its peer has an XDP program attached or GRO on, and its peer has neither, so every frame would be dropped: "+
 			"turn GRO on at the peer (ethtool -K PEER gro on, in its namespace) or attach a program there (xdpeng kern pass -i PEER)", f.Name)
 	case need == netdev.TxUnsupported && xdp:
-		return txPlan{}, fmt.Errorf("%s (%s) takes no XDP frames (its driver has no ndo_xdp_xmit; xdpeng probe -i %s shows its XDP features): gen cannot send out of it; txonly can, in copy mode",
-			f.Name, f.Driver, f.Name)
+		return txPlan{}, fmt.Errorf("%s (%s) takes no XDP frames (ndo-xmit is not among its XDP features; xdpeng probe -i %s shows them): gen cannot send out of it; txonly can, in copy mode",
+			f.Name, f.DriverLabel(), f.Name)
 	}
 	return txPlan{}, nil
 }
@@ -87,17 +87,27 @@ type txHelper struct {
 	path *kern.Path
 }
 
-// setupTx probes dev, decides and attaches the helper; say prints what it
-// did. Close the helper at the end of the run.
-func setupTx(dev, mode string, xdp, zeroCopy bool, say func(string)) (*txHelper, error) {
+// checkTx probes dev and decides what sending out of it takes, refusing a
+// device that cannot take what the sender sends (planTx). Senders call it
+// before looking up anything else about dev, so that a device they cannot
+// use is the first thing said about it.
+func checkTx(dev, mode string, xdp, zeroCopy bool) (*netdev.Facts, txPlan, error) {
 	f, err := netdev.Probe(dev)
-	if err != nil {
-		return nil, err
+	var nf *netdev.NoInterfaceError
+	switch {
+	case errors.As(err, &nf):
+		return nil, txPlan{}, fmt.Errorf("-i: %w (list them with: ip link)", err)
+	case err != nil:
+		return nil, txPlan{}, err
 	}
 	plan, err := planTx(f, mode, xdp, zeroCopy)
-	if err != nil {
-		return nil, err
-	}
+	return f, plan, err
+}
+
+// setupTx carries out what checkTx decided for device f: says its note
+// and attaches the helper where it is needed; say prints what it did.
+// Close the helper at the end of the run.
+func setupTx(f *netdev.Facts, plan txPlan, say func(string)) (*txHelper, error) {
 	if plan.note != "" {
 		say(plan.note)
 	}
@@ -105,6 +115,8 @@ func setupTx(dev, mode string, xdp, zeroCopy bool, say func(string)) (*txHelper,
 	if !plan.attach {
 		return h, nil
 	}
+	dev := f.Name
+	var err error
 	h.path, err = kern.Open(kern.Config{Action: kern.Pass, Interface: dev, Hook: kern.XDP})
 	var fe *netdev.ForeignXDPError
 	switch {

@@ -42,7 +42,7 @@ func TestPlanTx(t *testing.T) {
 		{name: "gen on veth, peer without XDP or GRO", f: facts("veth", vethNone, ""), mode: xdpPassAuto, xdp: true,
 			err: "its peer has neither, so every frame would be dropped: turn GRO on at the peer"},
 		{name: "txonly on veth, peer without XDP or GRO", f: facts("veth", vethNone, ""), mode: xdpPassAuto, zc: true},
-		{name: "gen on lo", f: facts("", 0, ""), mode: xdpPassAuto, xdp: true, err: "takes no XDP frames (its driver has no ndo_xdp_xmit"},
+		{name: "gen on lo", f: facts("", 0, ""), mode: xdpPassAuto, xdp: true, err: "eth0 (no driver) takes no XDP frames (ndo-xmit is not among its XDP features"},
 		{name: "txonly on lo", f: facts("", 0, ""), mode: xdpPassAuto, zc: true},
 		{name: "kernel without features", f: &netdev.Facts{Info: netdev.Info{Name: "eth0"}}, mode: xdpPassAuto, xdp: true},
 	} {

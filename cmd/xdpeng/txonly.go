@@ -6,6 +6,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/spf13/cobra"
 
@@ -26,7 +27,6 @@ type txOnlyFlags struct {
 	srcIP, dstIP     string
 	srcPort, dstPort uint16
 	srcMAC, dstMAC   string
-	fill             uint8
 	xdpPass          string
 }
 
@@ -81,12 +81,11 @@ txonly -F is what sends jumbo frames.`,
 	fs.Uint64Var(&f.rate, "rate", 0, "upper bound in frames per second over all queues (default: as fast as possible)")
 	fs.IntVar(&f.ports, "ports", 1, "cycle the UDP destination port over this many values from --dst-port")
 	fs.StringVar(&f.srcIP, "src-ip", "", "source address (default: DEV's address in 198.18.0.0/15, else 198.18.0.1)")
-	fs.StringVar(&f.dstIP, "dst-ip", "", "destination address, in 198.18.0.0/15 (default: the other host of the source's test-bed link, 198.18.K.1 <-> .2)")
+	fs.StringVar(&f.dstIP, "dst-ip", "", "destination address, in 198.18.0.0/15 (IPv4 only, unlike gen) (default: the other host of the source's test-bed link, 198.18.K.1 <-> .2)")
 	fs.Uint16Var(&f.srcPort, "src-port", 1234, "UDP source port")
 	fs.Uint16Var(&f.dstPort, "dst-port", 9, "UDP destination port (9 is discard), the first of --ports")
 	fs.StringVarP(&f.srcMAC, "src-mac", "H", "", "source MAC (default: DEV's)")
 	fs.StringVarP(&f.dstMAC, "dst-mac", "G", "", "destination MAC (default: the veth peer's, else the neighbour entry of --dst-ip)")
-	fs.Uint8Var(&f.fill, "fill", 0, "payload byte (-P sets a 32-bit pattern instead)")
 	xdpPassFlag(fs, &f.xdpPass)
 	fs.Lookup("xdp-pass").Usage += "; copy mode transmits without it, zero-copy mode through the driver's XDP transmit"
 	for _, n := range txOnlyIgnores {
@@ -118,11 +117,20 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 			return fmt.Errorf("--%s does not apply to txonly: %s (see xdpeng txonly --help)", n.flag, n.why)
 		}
 	}
-	if f.count == 0 && f.duration <= 0 {
+	if f.iface == "" {
+		return cliFlagError{errors.New("no interface given: use -i DEV")}
+	}
+	if f.duration < 0 {
+		return fmt.Errorf("-d/--duration %v: must not be negative", f.duration)
+	}
+	if f.count == 0 && f.duration == 0 {
 		return cliFlagError{errors.New("txonly needs a bound: give --count N or --duration D (it never sends without one)")}
 	}
-	if f.ports < 1 || f.ports > 65536 {
-		return fmt.Errorf("--ports %d: need 1..65536", f.ports)
+	if f.ports < 1 {
+		return fmt.Errorf("--ports %d: need at least 1", f.ports)
+	}
+	if last := int(f.dstPort) + f.ports - 1; last > math.MaxUint16 {
+		return fmt.Errorf("--ports: %d ports counted up from destination port %d go past port 65535: at most %d fit", f.ports, f.dstPort, math.MaxUint16-int(f.dstPort)+1)
 	}
 	if err := checkXDPPass(f.xdpPass); err != nil {
 		return err
@@ -131,18 +139,19 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	if err != nil {
 		return err
 	}
-	frame := packet.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort, Fill: f.fill}
+	frame := packet.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort}
 	if err := f.frameFlags.apply(&frame, cfg.MultiBuffer); err != nil {
 		return err
-	}
-	if frame.Pattern != 0 && cmd.Flags().Changed("fill") {
-		return fmt.Errorf("--fill and -P/--pattern both fill the payload: give one")
 	}
 	addrs := addrFlags{srcIP: f.srcIP, dstIP: f.dstIP, srcMAC: f.srcMAC, dstMAC: f.dstMAC}
 	if err := addrs.parse(&frame, "txonly", false); err != nil {
 		return err
 	}
 	if err := needRoot(typed(cmd), privilege.AFXDP); err != nil {
+		return err
+	}
+	facts, txPlan, err := checkTx(cfg.Interface, f.xdpPass, false, cfg.BindMode != engine.BindCopy)
+	if err != nil {
 		return err
 	}
 	frame, info, err := resolveAddrs(cfg.Interface, frame)
@@ -170,7 +179,7 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 		}
 		return err
 	}
-	helper, err := setupTx(info.Name, f.xdpPass, false, cfg.BindMode != engine.BindCopy, sayTo(cmd.OutOrStdout(), cmd.ErrOrStderr(), f.json))
+	helper, err := setupTx(facts, txPlan, sayTo(cmd.OutOrStdout(), cmd.ErrOrStderr(), f.json))
 	if err != nil {
 		return err
 	}
@@ -193,14 +202,17 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	defer w.stopServing()
 	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "txonly", f: &f.xskFlags, run: g, links: links, watch: w}
 	if !f.json {
-		fmt.Fprintf(p.w, "txonly on %s (%s): %s, %s, batch %d, %d-byte frames (%d bytes + FCS), UDP %s:%d -> %s:%d (%s), %d port(s), count %s, rate %s, need_wakeup %v\n",
-			info.Name, info.Driver, queuesOnCPUs(g.Config().Queues, g.Config().CPUs), bindModeName(g.ZeroCopy()), cfg.Batch,
-			wireSize(frame.Size), frame.Size, frame.SrcIP, frame.SrcPort, frame.DstIP, frame.DstPort, frame.DstMAC, f.ports,
+		fmt.Fprintf(p.w, "txonly on %s (%s): %s, %s, batch %d, %d-byte frames (%d bytes + FCS), UDP %s:%d -> %s:%d (%s)%s, %d port(s), count %s, rate %s, need_wakeup %v\n",
+			info.Name, info.DriverLabel(), queuesOnCPUs(g.Config().Queues, g.Config().CPUs), bindModeName(g.ZeroCopy()), cfg.Batch,
+			wireSize(frame.Size), frame.Size, frame.SrcIP, frame.SrcPort, frame.DstIP, frame.DstPort, frame.DstMAC, frameExtras(frame), f.ports,
 			orUnbounded(f.count), orUnbounded(f.rate), cfg.NeedWakeup)
 		w.header(p.w)
 		fmt.Fprint(p.w, umemLine(g.Umem()))
 	}
 	last, runErr := runEngine(g, &f.xskFlags, p)
+	if g.Started().IsZero() {
+		return runErr // Run never started: there are no totals to print
+	}
 	runErr = errors.Join(runErr, w.finish(0))
 	dur := last.Time.Sub(g.Started()).Seconds()
 	t := last.Total()
@@ -208,13 +220,14 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 		Type: "summary", Mode: "txonly", Interface: info.Name, Driver: info.Driver, Queues: g.Config().Queues,
 		ZeroCopy: g.ZeroCopy(), Batch: cfg.Batch, Size: wireSize(frame.Size), FrameBytes: frame.Size, Ports: f.ports, Umem: umemSummary(g.Umem()),
 		Count: f.count, Rate: f.rate, DurationS: round3(dur), TxPackets: t.TxPackets, TxBytes: t.TxBytes,
-		PerQueue: last.Queues, XDPStats: t.XDP, XDPPass: helper.Attached(),
+		PerQueue: queuesJSON(last.Queues), XDPStats: t.XDP, XDPPass: helper.Attached(),
 		App:       map[string]uint64{"tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches},
 		watchJSON: w.summaryJSON(),
 	}
 	if dur > 0 {
 		sum.TxPPS = float64(t.TxPackets) / dur
 	}
+	sum.RateNote = rateNote(f.rate, sum.TxPPS)
 	if f.json {
 		writeJSON(p.w, sum)
 	} else {
@@ -223,6 +236,9 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 			fmt.Fprintf(p.w, "  queue %d (CPU %d): tx %d, tx_invalid_descs %d, tx_ring_empty_descs %d\n", q.Queue, q.CPU, q.TxPackets, q.XDP.TxInvalidDescs, q.XDP.TxRingEmptyDescs)
 		}
 		fmt.Fprintf(p.w, "  app stats: tx_wakeups %d, polls %d, batches %d\n", t.TxWakeups, t.Polls, t.Batches)
+		if sum.RateNote != "" {
+			fmt.Fprintf(p.w, "  %s\n", sum.RateNote)
+		}
 		w.summaryText(p.w)
 	}
 	if runErr == nil && f.count > 0 && t.TxPackets != f.count {
@@ -233,26 +249,29 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 
 // txOnlySummary is txonly's last JSON line.
 type txOnlySummary struct {
-	Type       string              `json:"type"`
-	Mode       string              `json:"mode"`
-	Interface  string              `json:"interface"`
-	Driver     string              `json:"driver"`
-	Queues     []int               `json:"queues"`
-	ZeroCopy   bool                `json:"zero_copy"`
-	Batch      int                 `json:"batch"`
-	Size       int                 `json:"size"`        // with FCS, as --size
-	FrameBytes int                 `json:"frame_bytes"` // without: what tx_bytes counts
-	Ports      int                 `json:"ports"`
-	Umem       umemJSON            `json:"umem"`
-	Count      uint64              `json:"count"`
-	Rate       uint64              `json:"rate"`
-	DurationS  float64             `json:"duration_s"`
-	TxPackets  uint64              `json:"tx_packets"`
-	TxBytes    uint64              `json:"tx_bytes"`
-	TxPPS      float64             `json:"tx_pps"`
-	PerQueue   []engine.QueueStats `json:"per_queue"`
-	XDPStats   engine.SocketStats  `json:"xdp_stats"`
-	App        map[string]uint64   `json:"app_stats"`
+	Type       string   `json:"type"`
+	Mode       string   `json:"mode"`
+	Interface  string   `json:"interface"`
+	Driver     string   `json:"driver"`
+	Queues     []int    `json:"queues"`
+	ZeroCopy   bool     `json:"zero_copy"`
+	Batch      int      `json:"batch"`
+	Size       int      `json:"size"`        // with FCS, as --size
+	FrameBytes int      `json:"frame_bytes"` // without: what tx_bytes counts
+	Ports      int      `json:"ports"`
+	Umem       umemJSON `json:"umem"`
+	Count      uint64   `json:"count"`
+	Rate       uint64   `json:"rate"`
+	// RateNote says, when the run sent noticeably less than Rate, that it
+	// did and why.
+	RateNote  string             `json:"rate_note,omitempty"`
+	DurationS float64            `json:"duration_s"`
+	TxPackets uint64             `json:"tx_packets"`
+	TxBytes   uint64             `json:"tx_bytes"`
+	TxPPS     float64            `json:"tx_pps"`
+	PerQueue  []queueJSON        `json:"per_queue"`
+	XDPStats  engine.SocketStats `json:"xdp_stats"`
+	App       map[string]uint64  `json:"app_stats"`
 	// XDPPass says XDP_PASS was attached to the device for the run.
 	XDPPass bool `json:"xdp_pass"`
 	watchJSON

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -23,7 +24,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
-	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/internal/counter"
@@ -138,7 +138,7 @@ type watcher struct {
 	irqLast     *irqstat.Rates
 
 	capture  *pcap.Capture
-	capFile  *laterFile
+	capFile  *captureFile
 	capRings []int // capture ring of each queue, by queue id
 	capSnap  int   // the snapshot length in use
 	capStats pcap.Stats
@@ -214,15 +214,18 @@ func (w *watcher) serve(cs ...prometheus.Collector) error {
 }
 
 // tap puts the capture of -w in front of cfg's handler: one ring per
-// queue. The file is created by running, once the engine is set up: a run
-// refused before then leaves no file, and an existing one as it was.
+// queue. It opens the file first, before anything is attached, so that a
+// path that cannot be written is refused with the interface untouched; the
+// file is written only once the engine runs (see captureFile).
 func (w *watcher) tap(cfg *engine.Config) error {
 	if w == nil || w.f.write == "" {
 		return nil
 	}
-	if err := checkWritable(w.f.write); err != nil {
+	file, err := openCaptureFile(w.f.write)
+	if err != nil {
 		return fmt.Errorf("-w %s: %w", w.f.write, err)
 	}
+	w.capFile = file
 	queues := cfg.Queues
 	if queues == nil {
 		for q := range w.dev.RxQueues {
@@ -241,7 +244,6 @@ func (w *watcher) tap(cfg *engine.Config) error {
 		snaplen = int(cfg.FrameSize)
 	}
 	w.capSnap = snaplen
-	w.capFile = &laterFile{path: w.f.write}
 	c, err := pcap.Start(w.capFile, pcap.Config{Snaplen: snaplen, Count: w.f.capCount, Rings: max(1, len(queues))})
 	if err != nil {
 		return fmt.Errorf("-w: %w", err)
@@ -258,78 +260,122 @@ func (w *watcher) tap(cfg *engine.Config) error {
 	return nil
 }
 
-// running is called when the engine is about to run: it creates the
-// capture file.
+// running is called when the engine is about to run: the capture file
+// gets what waited for it.
 func (w *watcher) running() error {
 	if w == nil || w.capFile == nil {
 		return nil
 	}
-	if err := w.capFile.open(); err != nil {
+	if err := w.capFile.start(); err != nil {
 		return fmt.Errorf("-w: %w", err)
 	}
 	return nil
 }
 
-// checkWritable refuses a capture file whose directory does not exist or
-// cannot be written, before anything is attached.
-func checkWritable(path string) error {
-	dir := filepath.Dir(path)
-	st, err := os.Stat(dir)
-	if err != nil {
-		return err
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir)
-	}
-	if err := unix.Access(dir, unix.W_OK); err != nil {
-		return fmt.Errorf("cannot write in %s: %w", dir, err)
-	}
-	return nil
+// captureFile is -w's file. openCaptureFile opens it before anything is
+// attached, so that a directory, or a path that cannot be created or
+// written, is refused first; but it is left as it was until start: an
+// existing file is truncated only then, and one that the open created is
+// removed again by close if the run never started. Until start what is
+// written (the pcap file header) waits in memory.
+type captureFile struct {
+	path    string
+	mu      sync.Mutex
+	f       *os.File
+	created bool // the open made the file
+	started bool
+	buf     bytes.Buffer
 }
 
-// laterFile is the capture's file, created only by open: until then what
-// is written (the pcap file header) waits in memory.
-type laterFile struct {
-	path string
-	mu   sync.Mutex
-	buf  bytes.Buffer
-	f    *os.File
+// openCaptureFile opens path for writing, creating it if it does not
+// exist; an existing file must be a regular file (or a character device,
+// such as /dev/null).
+func openCaptureFile(path string) (*captureFile, error) {
+	st, err := os.Stat(path)
+	switch {
+	case err == nil && st.IsDir():
+		return nil, fmt.Errorf("%s is a directory: give a file to write, such as %s", path, filepath.Join(path, "capture.pcap"))
+	case err == nil && !st.Mode().IsRegular() && st.Mode()&os.ModeCharDevice == 0:
+		return nil, fmt.Errorf("%s is not a regular file (%v): give a file to write", path, st.Mode().Type())
+	}
+	c := &captureFile{path: path}
+	c.f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err == nil {
+		c.created = true
+		return c, nil
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		if dir := filepath.Dir(path); errors.Is(err, fs.ErrNotExist) && !exists(dir) {
+			return nil, fmt.Errorf("directory %s does not exist", dir)
+		}
+		return nil, fmt.Errorf("cannot create it: %w", errnoOf(err))
+	}
+	if c.f, err = os.OpenFile(path, os.O_WRONLY, 0); err != nil {
+		return nil, fmt.Errorf("cannot write it: %w", errnoOf(err))
+	}
+	return c, nil
 }
 
-func (l *laterFile) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f == nil {
-		return l.buf.Write(p)
-	}
-	return l.f.Write(p)
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
-// open creates (or truncates) the file and writes what waited.
-func (l *laterFile) open() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	f, err := os.Create(l.path)
-	if err != nil {
-		return err
+// errnoOf is the system's reason behind a failed open, without the
+// operation and path the message already names.
+func errnoOf(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
 	}
-	if _, err := f.Write(l.buf.Bytes()); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", l.path, err)
-	}
-	l.f = f
-	return nil
+	return err
 }
 
-// close closes the file, if it was created.
-func (l *laterFile) close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f == nil {
+func (c *captureFile) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.started {
+		return c.buf.Write(p)
+	}
+	return c.f.Write(p)
+}
+
+// start empties a regular file that was there before and writes what
+// waited.
+func (c *captureFile) start() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started {
 		return nil
 	}
-	err := l.f.Close()
-	l.f = nil
+	if st, err := c.f.Stat(); err == nil && st.Mode().IsRegular() {
+		if err := c.f.Truncate(0); err != nil {
+			return fmt.Errorf("truncate %s: %w", c.path, err)
+		}
+	}
+	c.started = true
+	if _, err := c.f.Write(c.buf.Bytes()); err != nil {
+		return fmt.Errorf("write %s: %w", c.path, err)
+	}
+	c.buf = bytes.Buffer{}
+	return nil
+}
+
+// close closes the file; one the open created for a run that never
+// started is removed.
+func (c *captureFile) close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.f == nil {
+		return nil
+	}
+	err := c.f.Close()
+	c.f = nil
+	if !c.started && c.created {
+		if rerr := os.Remove(c.path); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
 	return err
 }
 
@@ -387,8 +433,10 @@ func (w *watcher) close() {
 	w.stopServing()
 	if w.capture != nil {
 		w.capture.Close()
-		w.capFile.close()
 		w.capture = nil
+	}
+	if w.capFile != nil {
+		w.capFile.close()
 	}
 	if w.errs != nil {
 		w.errs.Close()
@@ -472,6 +520,8 @@ func (w *watcher) interval(out io.Writer, obj map[string]any, dt float64) {
 			}
 			if obj != nil {
 				obj["xdp_errors"] = rates
+				// Every entry since the start, as the summary's detail.
+				obj["xdp_errors_since_start"] = cur.Sub(w.errBase).ForDevice(w.netns, w.dev.Index)
 			} else {
 				parts := []string{"none"}
 				if len(rates) > 0 {

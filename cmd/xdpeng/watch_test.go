@@ -1,9 +1,13 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/internal/irqstat"
 )
@@ -48,4 +52,96 @@ func TestIRQText(t *testing.T) {
 	if !j.NoIRQ || j.Lines == nil || j.IntervalS != 1.5 {
 		t.Errorf("JSON of a device without interrupts: %+v", j)
 	}
+}
+
+// TestCaptureFile: -w's file is refused at open when it cannot be written,
+// and left as it was until the run starts: a file the open created goes
+// again, an existing one keeps its contents, unless the run started.
+func TestCaptureFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		dir: "is a directory: give a file to write, such as " + filepath.Join(dir, "capture.pcap"),
+		filepath.Join(dir, "nosuchdir", "x.pcap"): "directory " + filepath.Join(dir, "nosuchdir") + " does not exist",
+		"/proc/nope.pcap":                         "cannot create it: no such file or directory",
+		fifo:                                      "is not a regular file",
+	} {
+		if c, err := openCaptureFile(path); err == nil || !strings.Contains(err.Error(), want) {
+			if c != nil {
+				c.close()
+			}
+			t.Errorf("openCaptureFile(%s): %v, want an error with %q", path, err, want)
+		}
+	}
+
+	t.Run("created, never started", func(t *testing.T) {
+		path := filepath.Join(dir, "new.pcap")
+		c, err := openCaptureFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Write([]byte("header")); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Errorf("a capture that never started left %s (%v)", path, err)
+		}
+	})
+	t.Run("existing, never started", func(t *testing.T) {
+		path := filepath.Join(dir, "old.pcap")
+		if err := os.WriteFile(path, []byte("an older capture"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := openCaptureFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte("header"))
+		if err := c.close(); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(path); err != nil || string(b) != "an older capture" {
+			t.Errorf("a capture that never started changed %s to %q (%v)", path, b, err)
+		}
+	})
+	t.Run("existing, started", func(t *testing.T) {
+		path := filepath.Join(dir, "old.pcap")
+		c, err := openCaptureFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte("head"))
+		if err := c.start(); err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte("er"))
+		if err := c.close(); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(path); err != nil || string(b) != "header" {
+			t.Errorf("%s holds %q (%v), want the capture alone, %q", path, b, err, "header")
+		}
+	})
+	t.Run("a character device", func(t *testing.T) {
+		c, err := openCaptureFile(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte("header"))
+		if err := c.start(); err != nil {
+			t.Error(err)
+		}
+		if err := c.close(); err != nil {
+			t.Error(err)
+		}
+		if _, err := os.Stat(os.DevNull); err != nil {
+			t.Errorf("%s: %v", os.DevNull, err)
+		}
+	})
 }

@@ -125,6 +125,18 @@ func (f *xskFlags) config() (engine.Config, error) {
 	}
 	cfg.HugePages = hp
 	cfg.NumFrames = f.frames
+	// Each ring flag given is checked as typed: --ring-size 1000 is about
+	// --ring-size, not about the first ring it sizes.
+	for _, r := range []struct {
+		flag string
+		size uint32
+	}{{"ring-size", f.ringSize}, {"fill-size", f.fillSize}, {"comp-size", f.compSize}, {"rx-size", f.rxSize}, {"tx-size", f.txSize}} {
+		if r.flag == "ring-size" || r.size != 0 {
+			if err := engine.CheckRingSize(r.size); err != nil {
+				return cfg, fmt.Errorf("--%s: %w", r.flag, err)
+			}
+		}
+	}
 	pick := func(v uint32) uint32 {
 		if v == 0 {
 			return f.ringSize
@@ -171,10 +183,10 @@ func (f *xskFlags) config() (engine.Config, error) {
 	cfg.Force = f.force
 	cfg.UDPPort = f.udpPort
 	if f.interval <= 0 {
-		return cfg, fmt.Errorf("interval %v: must be positive", f.interval)
+		return cfg, fmt.Errorf("-n/--interval %v: must be positive", f.interval)
 	}
 	if f.duration < 0 {
-		return cfg, fmt.Errorf("duration %v: must not be negative", f.duration)
+		return cfg, fmt.Errorf("-d/--duration %v: must not be negative", f.duration)
 	}
 	if err := f.watch.check(); err != nil {
 		return cfg, err
@@ -285,6 +297,9 @@ func runXskWith(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config,
 	p := &xskPrinter{w: cmd.OutOrStdout(), mode: mode, f: f, eng: eng, run: eng, hooks: hooks, links: links, watch: w}
 	p.header()
 	last, err := runEngine(eng, f, p)
+	if eng.Started().IsZero() {
+		return err // Run never started: there are no totals to print
+	}
 	err = errors.Join(err, w.finish(last.Total().RxPackets))
 	p.summary(last)
 	return err
@@ -366,7 +381,7 @@ func (p *xskPrinter) header() {
 		zc = "zero-copy"
 	}
 	fmt.Fprintf(p.w, "%s on %s (%s): %s, XDP %s, %s, batch %d, frames %d B, rings fill/comp/rx/tx %d/%d/%d/%d, need_wakeup %v, wait %s\n",
-		p.mode, cfg.Interface, p.eng.Device().Driver, queuesOnCPUs(cfg.Queues, cfg.CPUs), cfg.XDPMode, zc, cfg.Batch,
+		p.mode, cfg.Interface, driverLabel(p.eng.Device().Driver), queuesOnCPUs(cfg.Queues, cfg.CPUs), cfg.XDPMode, zc, cfg.Batch,
 		cfg.FrameSize, cfg.FillSize, cfg.CompletionSize, cfg.RxSize, cfg.TxSize, cfg.NeedWakeup, cfg.Wait)
 	p.watch.header(p.w)
 	fmt.Fprint(p.w, umemLine(p.eng.Umem()))
@@ -453,9 +468,17 @@ func (p *xskPrinter) interval(prev, cur engine.Snapshot) {
 	elapsed := cur.Time.Sub(p.run.Started()).Seconds()
 	if p.f.json {
 		obj := map[string]any{
-			"type": "interval", "mode": p.mode, "t": round3(elapsed),
+			"type": "interval", "mode": p.mode, "interface": p.f.iface, "t": round3(elapsed),
 			"rx_pps": total.RxPPS, "tx_pps": total.TxPPS, "rx_packets": total.RxPackets, "tx_packets": total.TxPackets,
 			"per_queue": rows,
+		}
+		if p.eng != nil {
+			// The receiving modes' totals since the start, as the
+			// summary has them, so that a reader of the lines (compare
+			// --dut) can account for every frame at any moment.
+			t := cur.Total()
+			obj["xdp_mode"], obj["zero_copy"] = p.eng.Config().XDPMode.String(), p.eng.ZeroCopy()
+			obj["xdp_stats"], obj["handler_dropped"], obj["tx_ring_full"] = t.XDP, t.Dropped, t.TxRingFull
 		}
 		if p.hooks.intervalJSON != nil {
 			p.hooks.intervalJSON(obj, dt)
@@ -514,11 +537,11 @@ type xskSummary struct {
 	// (every frame in rxdrop), not drops of the kernel's (xdp_stats).
 	HandlerDropped uint64 `json:"handler_dropped"`
 	// Dropped is HandlerDropped under its old name, kept for one release.
-	Dropped    uint64              `json:"dropped"`
-	TxRingFull uint64              `json:"tx_ring_full"`
-	PerQueue   []engine.QueueStats `json:"per_queue"`
-	XDPStats   engine.SocketStats  `json:"xdp_stats"`
-	App        map[string]uint64   `json:"app_stats"`
+	Dropped    uint64             `json:"dropped"`
+	TxRingFull uint64             `json:"tx_ring_full"`
+	PerQueue   []queueJSON        `json:"per_queue"`
+	XDPStats   engine.SocketStats `json:"xdp_stats"`
+	App        map[string]uint64  `json:"app_stats"`
 	watchJSON
 }
 
@@ -532,7 +555,7 @@ func (p *xskPrinter) summary(s engine.Snapshot) {
 		Queues: cfg.Queues, XDPMode: cfg.XDPMode.String(), ZeroCopy: zc, Batch: cfg.Batch, FrameSize: cfg.FrameSize,
 		Umem:      umemSummary(p.eng.Umem()),
 		DurationS: round3(dur), RxPackets: t.RxPackets, RxBytes: t.RxBytes, TxPackets: t.TxPackets, TxBytes: t.TxBytes,
-		HandlerDropped: t.Dropped, Dropped: t.Dropped, TxRingFull: t.TxRingFull, PerQueue: s.Queues, XDPStats: t.XDP,
+		HandlerDropped: t.Dropped, Dropped: t.Dropped, TxRingFull: t.TxRingFull, PerQueue: queuesJSON(s.Queues), XDPStats: t.XDP,
 		App:       map[string]uint64{"rx_wakeups": t.RxWakeups, "tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches, "naps": t.Naps},
 		watchJSON: p.watch.summaryJSON(),
 	}
@@ -561,6 +584,22 @@ func (p *xskPrinter) summary(s engine.Snapshot) {
 		p.hooks.summaryText(p.w)
 	}
 	p.watch.summaryText(p.w)
+}
+
+// queueJSON is a queue's counters in a JSON summary: handler_dropped
+// beside dropped, its old name, which stays until the next release, as in
+// the summary's totals.
+type queueJSON struct {
+	engine.QueueStats
+	HandlerDropped uint64 `json:"handler_dropped"`
+}
+
+func queuesJSON(qs []engine.QueueStats) []queueJSON {
+	out := make([]queueJSON, len(qs))
+	for i, q := range qs {
+		out[i] = queueJSON{QueueStats: q, HandlerDropped: q.Dropped}
+	}
+	return out
 }
 
 // umemJSON is the UMEM in a JSON summary.

@@ -383,7 +383,9 @@ func ProtocolNumber(name string) (p uint8, ok bool) {
 }
 
 // CountGroup makes one Count per queue and sums their counts: pass
-// its Handler method as Config.Handler.
+// its Handler method as Config.Handler. Its zero value is ready to use
+// (var g handler.CountGroup; cfg.Handler = g.Handler); it must not be
+// copied after first use.
 type CountGroup struct {
 	mu       sync.Mutex
 	handlers []*Count

@@ -230,6 +230,10 @@ func TestProbeLoopback(t *testing.T) {
 	if f.Features.XDP != 0 || f.Channels != nil {
 		t.Errorf("lo: features %v, channels %+v; want none", f.Features.XDP, f.Channels)
 	}
+	// lo has neither a driver nor a link kind (netlink's generic "device").
+	if f.Driver != "" || f.DriverLabel() != "no driver" {
+		t.Errorf("lo: driver %q (%s), want none", f.Driver, f.DriverLabel())
+	}
 	want := netdev.Plan{FeaturesKnown: true, XDPMode: netdev.ModeGeneric, Transmit: netdev.TxUnsupported}
 	if diff := cmp.Diff(want, f.Plan()); diff != "" {
 		t.Errorf("lo: Plan (-want +got):\n%s", diff)

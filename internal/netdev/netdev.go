@@ -25,10 +25,12 @@ import (
 
 // Info describes an interface as xdpeng needs it.
 type Info struct {
-	Name   string
-	Index  int
-	MAC    net.HardwareAddr
-	Driver string // "veth", "mlx5_core", ...; the link kind when the driver does not say
+	Name  string
+	Index int
+	MAC   net.HardwareAddr
+	// Driver is the driver's name ("veth", "mlx5_core", ...), the link kind
+	// ("bridge") when the driver does not say, "" when neither does (lo).
+	Driver string
 	MTU    int
 	// RxQueues and TxQueues are the queues in use, the ids an AF_XDP socket may
 	// bind to: ethtool channels (combined + rx/tx) where the driver reports them,
@@ -68,7 +70,7 @@ func Lookup(name string) (*Info, error) {
 		Name:     attrs.Name,
 		Index:    attrs.Index,
 		MAC:      attrs.HardwareAddr,
-		Driver:   link.Type(),
+		Driver:   linkKind(link),
 		MTU:      attrs.MTU,
 		RxQueues: attrs.NumRxQueues,
 		TxQueues: attrs.NumTxQueues,
@@ -88,6 +90,36 @@ func Lookup(name string) (*Info, error) {
 		info.RxQueues, info.TxQueues = channelQueues(ch, info.RxQueues, info.TxQueues)
 	}
 	return info, nil
+}
+
+// LinkState reads whether device index is set up (IFF_UP) and has its
+// carrier (IFF_LOWER_UP: its link, or its veth peer, is up); it passes
+// frames when both are true.
+func LinkState(index int) (adminUp, carrier bool, err error) {
+	l, err := netlink.LinkByIndex(index)
+	if err != nil {
+		return false, false, fmt.Errorf("read the state of interface index %d: %w", index, err)
+	}
+	f := l.Attrs().RawFlags
+	return f&unix.IFF_UP != 0, f&unix.IFF_LOWER_UP != 0, nil
+}
+
+// linkKind is the device's netlink link kind ("veth", "bridge"), "" for a
+// device without one (lo): netlink's generic "device" is no kind.
+func linkKind(l netlink.Link) string {
+	if t := l.Type(); t != "device" {
+		return t
+	}
+	return ""
+}
+
+// DriverLabel names the driver for a message: Driver, or "no driver" where
+// the device reports none.
+func (i *Info) DriverLabel() string {
+	if i.Driver == "" {
+		return "no driver"
+	}
+	return i.Driver
 }
 
 // channelQueues turns ethtool channels into queue counts. NICs usually report

@@ -64,10 +64,14 @@ const PacketContinues = unix.XDP_PKT_CONTD
 const MaxRingSize = 1 << 16
 
 // CheckRingSize returns an error unless size is a power of two between 1
-// and MaxRingSize; name says which ring.
+// and MaxRingSize; name says which ring ("fill ring size 3: ..."), or ""
+// for none ("ring size 3: ...").
 func CheckRingSize(name string, size uint32) error {
 	if size == 0 || size&(size-1) != 0 || size > MaxRingSize {
-		return fmt.Errorf("%s ring size %d: must be a power of two between 1 and %d", name, size, MaxRingSize)
+		if name != "" {
+			name += " "
+		}
+		return fmt.Errorf("%sring size %d: must be a power of two between 1 and %d", name, size, MaxRingSize)
 	}
 	return nil
 }

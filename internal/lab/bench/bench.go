@@ -99,7 +99,42 @@ type Config struct {
 	Duration time.Duration // per path and run
 	// Scenarios to run by name; empty means all.
 	Scenarios []string
-	Progress  func(string)
+	// Remote, if set, runs the scenarios' paths on a DUT on another host
+	// (compare.Remote) instead of on test beds: the scenarios that are
+	// test-bed layouts (B, 2q) and progbench (this host's CPU) are left
+	// out, and so are the paths that do not run there.
+	Remote   *compare.Remote
+	Progress func(string)
+}
+
+// twoHosts tells whether a scenario means something on two hosts: one
+// queue, where the DUT's own kernel places its receive work, and no
+// steering of the bed's generator ends (GenRPS).
+func (s Scenario) twoHosts() bool { return s.Layout == compare.LayoutA && s.Queues == 1 && !s.GenRPS }
+
+// onDUT is sc on the DUT of r: the paths that run there, its command.
+func onDUT(sc Scenario, r *compare.Remote) Scenario {
+	sc.Paths, _ = r.Runnable(sc.Paths)
+	sc.Layout, sc.DUTCPUs = "", nil
+	sc.Describe = fmt.Sprintf("two hosts: the generator here on CPU %s, the paths on the DUT %s, %d-byte frames", ints(sc.GenCPUs), r.Runner.Target, sc.Size)
+	cmd := "compare"
+	if sc.Latency {
+		cmd = fmt.Sprintf("latency --waits adaptive --rate %d", sc.RatePPS)
+		sc.Describe += fmt.Sprintf(", stamped frames at %d pps: what a frame waits in XDP_TX and in xsk-l2fwd (adaptive)", sc.RatePPS)
+	}
+	sc.Command = fmt.Sprintf("xdpeng %s --dut %s --dut-if %s --gen-if %s --size %d --gen-cpus %s --paths %s", cmd, r.Runner.Target,
+		strings.Join(r.DUTInterfaces, ","), strings.Join(r.GenInterfaces, ","), sc.Size, ints(sc.GenCPUs), strings.Join(sc.Paths, ","))
+	return sc
+}
+
+// compareConfig is what compare runs for sc: on a test bed of its own, or
+// on the DUT of remote.
+func compareConfig(sc Scenario, cfg Config) compare.Config {
+	if cfg.Remote != nil {
+		return compare.Config{Paths: sc.Paths, Duration: cfg.Duration, FrameSize: sc.Size, Rate: sc.RatePPS, Remote: cfg.Remote, GenCPUs: sc.GenCPUs}
+	}
+	return compare.Config{Paths: sc.Paths, Duration: cfg.Duration, FrameSize: sc.Size, Testbed: true, Rate: sc.RatePPS,
+		Layout: sc.Layout, Queues: sc.Queues, GenCPUs: sc.GenCPUs, DUTCPUs: sc.DUTCPUs, GenRPS: sc.GenRPS}
 }
 
 // PathResult is one path of one scenario over the runs.
@@ -244,6 +279,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		if len(cfg.Scenarios) > 0 && !slices.Contains(cfg.Scenarios, sc.Name) {
 			continue
 		}
+		if cfg.Remote != nil {
+			if !sc.twoHosts() {
+				say("scenario %s left out: a test-bed layout (%s), not one of two hosts", sc.Name, sc.Describe)
+				continue
+			}
+			sc = onDUT(sc, cfg.Remote)
+		}
 		res.Scenarios = append(res.Scenarios, sc)
 		if sc.Latency {
 			ps, err := runLatency(ctx, sc, cfg, say)
@@ -256,11 +298,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		runs := map[string][]compare.Row{}
 		for i := 0; i < cfg.Runs; i++ {
 			say("scenario %s, run %d of %d: %s", sc.Name, i+1, cfg.Runs, sc.Command)
-			cc := compare.Config{
-				Paths: sc.Paths, Duration: cfg.Duration, FrameSize: sc.Size, Testbed: true,
-				Layout: sc.Layout, Queues: sc.Queues, GenCPUs: sc.GenCPUs, DUTCPUs: sc.DUTCPUs, GenRPS: sc.GenRPS,
-			}
-			r, err := compare.Run(ctx, cc)
+			r, err := compare.Run(ctx, compareConfig(sc, cfg))
 			if err != nil {
 				return res, fmt.Errorf("scenario %s: %w", sc.Name, err)
 			}
@@ -284,6 +322,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			pr.PerQueueMpps = pr.MedianMpps / float64(sc.Queues)
 			res.Paths = append(res.Paths, pr)
 		}
+	}
+	if cfg.Remote != nil {
+		say("progbench left out: it measures this host's CPU, not the DUT's (run xdpeng progbench on the DUT)")
+		res.Targets = targets(&res)
+		return res, nil
 	}
 	say("progbench: xsk-redirect and drop, 64-byte frames")
 	online, err := cpuset.Online()
@@ -309,9 +352,8 @@ func runLatency(ctx context.Context, sc Scenario, cfg Config, say func(string, .
 	for i := 0; i < cfg.Runs; i++ {
 		say("scenario %s, run %d of %d: %s", sc.Name, i+1, cfg.Runs, sc.Command)
 		r, err := compare.RunLatency(ctx, compare.LatencyConfig{
-			Config: compare.Config{Paths: sc.Paths, Duration: cfg.Duration, FrameSize: sc.Size, Testbed: true, Rate: sc.RatePPS,
-				Layout: sc.Layout, Queues: sc.Queues, GenCPUs: sc.GenCPUs, DUTCPUs: sc.DUTCPUs},
-			Waits: []engine.WaitMode{engine.WaitAdaptive},
+			Config: compareConfig(sc, cfg),
+			Waits:  []engine.WaitMode{engine.WaitAdaptive},
 		})
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)

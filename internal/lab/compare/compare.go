@@ -32,6 +32,19 @@
 // counters have come to rest with the generator stopped, so no frame is in
 // flight and unexplained is 0 when every drop is counted; a path whose
 // counters do not come to rest fails.
+//
+// # Two hosts
+//
+// With Config.Remote the device under test is another host, reached over
+// ssh (package remote): each path runs there as xdpeng's own command for it
+// (kern, rxdrop, l2fwd, fwd) with --json, beside `xdpeng stats --cpu` on the
+// DUT's ports, both bounded by their own duration, and their JSON lines
+// come back as they go. The generator and the sinks run here, on the
+// tester's ports cabled to the DUT's. Each row joins the two: sent is the
+// tester's, received and the drops the DUT's own counters (or the sinks'
+// here), and the frames the tester's port sent that the DUT's port never
+// counted are named lost_on_wire. Only the tester's clock times a frame
+// (latency), and the DUT's CPU figures come from its own /proc/stat.
 package compare
 
 import (
@@ -75,6 +88,9 @@ type PathInfo struct {
 	// (dpdk-testpmd): such a path runs only when asked for by name, and
 	// is skipped with a note where the program is missing.
 	Needs string
+	// Remote says that the path runs on a DUT that is another host
+	// (Config.Remote): an xdpeng command does its job there.
+	Remote bool
 }
 
 // namedOnly are paths that, like those with PathInfo.Needs, run only when
@@ -83,21 +99,21 @@ var namedOnly = map[string]bool{"xsk-drop-busy-poll": true}
 
 // paths lists every path in the order tables show them.
 var paths = []PathInfo{
-	{"xdp-drop", Drop, "XDP_DROP in the driver (native XDP), counted by the program", false, ""},
-	{"xdp-drop-generic", Drop, "XDP_DROP on the skb (generic XDP), counted by the program", false, ""},
-	{"tc-drop", Drop, "tc ingress TC_ACT_SHOT (TCX), counted by the program", false, ""},
-	{"xsk-drop", Drop, "xdpeng engine, DropHandler: AF_XDP rxdrop, counted by the engine", false, ""},
+	{"xdp-drop", Drop, "XDP_DROP in the driver (native XDP), counted by the program", false, "", true},
+	{"xdp-drop-generic", Drop, "XDP_DROP on the skb (generic XDP), counted by the program", false, "", true},
+	{"tc-drop", Drop, "tc ingress TC_ACT_SHOT (TCX), counted by the program", false, "", true},
+	{"xsk-drop", Drop, "xdpeng engine, DropHandler: AF_XDP rxdrop, counted by the engine", false, "", true},
 	{Name: "xsk-drop-busy-poll", Family: Drop,
 		Doc: "xsk-drop with --busy-poll: SO_PREFER_BUSY_POLL, recvfrom runs the driver's NAPI (where the socket has no NAPI ID to poll, veth, the engine waits as adaptive and says so)"},
-	{"xdp-tx", Drop, "XDP_TX in the driver (native XDP): swap MACs, send back; received = frames that came back out to the generator side (test bed) or the program's count (NIC)", false, ""},
-	{"xsk-l2fwd", Drop, "xdpeng engine, L2FwdHandler: swap MACs, send back; received = frames that came back out to the generator side (test bed) or the engine's tx completions (NIC)", false, ""},
-	{"asavie-drop", Drop, "the same rxdrop on github.com/asavie/xdp v0.3.3, its default loop, 4096 frames, rings of 2048", false, ""},
-	{"af-packet", Drop, "AF_PACKET TPACKET_V3 mmap ring, count each block's packets and release it", false, ""},
-	{"bridge", Forward, "Linux bridge of dut0 and dut1, counted where frames come out (gen1)", true, ""},
-	{"xdp-redirect", Forward, "XDP redirect dut0 -> dut1 through a DEVMAP (native), counted at gen1", true, ""},
-	{"xdp-redirect-generic", Forward, "the same in generic XDP, counted at gen1", true, ""},
-	{"xdp-redirect-multi", Forward, "XDP broadcast redirect (DEVMAP_HASH) dut0 -> dut1 and dut2, a copy counted at each of gen1 and gen2", true, ""},
-	{"xsk-fwd", Forward, "xdpeng engine, fwd: AF_XDP dut0 -> dut1, the UMEM shared across the devices, counted at gen1", true, ""},
+	{"xdp-tx", Drop, "XDP_TX in the driver (native XDP): swap MACs, send back; received = frames that came back out to the generator side (test bed, two hosts) or the program's count (NIC)", false, "", true},
+	{"xsk-l2fwd", Drop, "xdpeng engine, L2FwdHandler: swap MACs, send back; received = frames that came back out to the generator side (test bed, two hosts) or the engine's tx completions (NIC)", false, "", true},
+	{"asavie-drop", Drop, "the same rxdrop on github.com/asavie/xdp v0.3.3, its default loop, 4096 frames, rings of 2048", false, "", false},
+	{"af-packet", Drop, "AF_PACKET TPACKET_V3 mmap ring, count each block's packets and release it", false, "", false},
+	{"bridge", Forward, "Linux bridge of dut0 and dut1, counted where frames come out (gen1)", true, "", false},
+	{"xdp-redirect", Forward, "XDP redirect dut0 -> dut1 through a DEVMAP (native), counted at gen1", true, "", true},
+	{"xdp-redirect-generic", Forward, "the same in generic XDP, counted at gen1", true, "", true},
+	{"xdp-redirect-multi", Forward, "XDP broadcast redirect (DEVMAP_HASH) dut0 -> dut1 and dut2, a copy counted at each of gen1 and gen2", true, "", true},
+	{"xsk-fwd", Forward, "xdpeng engine, fwd: AF_XDP dut0 -> dut1, the UMEM shared across the devices, counted at gen1", true, "", true},
 	{Name: "dpdk-af-xdp", Family: Drop, Testbed: true, Needs: TestPMD,
 		Doc: "DPDK's AF_XDP driver (net_af_xdp), dpdk-testpmd rxonly, its default arguments; counted at the device: veth's XDP redirects on dut0"},
 	{Name: "dpdk-af-xdp-nobusy", Family: Drop, Testbed: true, Needs: TestPMD,
@@ -235,16 +251,27 @@ type Config struct {
 	// (see ErrDefaultRoute).
 	Force bool
 
+	// Remote, if set, runs the paths on a DUT that is another host,
+	// reached over ssh, with the generator and sinks here (see Remote).
+	// Queues (InterfaceQueues) and DUTCPUs are then the DUT's.
+	Remote *Remote
+
 	// NDR, if set, also searches each path's zero-loss rate (test bed
-	// only).
+	// or two hosts).
 	NDR *NDRConfig
 
 	// Progress, if set, is told what is happening (one line per call).
 	Progress func(msg string)
 }
 
-// Check validates cfg and fills in defaults. It touches nothing.
+// Check validates cfg and fills in defaults. It touches nothing; with
+// Remote, the DUT's queues and CPUs are checked when the run reaches it.
 func (c *Config) Check() error {
+	if c.Remote != nil {
+		if err := c.checkRemote(); err != nil {
+			return err
+		}
+	}
 	if c.Bed != nil {
 		if c.Interface != "" {
 			return errors.New("give either a test bed or an interface (-i), not both")
@@ -260,12 +287,21 @@ func (c *Config) Check() error {
 	}
 	if len(c.Paths) == 0 {
 		c.Paths = pathNames(Paths(Drop))
+		if c.Remote != nil {
+			c.Paths, _ = c.Remote.Runnable(c.Paths)
+		}
 	}
 	for _, n := range c.Paths {
 		p, ok := LookupPath(n)
 		if !ok {
 			_, err := ParsePaths(n)
 			return err
+		}
+		if c.Remote != nil {
+			if err := c.Remote.runs(p); err != nil {
+				return err
+			}
+			continue
 		}
 		if p.Testbed && !c.Testbed {
 			return fmt.Errorf("path %s counts frames on a test bed's veth ends (where they come out, or at the DUT's veth counters): use --testbed", n)
@@ -281,8 +317,8 @@ func (c *Config) Check() error {
 		c.FrameSize = 64
 	}
 	if c.NDR != nil {
-		if !c.Testbed {
-			return errors.New("a zero-loss search needs a generator: use a test bed (--testbed)")
+		if !c.Testbed && c.Remote == nil {
+			return errors.New("a zero-loss search needs a generator: use a test bed (--testbed), or a DUT on another host (--dut)")
 		}
 		if err := c.NDR.check(); err != nil {
 			return err
@@ -304,18 +340,22 @@ func (c *Config) Check() error {
 		if c.Queues < 1 || c.Queues > testbed.MaxQueues {
 			return fmt.Errorf("queues %d: out of range 1-%d", c.Queues, testbed.MaxQueues)
 		}
-	} else if c.Interface == "" {
+	} else if c.Interface == "" && c.Remote == nil {
 		return errors.New("no interface: give -i DEV, or --testbed to make a test bed")
 	}
 	online, err := cpuset.Online()
 	if err != nil {
 		return err
 	}
+	if (c.Testbed || c.Remote != nil) && len(c.GenCPUs) == 0 {
+		c.GenCPUs = []int{online[0]}
+	}
+	if c.Remote != nil {
+		// The DUT's CPUs are the DUT's to check (remoteEnv).
+		return cpuset.CheckOnline(c.GenCPUs)
+	}
 	if len(c.DUTCPUs) == 0 {
 		c.DUTCPUs = []int{online[len(online)-1]}
-	}
-	if c.Testbed && len(c.GenCPUs) == 0 {
-		c.GenCPUs = []int{online[0]}
 	}
 	if err := cpuset.CheckOnline(append(slices.Clone(c.GenCPUs), c.DUTCPUs...)); err != nil {
 		return err
@@ -348,15 +388,20 @@ func needLinks(names []string) int {
 // Setup says where the figures were measured, so that they can be
 // reproduced.
 type Setup struct {
-	Mode      string `json:"mode"` // "testbed" or "interface"
+	Mode      string `json:"mode"` // "testbed", "interface" or "remote" (two hosts)
 	Interface string `json:"interface"`
-	Bed       string `json:"testbed,omitempty"`
-	Layout    Layout `json:"layout,omitempty"`
-	NAPI      string `json:"napi,omitempty"`
-	Queues    int    `json:"queues"`
-	FrameSize int    `json:"frame_size,omitempty"`
-	GenCPUs   []int  `json:"gen_cpus,omitempty"`
-	DUTCPUs   []int  `json:"dut_cpus"`
+	// DUT is the DUT of a two-host run (ssh://user@host), DUTInterfaces
+	// its ports and GenInterfaces the tester's cabled to them.
+	DUT           string   `json:"dut,omitempty"`
+	DUTInterfaces []string `json:"dut_interfaces,omitempty"`
+	GenInterfaces []string `json:"gen_interfaces,omitempty"`
+	Bed           string   `json:"testbed,omitempty"`
+	Layout        Layout   `json:"layout,omitempty"`
+	NAPI          string   `json:"napi,omitempty"`
+	Queues        int      `json:"queues"`
+	FrameSize     int      `json:"frame_size,omitempty"`
+	GenCPUs       []int    `json:"gen_cpus,omitempty"`
+	DUTCPUs       []int    `json:"dut_cpus"`
 	// GenRPS is set when the generator ends steer what they receive to
 	// the generator CPUs (Config.GenRPS).
 	GenRPS    bool    `json:"gen_rps,omitempty"`
@@ -467,12 +512,15 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		Queues: cfg.Queues, FrameSize: cfg.FrameSize, GenCPUs: cfg.GenCPUs, DUTCPUs: cfg.DUTCPUs,
 		DurationS: cfg.Duration.Seconds(), Rate: cfg.Rate, Kernel: kernelRelease(),
 	}
-	e, done, err := prepare(&cfg, &res.Setup)
+	e, done, err := prepare(ctx, &cfg, &res.Setup)
 	defer func() { err = errors.Join(err, done()) }()
 	if err != nil {
 		return res, err
 	}
-	if werr := e.watchErrors(); werr != nil {
+	if e.remote != nil {
+		// The DUT's commands count the tracepoints there (-e).
+		defer func() { res.Notes = append(res.Notes, e.remote.notes...) }()
+	} else if werr := e.watchErrors(); werr != nil {
 		res.Notes = append(res.Notes, fmt.Sprintf("the xdp tracepoints are not counted here (%v): the drops they would explain by errno or action show in veth_rx_drops or as unexplained", werr))
 	} else {
 		defer e.errs.Close()
@@ -510,12 +558,19 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 }
 
 // prepare opens the place the paths of cfg run in (cfg.Bed, a test bed it
-// makes, or cfg.Interface) and fills in what setup says about it. done
-// removes a bed it made, and must be called also when prepare fails; it is
-// a no-op when there is nothing to remove.
-func prepare(cfg *Config, setup *Setup) (e *env, done func() error, err error) {
+// makes, the DUT of cfg.Remote, or cfg.Interface) and fills in what setup
+// says about it. done removes a bed it made, and must be called also when
+// prepare fails; it is a no-op when there is nothing to remove.
+func prepare(ctx context.Context, cfg *Config, setup *Setup) (e *env, done func() error, err error) {
 	done = func() error { return nil }
 	switch {
+	case cfg.Remote != nil:
+		if e, err = remoteEnv(ctx, cfg); err != nil {
+			return nil, done, err
+		}
+		setup.Mode, setup.DUT = "remote", cfg.Remote.Runner.Target.String()
+		setup.DUTInterfaces, setup.GenInterfaces = cfg.Remote.DUTInterfaces, cfg.Remote.GenInterfaces
+		setup.DUTCPUs, setup.Kernel = cfg.DUTCPUs, e.remote.env.Kernel
 	case cfg.Bed != nil:
 		if e, err = bedEnv(cfg.Bed, cfg); err != nil {
 			return nil, done, err
@@ -588,6 +643,12 @@ func napiText(bed *testbed.Bed) string {
 
 // cpuNote says what ns/packet and the CPU columns include.
 func cpuNote(cfg *Config) string {
+	if cfg.Remote != nil {
+		return fmt.Sprintf("CPU per packet = all busy time (user+system+irq+softirq) of the DUT's receiver CPU %s + irq+softirq of its other CPUs "+
+			"(where the DUT's NAPI runs), from the DUT's /proc/stat (xdpeng stats --cpu there) over the measurement window, "+
+			"divided by the frames received in it; tick-sampled at the DUT's CONFIG_HZ, idle-polling threads count as busy, "+
+			"and the DUT's sshd and reporting commands are in it too", cpuset.Format(cfg.DUTCPUs))
+	}
 	rest := "the other CPUs"
 	if len(cfg.GenCPUs) > 0 {
 		rest = "the generator CPU " + cpuset.Format(cfg.GenCPUs)

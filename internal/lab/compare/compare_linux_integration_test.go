@@ -19,7 +19,13 @@ import (
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(privtest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := privtest.Main(m)
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
 
 // run compares paths on bed for d each.
 func run(t *testing.T, bed *testbed.Bed, d time.Duration, paths ...string) Result {

@@ -13,6 +13,9 @@ import (
 // (labenv.Collect) and what the run chose. Each row adds its path's XDP
 // mode.
 func runEnv(cfg *Config, e *env) labenv.Env {
+	if e.remote != nil {
+		return remoteRunEnv(cfg, e)
+	}
 	v := labenv.Collect()
 	v.Driver = e.driver
 	v.Queues = len(e.queues)

@@ -87,6 +87,9 @@ func usesEngine(path string) bool { return strings.HasPrefix(path, "xsk-") }
 func (c *LatencyConfig) Check() error {
 	if len(c.Paths) == 0 {
 		c.Paths = DefaultLatencyPaths
+		if c.Remote != nil {
+			c.Paths, _ = c.Remote.Runnable(c.Paths)
+		}
 	}
 	for _, n := range c.Paths {
 		if _, ok := latencyHooks[n]; !ok {
@@ -102,9 +105,11 @@ func (c *LatencyConfig) Check() error {
 		return errors.New("a latency run takes no zero-loss search")
 	}
 	if c.Interface != "" {
-		return errors.New("a latency run needs a test bed: the generator stamps the frames and a receiver on its side takes them back")
+		return errors.New("a latency run needs a test bed, or a DUT on another host: the generator stamps the frames and a receiver on its side takes them back")
 	}
-	c.Testbed = true
+	if c.Remote == nil {
+		c.Testbed = true
+	}
 	if c.Rate == 0 {
 		c.Rate = DefaultLatencyRate
 	}
@@ -191,7 +196,7 @@ func RunLatency(ctx context.Context, cfg LatencyConfig) (res LatencyResult, err 
 		Queues: cfg.Queues, FrameSize: cfg.FrameSize, GenCPUs: cfg.GenCPUs, DUTCPUs: cfg.DUTCPUs,
 		DurationS: cfg.Duration.Seconds(), Rate: cfg.Rate, Kernel: kernelRelease(),
 	}
-	e, done, err := prepare(&cfg.Config, &res.Setup)
+	e, done, err := prepare(ctx, &cfg.Config, &res.Setup)
 	defer func() { err = errors.Join(err, done()) }()
 	if err != nil {
 		return res, err
@@ -248,7 +253,7 @@ func measureLatency(ctx context.Context, e *env, cfg *LatencyConfig, info PathIn
 	s.describe(&tr)
 	row.Env.XDPMode = tr.Env.XDPMode
 	h := latencyHooks[info.Name]
-	row.Receiver = fmt.Sprintf("%s on %s", map[sinkKind]string{xdpFrames: "xdp", skbFrames: "tc ingress"}[h.kind], e.bed.Links[h.link].Gen)
+	row.Receiver = fmt.Sprintf("%s on %s", map[sinkKind]string{xdpFrames: "xdp", skbFrames: "tc ingress"}[h.kind], e.links[h.link].Gen)
 
 	g := e.genConfig(info.Family, &cfg.Config)
 	g.Duration, g.Count, g.Stamp, g.RunID = 0, n, true, run

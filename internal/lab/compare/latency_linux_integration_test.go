@@ -145,7 +145,7 @@ func TestLatencyDelayedFrames(t *testing.T) {
 			t.Fatal(err)
 		}
 		var setup Setup
-		e, done, err := prepare(&cfg.Config, &setup)
+		e, done, err := prepare(context.Background(), &cfg.Config, &setup)
 		defer func() {
 			if err := done(); err != nil {
 				t.Error(err)

@@ -22,8 +22,13 @@ import (
 // include.
 func WriteLatencyTable(w io.Writer, r *LatencyResult) {
 	s := r.Setup
-	fmt.Fprintf(w, "test bed %s, layout %s: generator on CPU %s, receiver on CPU %s, DUT NAPI %s; %d queue(s), %d-byte frames; %d stamped frames per row at %d pps (%.1fs)\n",
-		s.Bed, s.Layout, cpuset.Format(s.GenCPUs), cpuset.Format(s.DUTCPUs), s.NAPI, s.Queues, s.FrameSize, r.Frames, s.Rate, s.DurationS)
+	if s.Mode == "remote" {
+		fmt.Fprintf(w, "two hosts: %s; generator here on CPU %s, receiver on the DUT's CPU %s; %d queue(s), %d-byte frames; %d stamped frames per row at %d pps (%.1fs)\n",
+			s.hosts(), cpuset.Format(s.GenCPUs), cpuset.Format(s.DUTCPUs), s.Queues, s.FrameSize, r.Frames, s.Rate, s.DurationS)
+	} else {
+		fmt.Fprintf(w, "test bed %s, layout %s: generator on CPU %s, receiver on CPU %s, DUT NAPI %s; %d queue(s), %d-byte frames; %d stamped frames per row at %d pps (%.1fs)\n",
+			s.Bed, s.Layout, cpuset.Format(s.GenCPUs), cpuset.Format(s.DUTCPUs), s.NAPI, s.Queues, s.FrameSize, r.Frames, s.Rate, s.DurationS)
+	}
 	writeEnv(w, s.Env)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -63,6 +68,10 @@ func WriteLatencyTable(w io.Writer, r *LatencyResult) {
 	fmt.Fprintln(w, "\nnotes:")
 	fmt.Fprintln(w, "  delay: bpf_ktime_get_ns (CLOCK_MONOTONIC) in the receiver program where the frame comes back, minus the same clock")
 	fmt.Fprintln(w, "  read by the generator's program just before it handed the frame to gen0; percentiles are bucket upper bounds (<= 3.1% over), min and max exact.")
+	if s.Mode == "remote" {
+		fmt.Fprintln(w, "  two hosts: both clock readings are the tester's (stamped at send, read on return), so the DUT's clock need not agree with it;")
+		fmt.Fprintln(w, "  the delay includes both cables (or the switch) and the tester's ports.")
+	}
 	fmt.Fprintln(w, "  lost, reordered, duplicated: by sequence number, exact; lost lists the path's own counters that explain the loss.")
 	for _, row := range r.Rows {
 		if row.Error == "" {

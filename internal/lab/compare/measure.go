@@ -17,6 +17,7 @@ import (
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/counter"
+	"github.com/xdpeng/xdpeng/internal/cpustat"
 	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
@@ -24,11 +25,18 @@ import (
 	"github.com/xdpeng/xdpeng/internal/xdperr"
 )
 
-// env is where the paths run: a test bed, or an interface of this host.
+// env is where the paths run: a test bed, an interface of this host, or a
+// DUT on another host.
 type env struct {
-	bed      *testbed.Bed // nil on a host interface
-	dutNS    string       // "" is the current namespace
-	dut      string       // the receiving interface
+	bed    *testbed.Bed // nil on a host interface and with a remote DUT
+	remote *remoteDUT   // the DUT on another host, nil on this one
+	// links are the DUT's ports and the generator's cabled to them: a
+	// bed's, or with a remote DUT the ports given (DUTIndex is then the
+	// DUT's); nil without a generator.
+	links    []testbed.Link
+	genNS    string // the namespace of the generator's ports ("" the current)
+	dutNS    string // "" is the current namespace
+	dut      string // the receiving interface
 	dutIndex int
 	driver   string // of dut: "veth", "mlx5_core", ...
 	queues   []int
@@ -74,7 +82,14 @@ func (e *env) traceReasons(s *sample, native bool) error {
 	if err != nil {
 		return err
 	}
-	d := all.ForDevice(e.netns, e.dutIndex)
+	traceReasonsOf(all.ForDevice(e.netns, e.dutIndex), s, native)
+	return nil
+}
+
+// traceReasonsOf adds to s what d, the xdp tracepoints' counts of the
+// DUT's receiving device, say (see traceReasons): read here, or by the
+// DUT's own xdpeng -e on another host.
+func traceReasonsOf(d xdperr.Snapshot, s *sample, native bool) {
 	var inVeth []string
 	add := func(k string, n uint64, countedByVeth bool) {
 		if _, seen := s.reasons[k]; !seen && countedByVeth {
@@ -100,11 +115,10 @@ func (e *env) traceReasons(s *sample, native bool) error {
 	if _, ok := s.reasons["veth_rx_drops"]; ok && len(inVeth) > 0 {
 		s.include("veth_rx_drops", inVeth...)
 	}
-	return nil
 }
 
 func bedEnv(bed *testbed.Bed, cfg *Config) (*env, error) {
-	e := &env{bed: bed, dutNS: bed.DUTNS, dut: bed.Links[0].DUT, dutIndex: bed.Links[0].DUTIndex,
+	e := &env{bed: bed, links: bed.Links, genNS: bed.GenNS, dutNS: bed.DUTNS, dut: bed.Links[0].DUT, dutIndex: bed.Links[0].DUTIndex,
 		dutCPUs: cfg.DUTCPUs, genCPUs: cfg.GenCPUs}
 	for q := range bed.Queues {
 		e.queues = append(e.queues, q)
@@ -167,7 +181,25 @@ func (e *env) inDUT(fn func() error) error {
 	return testbed.Do(e.dutNS, fn)
 }
 
-func (e *env) inGen(fn func() error) error { return testbed.Do(e.bed.GenNS, fn) }
+// generates tells whether the run drives its own traffic: a test bed, or a
+// remote DUT cabled to the generator's ports.
+func (e *env) generates() bool { return e.links != nil }
+
+func (e *env) inGen(fn func() error) error {
+	if e.genNS == "" {
+		return fn()
+	}
+	return testbed.Do(e.genNS, fn)
+}
+
+// statGenCPUs are the generator's CPUs as the CPU figures see them: none
+// when those figures are the DUT's, another host's.
+func (e *env) statGenCPUs() []int {
+	if e.remote != nil {
+		return nil
+	}
+	return e.genCPUs
+}
 
 // vethRx reads the DUT interface's veth counters summed over queues; ok is
 // false on a device without them.
@@ -190,13 +222,13 @@ const genDstPort = 9
 // genConfig is the offered load: one frame template for the family, out of
 // gen0, from the generator CPUs, for the duration.
 func (e *env) genConfig(f Family, cfg *Config) gen.Config {
-	l := e.bed.Links[0]
+	l := e.links[0]
 	dstMAC, dstIP := l.DUTMAC, l.DUTIP
 	if f == Forward {
 		// Addressed past the DUT to gen1, so that the bridge forwards
 		// (a frame to a port's own MAC would go up its stack); the XDP
 		// redirects do not look at addresses.
-		dstMAC, dstIP = e.bed.Links[1].GenMAC, e.bed.Links[1].GenIP
+		dstMAC, dstIP = e.links[1].GenMAC, e.links[1].GenIP
 	}
 	// In layout B the DUT's CPU frees the generator's frames, into the
 	// ring of the generator's page pool, which holds a batch: at full
@@ -236,6 +268,15 @@ type sample struct {
 	// native mode every failed redirect); the row reports only what the
 	// first counts besides the others.
 	includes map[string][]string
+	// portIn, when portKnown, is the DUT's port's own count of the frames
+	// it took in (veth: rx_queue_N_xdp_packets; a NIC: rx_packets and
+	// rx_missed_errors): with the generator's count of what its port
+	// sent, it tells the frames lost on the wire between.
+	portIn    uint64
+	portKnown bool
+	// cpu, if set, is the CPU times read with the sample (the DUT's, on
+	// another host); nil means this host's, read by snapshot.
+	cpu cpustat.Stat
 }
 
 // include records that reason k counts the frames of inner too.
@@ -306,7 +347,7 @@ func measure(ctx context.Context, e *env, cfg *Config, info PathInfo, shared lab
 	}
 	s.describe(&row)
 	var gcfg *gen.Config
-	if e.bed != nil {
+	if e.generates() {
 		g := e.genConfig(info.Family, cfg)
 		gcfg = &g
 	}
@@ -448,7 +489,7 @@ func (s *session) trial(ctx context.Context, gcfg *gen.Config, d time.Duration, 
 	row.WindowS = round3(secs)
 	row.WindowPackets = counter.Sub(b.received, a.received)
 	row.Mpps = round3(float64(row.WindowPackets) / secs / 1e6)
-	ns, use := receiverCPU(cpuA, cpuB, e.dutCPUs, e.genCPUs)
+	ns, use := receiverCPU(cpuA, cpuB, e.dutCPUs, e.statGenCPUs())
 	if row.WindowPackets > 0 {
 		row.NsPerPacket = round1(ns / float64(row.WindowPackets))
 	}
@@ -486,6 +527,15 @@ func (row *Row) settle(base, final sample, g *gen.Stats) {
 	if u := g.Unaccounted(); u > 0 {
 		row.Reasons["lost_before_driver"] = u
 	}
+	if base.portKnown && final.portKnown {
+		// What the generator's port took to send, less what the DUT's
+		// port counted coming in: lost between the two devices. A DUT
+		// port that counted more (other traffic) loses nothing here.
+		out := counter.Sub(counter.Sub(g.Sent, g.Errors), g.Unaccounted())
+		if in := counter.Sub(final.portIn, base.portIn); out > in {
+			row.Reasons[LostOnWire] = out - in
+		}
+	}
 	want := row.Sent * uint64(row.Copies)
 	row.Dropped = counter.Sub(want, row.Received)
 	var counted uint64
@@ -497,10 +547,10 @@ func (row *Row) settle(base, final sample, g *gen.Stats) {
 
 func snapshot(r runner) (sample, cpuStat, time.Time, error) {
 	s, err := r.sample()
-	if err != nil {
-		return s, nil, time.Time{}, err
+	if err != nil || s.cpu != nil {
+		return s, s.cpu, time.Now(), err
 	}
-	c, err := readCPUStat()
+	c, err := cpustat.Read()
 	return s, c, time.Now(), err
 }
 
@@ -514,15 +564,18 @@ const drainMax = 2 * time.Second
 // in flight when it stopped (in veth's rings, the socket's rx ring, a
 // receiver thread that was preempted) are done with, so the accounting of
 // a row is exact, with no allowance for frames in flight. On a real
-// interface the traffic goes on and the counters never rest.
+// interface the traffic goes on and the counters never rest. The times are
+// the time taken, not a count of steps: a remote DUT's sample waits for
+// its next report.
 func drain(ctx context.Context, r runner) (s sample, settled bool, err error) {
 	const step, drainQuiet = 20 * time.Millisecond, 100 * time.Millisecond
 	prev, err := r.sample()
 	if err != nil {
 		return prev, false, err
 	}
-	quiet := time.Duration(0)
-	for range drainMax / step {
+	start := time.Now()
+	still := start // since when nothing has moved
+	for time.Since(start) < drainMax {
 		if err := sleepCtx(ctx, step); err != nil {
 			return prev, false, err
 		}
@@ -530,9 +583,10 @@ func drain(ctx context.Context, r runner) (s sample, settled bool, err error) {
 		if err != nil {
 			return cur, false, err
 		}
-		if cur.received != prev.received || !sameReasons(cur.reasons, prev.reasons) {
-			quiet = 0
-		} else if quiet += step; quiet >= drainQuiet {
+		now := time.Now()
+		if cur.received != prev.received || !sameReasons(cur.reasons, prev.reasons) || cur.portIn != prev.portIn {
+			still = now
+		} else if now.Sub(still) >= drainQuiet {
 			return cur, true, nil
 		}
 		prev = cur

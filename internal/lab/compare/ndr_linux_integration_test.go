@@ -189,7 +189,7 @@ func TestNDRKnownCapacity(t *testing.T) {
 		t.Fatal(err)
 	}
 	var setup Setup
-	e, done, err := prepare(&cfg, &setup)
+	e, done, err := prepare(context.Background(), &cfg, &setup)
 	defer func() {
 		if err := done(); err != nil {
 			t.Error(err)

@@ -36,6 +36,9 @@ type stampRun struct {
 
 // newRunner makes the runner of path name in e; nothing is touched yet.
 func newRunner(name string, e *env, o pathOpts) (runner, error) {
+	if e.remote != nil {
+		return newRemoteRunner(name, e, o)
+	}
 	switch name {
 	case "xdp-drop":
 		return &kernRunner{e: e, o: o, action: kern.Drop, hook: kern.XDP}, nil
@@ -121,7 +124,7 @@ func attachSinks(e *env, links []int, kind sinkKind, stamp *stampRun) (*sinks, e
 		if kind == skbFrames {
 			rh = latency.TC
 		}
-		l := e.bed.Links[links[0]]
+		l := e.links[links[0]]
 		err := e.inGen(func() (err error) {
 			s.recv, err = latency.Attach(latency.ReceiverConfig{
 				Ifindex: l.GenIndex, Hook: rh, RunID: stamp.runID, Streams: stamp.streams, Capacity: stamp.count,
@@ -135,7 +138,7 @@ func attachSinks(e *env, links []int, kind sinkKind, stamp *stampRun) (*sinks, e
 	}
 	err := e.inGen(func() error {
 		for _, k := range links {
-			l := e.bed.Links[k]
+			l := e.links[k]
 			p, err := kern.Open(kern.Config{Action: kern.Drop, Interface: l.Gen, Hook: h, CountUDPDstPort: genDstPort})
 			if err != nil {
 				return fmt.Errorf("sink on %s: %w", l.Gen, err)
@@ -191,11 +194,11 @@ func (s *sinks) close() error {
 func (e *env) egressDrops(links []int, reasons map[string]uint64) error {
 	return e.inDUT(func() error {
 		for _, k := range links {
-			name := e.bed.Links[k].DUT
+			name := e.links[k].DUT
 			if qs, err := netdev.VethQueueCounters(name); err == nil {
 				reasons["egress_xmit_errors"] += netdev.SumVethQueues(qs).TxXDPXmitErrors
 			}
-			st, err := netdev.ReadLinkStats(e.bed.Links[k].DUTIndex)
+			st, err := netdev.ReadLinkStats(e.links[k].DUTIndex)
 			if err != nil {
 				return err
 			}
@@ -230,7 +233,7 @@ func (r *kernRunner) start(context.Context) (err error) {
 	}
 	cfg := kern.Config{Action: r.action, Interface: r.e.dut, Hook: r.hook}
 	for _, k := range r.outs {
-		cfg.Outs = append(cfg.Outs, r.e.bed.Links[k].DUT)
+		cfg.Outs = append(cfg.Outs, r.e.links[k].DUT)
 	}
 	return r.e.inDUT(func() error {
 		r.k, err = kern.Open(cfg)
@@ -240,7 +243,7 @@ func (r *kernRunner) start(context.Context) (err error) {
 
 // sinkLinks are the links whose generator end the frames come out of.
 func (r *kernRunner) sinkLinks() []int {
-	if r.back && r.e.bed != nil {
+	if r.back && r.e.generates() {
 		return []int{0}
 	}
 	return r.outs
@@ -320,7 +323,7 @@ func (r *xskRunner) start(ctx context.Context) (err error) {
 		if r.o.handler != nil {
 			cfg.Handler = r.o.handler
 		}
-		if r.e.bed != nil {
+		if r.e.generates() {
 			// Frames sent back arrive at gen0: count them there.
 			if r.sink, err = attachSinks(r.e, []int{0}, skbFrames, r.o.stamp); err != nil {
 				return err
@@ -328,7 +331,7 @@ func (r *xskRunner) start(ctx context.Context) (err error) {
 		}
 	}
 	if r.fwd {
-		out := r.e.bed.Links[1]
+		out := r.e.links[1]
 		cfg.Outputs = []engine.Output{{Interface: out.DUT}}
 		cfg.Handler = func(int) engine.Handler {
 			return &handler.Forward{Port: engine.OutputPort(0), DstMAC: out.GenMAC}
@@ -449,7 +452,7 @@ func (r *bridgeRunner) start(context.Context) (err error) {
 		}
 		r.bridge = l
 		for _, k := range []int{0, 1} {
-			name := r.e.bed.Links[k].DUT
+			name := r.e.links[k].DUT
 			port, err := netlink.LinkByName(name)
 			if err != nil {
 				return fmt.Errorf("find %s: %w", name, err)
@@ -464,11 +467,11 @@ func (r *bridgeRunner) start(context.Context) (err error) {
 		// A static entry for gen1's MAC on dut1, as a bridge that has
 		// learned it would have: forward, not flood.
 		fdb := &netlink.Neigh{
-			LinkIndex: r.e.bed.Links[1].DUTIndex, Family: unix.AF_BRIDGE, Flags: netlink.NTF_MASTER,
-			State: netlink.NUD_NOARP, HardwareAddr: r.e.bed.Links[1].GenMAC,
+			LinkIndex: r.e.links[1].DUTIndex, Family: unix.AF_BRIDGE, Flags: netlink.NTF_MASTER,
+			State: netlink.NUD_NOARP, HardwareAddr: r.e.links[1].GenMAC,
 		}
 		if err := netlink.NeighAppend(fdb); err != nil {
-			return fmt.Errorf("add fdb entry %s on %s: %w", fdb.HardwareAddr, r.e.bed.Links[1].DUT, err)
+			return fmt.Errorf("add fdb entry %s on %s: %w", fdb.HardwareAddr, r.e.links[1].DUT, err)
 		}
 		return nil
 	})

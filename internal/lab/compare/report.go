@@ -22,10 +22,14 @@ import (
 // what the figures include.
 func WriteTable(w io.Writer, r *Result) {
 	s := r.Setup
-	if s.Mode == "testbed" {
+	switch s.Mode {
+	case "testbed":
 		fmt.Fprintf(w, "test bed %s, layout %s: generator on CPU %s, receiver on CPU %s, DUT NAPI %s; %d queue(s), %d-byte frames, %.1fs per path, offered load %s; Linux %s\n",
 			s.Bed, s.Layout, cpuset.Format(s.GenCPUs), cpuset.Format(s.DUTCPUs), s.NAPI, s.Queues, s.FrameSize, s.DurationS, offered(s.Rate), s.Kernel)
-	} else {
+	case "remote":
+		fmt.Fprintf(w, "two hosts: %s; generator here on CPU %s, receiver on the DUT's CPU %s; %d queue(s), %d-byte frames, %.1fs per path, offered load %s; DUT Linux %s\n",
+			s.hosts(), cpuset.Format(s.GenCPUs), cpuset.Format(s.DUTCPUs), s.Queues, s.FrameSize, s.DurationS, offered(s.Rate), s.Kernel)
+	default:
 		fmt.Fprintf(w, "interface %s: whatever traffic arrives, %.1fs per path, %d queue(s), receiver on CPU %s; Linux %s\n",
 			s.Interface, s.DurationS, s.Queues, cpuset.Format(s.DUTCPUs), s.Kernel)
 	}
@@ -55,7 +59,7 @@ func WriteTable(w io.Writer, r *Result) {
 			cells = append(cells, fmt.Sprintf("%.1f%%", row.CPUPercent[c.key]))
 		}
 		sent := "-"
-		if s.Mode == "testbed" {
+		if s.generated() {
 			sent = strconv.FormatUint(row.Sent*uint64(row.Copies), 10)
 			if row.Copies > 1 {
 				sent += fmt.Sprintf(" (%dx)", row.Copies)
@@ -71,7 +75,7 @@ func WriteTable(w io.Writer, r *Result) {
 		switch {
 		case row.Error != "":
 			fmt.Fprintf(w, "  %-20s FAILED: %s\n", row.Path, row.Error)
-		case s.Mode == "testbed":
+		case s.generated():
 			// Every row: "unexplained 0" is what says the count closed.
 			fmt.Fprintf(w, "  %-20s lost %d: %s\n", row.Path, row.Dropped, reasonList(row, true))
 		case len(row.Reasons) > 0:
@@ -91,12 +95,30 @@ func WriteTable(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "  XDP mode: %s.\n", xdpModes(r.Rows))
 	fmt.Fprintf(w, "  cpuN: busy %% of each CPU in the window (%s).\n", cpuRoles(cpus))
 	fmt.Fprintf(w, "  ns/pkt: %s.\n", s.CPUNote)
-	if s.Mode == "testbed" {
+	if s.generated() {
 		fmt.Fprintln(w, "  sent = received + dropped; lost lists each counter that explains a drop over the whole run, \"unexplained\" what none does.")
+	}
+	if s.Mode == "remote" {
+		fmt.Fprintf(w, "  two hosts: sent is the tester's generator's count, received and the drops the DUT's own counters (or, for frames that come back, the tester's);\n"+
+			"  %s is what the tester's port sent that the DUT's port never counted (the two devices' counters).\n", LostOnWire)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "  %s\n", n)
 	}
+}
+
+// generated tells whether the run drove its own traffic (a test bed, two
+// hosts), so that what was sent is known.
+func (s Setup) generated() bool { return s.Mode == "testbed" || s.Mode == "remote" }
+
+// hosts names the two hosts of a remote run and their ports: "DUT
+// ssh://root@198.18.1.2, its dut0 cabled to the tester's gen0".
+func (s Setup) hosts() string {
+	var pairs []string
+	for i := range s.DUTInterfaces {
+		pairs = append(pairs, fmt.Sprintf("%s to the tester's %s", s.DUTInterfaces[i], s.GenInterfaces[i]))
+	}
+	return fmt.Sprintf("DUT %s, its %s", s.DUT, strings.Join(pairs, ", "))
 }
 
 // writeEnv prints the environment of a run, each line indented, as the

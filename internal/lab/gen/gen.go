@@ -215,7 +215,7 @@ func (c *Config) Validate() error {
 		c.Ports = 1
 	}
 	if c.Ports < 0 || int(c.Frame.DstPort)+c.Ports-1 > math.MaxUint16 {
-		return &FieldError{"Ports", fmt.Sprintf("%d ports from %d pass 65535: use 1..%d ports",
+		return &FieldError{"Ports", fmt.Sprintf("%d ports counted up from destination port %d go past port 65535: at most %d fit",
 			c.Ports, c.Frame.DstPort, math.MaxUint16-int(c.Frame.DstPort)+1)}
 	}
 	if c.Duration < 0 {
@@ -243,7 +243,7 @@ func (c *Config) Validate() error {
 		return &FieldError{"CPUs", err.Error()}
 	}
 	if len(c.CPUs) != c.Threads {
-		return &FieldError{"CPUs", fmt.Sprintf("%d CPUs for %d threads: give one CPU per thread", len(c.CPUs), c.Threads)}
+		return &FieldError{"CPUs", fmt.Sprintf("%s for %s: give one CPU per thread", plural(len(c.CPUs), "CPU"), plural(c.Threads, "thread"))}
 	}
 	seen := make(map[int]bool, len(c.CPUs))
 	for _, cpu := range c.CPUs {
@@ -285,6 +285,9 @@ func (c *Config) Validate() error {
 type ThreadStats struct {
 	CPU  int
 	Sent uint64
+	// Duration is how long the thread has sent: until it sent its share
+	// of Count, or the whole run.
+	Duration time.Duration
 }
 
 // Stats are a run's totals (or, given to the progress callback, the totals
@@ -412,6 +415,7 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 		go func() {
 			defer wg.Done()
 			defer w.running.Store(false)
+			defer func() { w.took.Store(int64(time.Since(start))) }()
 			if w.err = w.run(prog, frame, ns, start, stop, &stopping); w.err != nil {
 				failed <- struct{}{}
 			}
@@ -429,7 +433,11 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 				n = max(n, counts[c])
 				s.Skipped += skipped[c]
 			}
-			s.PerThread[i] = ThreadStats{CPU: workers[i].cpu, Sent: n}
+			took := s.Duration
+			if d := workers[i].took.Load(); d != 0 {
+				took = time.Duration(d)
+			}
+			s.PerThread[i] = ThreadStats{CPU: workers[i].cpu, Sent: n, Duration: took}
 			s.Sent += n
 		}
 		s.Bytes = s.Sent * uint64(cfg.Frame.Size)
@@ -655,6 +663,7 @@ type worker struct {
 	sent    atomic.Uint64
 	tid     atomic.Int64
 	running atomic.Bool
+	took    atomic.Int64 // ns from the start to the thread's end; 0 while it runs
 	cpu     int
 	count   uint64 // 0: unbounded
 	rate    uint64 // 0: unlimited
@@ -711,4 +720,12 @@ func (w *worker) run(prog *program, frame []byte, ns netns.NsHandle, start time.
 		}
 	}
 	return nil
+}
+
+// plural is "1 CPU", "2 CPUs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

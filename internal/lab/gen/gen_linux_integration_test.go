@@ -287,6 +287,12 @@ func TestRunTwoThreadsTwoQueues(t *testing.T) {
 	if s.Sent != cfg.Count || len(s.PerThread) != 2 || s.PerThread[0].Sent != 1_000_001 || s.PerThread[1].Sent != 1_000_000 {
 		t.Fatalf("stats %+v, want 1000001 + 1000000", s)
 	}
+	// Each thread sent for a time of its own, within the run's.
+	for _, th := range s.PerThread {
+		if th.Duration <= 0 || th.Duration > s.Duration {
+			t.Errorf("thread on CPU %d sent for %v, the run took %v", th.CPU, th.Duration, s.Duration)
+		}
+	}
 	// veth picks the peer's queue as sending CPU % queues.
 	for _, th := range s.PerThread {
 		q := th.CPU % 2

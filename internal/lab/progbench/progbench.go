@@ -28,6 +28,7 @@ import (
 	"net/netip"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -91,8 +92,23 @@ type Result struct {
 	Rounds        []float64 `json:"kernel_rounds_ns"`
 	// Repeat is how many runs each round made.
 	Repeat int `json:"repeat"`
-	// Verdict is the program's return value on the frame (XDP or TC action).
-	Verdict uint32 `json:"verdict"`
+	// Verdict is the program's return value on the frame (XDP or TC
+	// action), VerdictName its name (XDP_DROP, TC_ACT_SHOT, ...).
+	Verdict     uint32 `json:"verdict"`
+	VerdictName string `json:"verdict_name"`
+}
+
+// VerdictName names what program returned: an XDP action, or a TC action
+// for tc-drop; the number itself where it has no name.
+func VerdictName(program string, v uint32) string {
+	names := []string{"XDP_ABORTED", "XDP_DROP", "XDP_PASS", "XDP_TX", "XDP_REDIRECT"}
+	if program == TCDrop {
+		names = []string{"TC_ACT_OK", "TC_ACT_RECLASSIFY", "TC_ACT_SHOT", "TC_ACT_PIPE", "TC_ACT_STOLEN", "TC_ACT_QUEUED", "TC_ACT_REPEAT", "TC_ACT_REDIRECT", "TC_ACT_TRAP"}
+	}
+	if int(v) < len(names) {
+		return names[v]
+	}
+	return fmt.Sprint(v)
 }
 
 // Validate checks cfg and fills in defaults.
@@ -102,7 +118,7 @@ func (cfg *Config) Validate() error {
 	}
 	for _, p := range cfg.Programs {
 		if !slices.Contains(Programs, p) {
-			return fmt.Errorf("unknown program %q (known: %v)", p, Programs)
+			return fmt.Errorf("unknown program %q (known: %s)", p, strings.Join(Programs, ", "))
 		}
 	}
 	if len(cfg.Sizes) == 0 {
@@ -197,7 +213,7 @@ func Run(ctx context.Context, cfg Config, each func(Result)) ([]Result, error) {
 					return nil, err
 				}
 				took := end - start
-				r.Verdict = verdict
+				r.Verdict, r.VerdictName = verdict, VerdictName(r.Program, verdict)
 				r.Rounds = append(r.Rounds, float64(per)/float64(time.Nanosecond))
 				r.UserRounds = append(r.UserRounds, round(float64(took.Nanoseconds())/float64(cfg.Repeat), 100))
 			}

@@ -4,6 +4,7 @@ package progbench
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -39,5 +40,21 @@ func TestOverDrop(t *testing.T) {
 	want := []Delta{{Program: XskRedirect, Size: 64, Ns: 6.1, KernelNs: 6}, {Program: Pass, Size: 64, Ns: 1.1, KernelNs: 1}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("OverDrop = %+v, want %+v", got, want)
+	}
+}
+
+func TestVerdictName(t *testing.T) {
+	for _, tc := range []struct {
+		program string
+		v       uint32
+		want    string
+	}{{Drop, 1, "XDP_DROP"}, {XskRedirect, 2, "XDP_PASS"}, {TX, 3, "XDP_TX"}, {TCDrop, 2, "TC_ACT_SHOT"}, {Drop, 99, "99"}} {
+		if got := VerdictName(tc.program, tc.v); got != tc.want {
+			t.Errorf("VerdictName(%s, %d) = %q, want %q", tc.program, tc.v, got, tc.want)
+		}
+	}
+	cfg := Config{Programs: []string{"bogus"}}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `unknown program "bogus" (known: `+strings.Join(Programs, ", ")+")") {
+		t.Errorf("Validate: %v", err)
 	}
 }

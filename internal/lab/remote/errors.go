@@ -25,7 +25,7 @@ var (
 	ErrSSH = errors.New("ssh failed")
 	// ErrNotFound: the xdpeng binary (or the program started) is missing on
 	// the DUT.
-	ErrNotFound = errors.New("xdpeng not found on the DUT")
+	ErrNotFound = errors.New("no such program on the DUT")
 	// ErrMismatch: the DUT's xdpeng is not the same build as the local one.
 	ErrMismatch = errors.New("xdpeng on the DUT differs from the local one")
 	// ErrKilled: a stopped command did not end within its grace period after
@@ -88,7 +88,7 @@ type MismatchError struct {
 }
 
 func (e *MismatchError) Error() string {
-	return fmt.Sprintf("xdpeng on %s (%s, sha256 %s) is not the same build as this one (%s, sha256 %s): both sides must run the same binary; install this one on the DUT",
+	return fmt.Sprintf("the DUT's xdpeng (%s: %s, sha256 %s) is not the same build as this one (%s, sha256 %s): both sides must run the same binary; install this one on the DUT",
 		e.Target, e.Remote.Path, short(e.Remote.SHA256), e.Local.Path, short(e.Local.SHA256))
 }
 

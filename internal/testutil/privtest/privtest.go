@@ -15,6 +15,7 @@
 package privtest
 
 import (
+	"flag"
 	"fmt"
 	"maps"
 	"os"
@@ -103,9 +104,13 @@ func Unsupported(tb testing.TB, format string, args ...any) {
 //
 //	privtest engine: 31 privileged tests ran, 0 skipped, 0 not supported here
 //
-// followed by each reason for a skip and how many it skipped.
+// followed by each reason for a skip and how many it skipped. A fuzzing run
+// (go test -fuzz, make fuzz) runs no privileged test and prints nothing.
 func Main(m *testing.M) int {
 	code := m.Run()
+	if fuzzing() {
+		return code
+	}
 	line := summary(filepath.Base(os.Args[0]))
 	fmt.Print(line)
 	if path := os.Getenv(ReportEnv); path != "" {
@@ -124,6 +129,17 @@ func Main(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// fuzzing reports whether the test binary runs a fuzz target (-test.fuzz),
+// or is one of the fuzzing engine's workers (-test.fuzzworker).
+func fuzzing() bool {
+	for _, name := range []string{"test.fuzz", "test.fuzzworker"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" && f.Value.String() != "false" {
+			return true
+		}
+	}
+	return false
 }
 
 func summary(binary string) string {

@@ -1,6 +1,7 @@
 package privtest
 
 import (
+	"flag"
 	"fmt"
 	"strings"
 	"testing"
@@ -79,5 +80,22 @@ func TestSummaryGroupsReasons(t *testing.T) {
 		"privtest p:   3 skipped: needs root\n"
 	if got := summary("p.test"); got != want {
 		t.Errorf("summary:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestFuzzingPrintsNothing: Main leaves out its summary in a fuzzing run,
+// where no privileged test runs (make fuzz printed "privtest remote: 0
+// privileged tests ran" among the fuzzer's lines).
+func TestFuzzingPrintsNothing(t *testing.T) {
+	if fuzzing() {
+		t.Fatal("a plain test run is taken for fuzzing")
+	}
+	old := flag.Lookup("test.fuzz").Value.String()
+	t.Cleanup(func() { flag.Set("test.fuzz", old) })
+	if err := flag.Set("test.fuzz", "^FuzzX$"); err != nil {
+		t.Fatal(err)
+	}
+	if !fuzzing() {
+		t.Error("-test.fuzz set is not taken for fuzzing")
 	}
 }
