@@ -73,11 +73,10 @@ type worker struct {
 	txOutstanding uint32 // submitted to tx, not yet completed
 	// fillGap is how many fill-ring entries the kernel has taken (one
 	// per descriptor received) that the worker has not given back yet.
-	// Frames wait on the free stack while the fill ring is full; they go
-	// to it only while there is a gap (refill), so that a worker whose
-	// completions keep the fill ring full does not move every frame
-	// through the stack, nor look at the kernel's consumer index to learn
-	// that there is no room.
+	// Frames wait on the free stack while the fill ring is full; a worker
+	// without transmits looks for room (refill) only while there is a
+	// gap, so that one whose drops keep the fill ring full does not read
+	// the kernel's consumer index every batch to learn that there is none.
 	fillGap uint32
 	c       local
 	pub     *counters
@@ -499,11 +498,12 @@ func mainUsed(o *outPort) uint32 {
 }
 
 // refill moves frames from the free stack to the fill ring, as many as
-// the kernel has taken and not had back (fillGap) and the ring has room
-// for.
+// the ring has room for. The gap (fillGap) says when to look, not how many
+// to give: a fill ring topped up only by the gap held fewer frames than it
+// could under overload, and the kernel dropped more for want of one.
 func (w *worker) refill() {
 	s := w.sock
-	n := min(w.fillGap, uint32(s.Frames.Len()))
+	n := uint32(s.Frames.Len())
 	if n == 0 {
 		return
 	}
@@ -514,7 +514,7 @@ func (w *worker) refill() {
 	}
 	if got > 0 {
 		s.Fill.Submit(got)
-		w.fillGap -= got
+		w.filled(got)
 	}
 }
 
