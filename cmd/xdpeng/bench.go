@@ -27,7 +27,7 @@ func newBenchCmd() *cobra.Command {
 	)
 	c := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure the performance targets: compare in layouts A, B, forwarding, 2 queues and 1500 B, medians and ratios",
+		Short: "Measure the performance targets: compare in layouts A, B, forwarding, 1-4 queues and 1500 B, medians and ratios",
 		Long: `bench runs xdpeng compare on its own test beds in each layout the performance
 targets are set in, --runs times each, and prints the median of every path and
 the ratios between paths measured in the same run (xdpeng's engine against the
@@ -41,28 +41,37 @@ is CPU 0's time per frame; bench prints it for each drop path and its excess
 over xdp-drop (and 1500-byte over 64-byte xsk-drop): what steering a frame to
 userspace costs the kernel, without the generator's share.
 
-In layout B the DUT's CPU frees every frame into the generator's page pool,
-whose lock the generator's CPU takes too, for the frames the DUT's veth
-refuses: at full load B measures that lock as much as the receiver.
+In layout B the generator is paced to 1 Mpps, below what every receiver there
+takes, and ns/pkt is the DUT's CPU's time per frame: its threaded NAPI (veth's
+XDP, the copy into the UMEM) and the receiver, nothing else. At full load
+(B-full) the DUT's CPU frees the generator's frames into its page pool while
+the generator's CPU frees those the DUT's veth refused, and the two contend for
+the pool's ring lock: B-full measures that lock as much as the receiver.
 
 Scenarios (for CPUs 0 and 1):
   A       generator + DUT softirq on CPU 0, receiver on CPU 1: xdp-drop, xsk-drop,
           asavie-drop, dpdk-af-xdp, dpdk-af-xdp-nobusy
-  B       generator on CPU 0, threaded NAPI and receiver on CPU 1: xdp-drop, xsk-drop,
-          xsk-drop-busy-poll, asavie-drop, dpdk-af-xdp, dpdk-af-xdp-nobusy
+  B       generator on CPU 0 at 1 Mpps, threaded NAPI and receiver on CPU 1:
+          xdp-drop, xsk-drop, xsk-drop-busy-poll, asavie-drop, dpdk-af-xdp,
+          dpdk-af-xdp-nobusy
+  B-full  as B at full load: xdp-drop (the generator's rate), xsk-drop
   L       as A, sending back or forwarding: xdp-tx, xsk-l2fwd, dpdk-l2fwd,
           dpdk-l2fwd-nobusy, xsk-fwd
   L-rps   as L, what comes back received on the generator's CPU (RPS on the
-          generator ends), not on the DUT's: before (L) and after (L-rps)
+          generator ends), not on the DUT's, which then pays for none of it
+  1q      1 queue, generator, DUT softirq and worker all on CPU 0: xdp-drop,
+          xsk-drop, asavie-drop (the unit 2q and 4q scale)
   2q      2 queues, generator, DUT softirq and a worker on each CPU: xdp-drop,
-          xsk-drop, asavie-drop; per queue is the total over the queues
+          xsk-drop, asavie-drop
+  4q      4 queues on the 2 CPUs, two queues sharing each: xdp-drop, xsk-drop,
+          asavie-drop
   A-1500  as A with 1500-byte frames: xdp-drop, xsk-drop, dpdk-af-xdp-nobusy
   lat     as A, xdpeng latency at 100000 pps: xdp-tx, xsk-l2fwd (adaptive); the
           target is XDP_TX's median p50 delay below xsk-l2fwd's
 
 With --dut (see compare --help) the scenarios that are not test-bed layouts
 (A, L, A-1500, lat) run their paths that run there on the DUT, the generator
-here; B, L-rps, 2q and progbench (this host's CPU) are left out.`,
+here; B, B-full, L-rps, 1q, 2q, 4q and progbench (this host's CPU) are left out.`,
 		Example: `  sudo xdpeng bench
   sudo xdpeng bench --runs 5 -d 5s --json > bench.json
   sudo xdpeng bench --scenarios B
