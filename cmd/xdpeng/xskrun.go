@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/metrics"
+	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/units"
 )
@@ -385,6 +388,39 @@ func (p *xskPrinter) header() {
 		cfg.FrameSize, cfg.FillSize, cfg.CompletionSize, cfg.RxSize, cfg.TxSize, cfg.NeedWakeup, cfg.Wait)
 	p.watch.header(p.w)
 	fmt.Fprint(p.w, umemLine(p.eng.Umem()))
+	if cfg.Wait == engine.WaitBusyPoll {
+		fmt.Fprint(p.w, busyPollNote(cfg.Interface))
+	}
+}
+
+// busyPollNote says, for a device whose NAPI is run by an interrupt (not
+// veth's, which its sender schedules) and which does not defer it, that
+// preferring busy polling keeps little of its work in the worker, and how
+// the kernel's documentation sets it up; "" otherwise, or where sysfs
+// cannot say.
+func busyPollNote(ifname string) string {
+	d, err := netdev.IRQDeferralOf(ifname)
+	if err != nil {
+		return ""
+	}
+	irq := true // where the kernel cannot list NAPIs, assume a NIC's
+	if ifi, err := net.InterfaceByName(ifname); err == nil {
+		if napis, err := netdev.NAPIs(ifi.Index); err == nil {
+			irq = slices.ContainsFunc(napis, func(n netdev.NAPI) bool { return n.IRQ > 0 })
+		}
+	}
+	return busyPollAdvice(ifname, d, irq)
+}
+
+// busyPollAdvice is busyPollNote's text for device ifname with deferral d,
+// whose NAPI an interrupt runs if irq.
+func busyPollAdvice(ifname string, d netdev.IRQDeferral, irq bool) string {
+	if !irq || d.Deferring() {
+		return ""
+	}
+	return fmt.Sprintf("busy-poll: %s does not defer its interrupts (napi_defer_hard_irqs %d, gro_flush_timeout %d ns), so its interrupt keeps running the NAPI the worker busy-polls;\n"+
+		"  for the busy poll to do that work (Documentation/networking/napi.rst), e.g.: echo 2 > /sys/class/net/%s/napi_defer_hard_irqs; echo 200000 > /sys/class/net/%s/gro_flush_timeout\n",
+		ifname, d.DeferHardIRQs, d.GROFlushTimeout.Nanoseconds(), ifname, ifname)
 }
 
 // queuesOnCPUs says which queue runs on which CPU: "queue 0 on CPU 1" or
@@ -580,6 +616,9 @@ func (p *xskPrinter) summary(s engine.Snapshot) {
 	fmt.Fprintf(p.w, "  xdp stats: rx_dropped %d, rx_invalid_descs %d, tx_invalid_descs %d, rx_ring_full %d, rx_fill_ring_empty_descs %d, tx_ring_empty_descs %d\n",
 		x.RxDropped, x.RxInvalidDescs, x.TxInvalidDescs, x.RxRingFull, x.RxFillRingEmptyDescs, x.TxRingEmptyDescs)
 	fmt.Fprintf(p.w, "  app stats: rx_wakeups %d, tx_wakeups %d, polls %d, naps %d, batches %d\n", t.RxWakeups, t.TxWakeups, t.Polls, t.Naps, t.Batches)
+	if t.BusyPollInert {
+		fmt.Fprintf(p.w, "  busy-poll: the sockets had no NAPI instance to poll (veth in this kernel), so the worker waited as adaptive does\n")
+	}
 	if p.hooks.summaryText != nil {
 		p.hooks.summaryText(p.w)
 	}

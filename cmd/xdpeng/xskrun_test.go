@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
 // fixedRunner is a runner whose run started at start.
@@ -50,5 +52,25 @@ func TestPerQueueJSON(t *testing.T) {
 	}
 	if len(qs) != 1 || qs[0]["handler_dropped"] != 7.0 || qs[0]["dropped"] != 7.0 || qs[0]["queue"] != 1.0 || qs[0]["rx_packets"] != 10.0 {
 		t.Errorf("per_queue %s: want queue 1, rx_packets 10, handler_dropped and dropped 7", b)
+	}
+}
+
+// TestBusyPollAdvice: the advice on interrupt deferral is given for a
+// device an interrupt drives that does not defer it, and only then.
+func TestBusyPollAdvice(t *testing.T) {
+	off := netdev.IRQDeferral{}
+	on := netdev.IRQDeferral{DeferHardIRQs: 2, GROFlushTimeout: 200 * time.Microsecond}
+	got := busyPollAdvice("eth1", off, true)
+	for _, w := range []string{"eth1 does not defer its interrupts (napi_defer_hard_irqs 0, gro_flush_timeout 0 ns)",
+		"echo 2 > /sys/class/net/eth1/napi_defer_hard_irqs", "echo 200000 > /sys/class/net/eth1/gro_flush_timeout"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("advice lacks %q:\n%s", w, got)
+		}
+	}
+	if got := busyPollAdvice("eth1", on, true); got != "" {
+		t.Errorf("advice for a deferring device: %q", got)
+	}
+	if got := busyPollAdvice("veth0", off, false); got != "" {
+		t.Errorf("advice for a device without an interrupt: %q", got)
 	}
 }
