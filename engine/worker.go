@@ -346,6 +346,13 @@ func (w *worker) transmitBatch(n uint32) {
 			return false
 		})
 	}
+	w.submitTx(troom, ntx)
+}
+
+// submitTx submits the first ntx of the troom slots reserved on the
+// queue's own tx ring, gives the rest back, and kicks the transmitter.
+func (w *worker) submitTx(troom, ntx uint32) {
+	s := w.sock
 	s.Tx.Cancel(troom - ntx)
 	if ntx > 0 {
 		s.Tx.Submit(ntx)
@@ -448,12 +455,7 @@ func (w *worker) sendBatch(n uint32) {
 			return false
 		})
 	}
-	s.Tx.Cancel(troom - ntx)
-	if ntx > 0 {
-		s.Tx.Submit(ntx)
-		w.txOutstanding += ntx
-		w.kickTx(s)
-	}
+	w.submitTx(troom, ntx)
 	w.flushPorts()
 }
 
@@ -501,22 +503,7 @@ func mainUsed(o *outPort) uint32 {
 // the ring has room for. The gap (fillGap) says when to look, not how many
 // to give: a fill ring topped up only by the gap held fewer frames than it
 // could under overload, and the kernel dropped more for want of one.
-func (w *worker) refill() {
-	s := w.sock
-	n := uint32(s.Frames.Len())
-	if n == 0 {
-		return
-	}
-	idx, got := s.Fill.Reserve(n)
-	for i := uint32(0); i < got; i++ {
-		addr, _ := s.Frames.Pop()
-		s.Fill.Set(idx+i, addr)
-	}
-	if got > 0 {
-		s.Fill.Submit(got)
-		w.filled(got)
-	}
-}
+func (w *worker) refill() { w.filled(w.sock.Refill()) }
 
 // filled notes that n frames went to the fill ring.
 func (w *worker) filled(n uint32) { w.fillGap -= min(n, w.fillGap) }

@@ -98,6 +98,13 @@ func (k *MemKernel) Receive(n int, length uint32, payload []byte) int {
 		d := &k.rxDescs[(ridx+i)&k.rx.mask]
 		d.Addr, d.Len, d.Options = addr+off, length, 0
 	}
+	return k.delivered(n, got, room)
+}
+
+// delivered ends a receive of n frames that found got buffers on the fill
+// ring and room for room of them on the rx ring: it publishes the room
+// descriptors, counts what found no buffer or no room, and returns room.
+func (k *MemKernel) delivered(n int, got, room uint32) int {
 	// Buffers taken from the fill ring but without room in rx are put back
 	// by consuming fewer: only room entries leave the fill ring.
 	k.fill.cachedCons -= got - room
@@ -138,20 +145,7 @@ func (k *MemKernel) ReceiveFrames(n int, frames [][]byte) int {
 		d := &k.rxDescs[(ridx+i)&k.rx.mask]
 		d.Addr, d.Len, d.Options = addr+off, uint32(len(f)), 0
 	}
-	k.fill.cachedCons -= got - room
-	if room > 0 {
-		k.fill.release(room)
-		k.rx.submit(room)
-	}
-	if short := uint32(n) - got; short > 0 {
-		k.Stats.RxFillRingEmptyDescs += uint64(short)
-		k.Stats.RxDropped += uint64(short)
-	}
-	if full := got - room; full > 0 {
-		k.Stats.RxRingFull += uint64(full)
-	}
-	k.Received += uint64(room)
-	return int(room)
+	return k.delivered(n, got, room)
 }
 
 // Fits reports whether a frame of length bytes fits in one buffer after
