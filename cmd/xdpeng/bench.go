@@ -12,7 +12,6 @@ import (
 
 	"github.com/xdpeng/xdpeng/internal/lab/bench"
 	"github.com/xdpeng/xdpeng/internal/lab/compare"
-	"github.com/xdpeng/xdpeng/internal/privilege"
 )
 
 func init() { addCommand(newBenchCmd()) }
@@ -100,11 +99,6 @@ here; B, B-full, L-rps, 1q, 2q, 4q and progbench (this host's CPU) are left out.
 			if err := dut.check(); err != nil {
 				return err
 			}
-			if err := needRoot(typed(cmd), privilege.AFXDP|privilege.Namespaces); err != nil {
-				return err
-			}
-			ctx, cancel := signalContext()
-			defer cancel()
 			progress := func(s string) { fmt.Fprintln(os.Stderr, s) }
 			bc := bench.Config{Runs: runs, Duration: duration, Scenarios: names, Progress: progress}
 			if dut.given() {
@@ -112,13 +106,15 @@ here; B, B-full, L-rps, 1q, 2q, 4q and progbench (this host's CPU) are left out.
 				if bc.Remote, err = dut.config(); err != nil {
 					return err
 				}
-				if err := dut.findBinary(ctx, bc.Remote, progress); err != nil {
-					return err
-				}
 			}
+			ctx, stop, err := dut.startMeasuring(cmd, bc.Remote, progress)
+			if err != nil {
+				return err
+			}
+			defer stop()
 			res, err := bench.Run(ctx, bc)
 			if err != nil {
-				return dutAdvice(err)
+				return measureErr(ctx, err)
 			}
 			if asJSON {
 				return bench.WriteJSON(cmd.OutOrStdout(), &res)

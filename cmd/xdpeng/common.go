@@ -7,6 +7,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 )
 
@@ -37,4 +38,30 @@ func driverLabel(driver string) string {
 		return "no driver"
 	}
 	return driver
+}
+
+// bedCPUs parses --gen-cpus and --dut-cpus, each an ordered list of CPUs
+// (empty: nil, for the default).
+func bedCPUs(gen, dut string) (genCPUs, dutCPUs []int, err error) {
+	if gen != "" {
+		if genCPUs, err = cpuset.ParseList(gen, "CPU"); err != nil {
+			return nil, nil, fmt.Errorf("--gen-cpus: %w", err)
+		}
+	}
+	if dut != "" {
+		if dutCPUs, err = cpuset.ParseList(dut, "CPU"); err != nil {
+			return nil, nil, fmt.Errorf("--dut-cpus: %w", err)
+		}
+	}
+	return genCPUs, dutCPUs, nil
+}
+
+// progressLines prints a run's progress on cmd's stderr, each line after
+// the command's name; nil when quiet.
+func progressLines(cmd *cobra.Command, name string, quiet bool) func(string) {
+	if quiet {
+		return nil
+	}
+	errw := cmd.ErrOrStderr()
+	return func(msg string) { fmt.Fprintf(errw, "%s: %s\n", name, msg) }
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/lab/compare"
-	"github.com/xdpeng/xdpeng/internal/privilege"
 )
 
 func init() { addCommand(newCompareCmd()) }
@@ -235,20 +234,10 @@ func (f *compareFlags) config(cmd *cobra.Command) (compare.Config, error) {
 			return cfg, fmt.Errorf("-q: %w", err)
 		}
 	}
-	if f.genCPUs != "" {
-		if cfg.GenCPUs, err = cpuset.ParseList(f.genCPUs, "CPU"); err != nil {
-			return cfg, fmt.Errorf("--gen-cpus: %w", err)
-		}
+	if cfg.GenCPUs, cfg.DUTCPUs, err = bedCPUs(f.genCPUs, f.dutCPUs); err != nil {
+		return cfg, err
 	}
-	if f.dutCPUs != "" {
-		if cfg.DUTCPUs, err = cpuset.ParseList(f.dutCPUs, "CPU"); err != nil {
-			return cfg, fmt.Errorf("--dut-cpus: %w", err)
-		}
-	}
-	if !f.quiet {
-		errw := cmd.ErrOrStderr()
-		cfg.Progress = func(msg string) { fmt.Fprintf(errw, "compare: %s\n", msg) }
-	}
+	cfg.Progress = progressLines(cmd, "compare", f.quiet)
 	if remote {
 		// runCompare reaches the DUT and finds its xdpeng.
 		if cfg.Remote, err = f.dut.config(); err != nil {
@@ -274,28 +263,17 @@ func btoi(b bool) int {
 // measured.
 func runCompare(cmd *cobra.Command, cfg compare.Config, dut *dutFlags, asJSON, asCSV, explain bool) error {
 	out := cmd.OutOrStdout()
-	if err := needRoot(typed(cmd), privilege.AFXDP|privilege.Namespaces); err != nil {
+	ctx, stop, err := dut.startMeasuring(cmd, cfg.Remote, cfg.Progress)
+	if err != nil {
 		return err
 	}
-	ctx, stop := signalContext()
 	defer stop()
-	if cfg.Remote != nil {
-		if err := dut.findBinary(ctx, cfg.Remote, cfg.Progress); err != nil {
-			if ctx.Err() != nil {
-				return interrupted{err}
-			}
-			return err
-		}
-	}
 	res, err := compare.Run(ctx, cfg)
 	if err != nil {
-		if ctx.Err() != nil {
-			return interrupted{err}
-		}
-		if errors.Is(err, compare.ErrDefaultRoute) {
+		if ctx.Err() == nil && errors.Is(err, compare.ErrDefaultRoute) {
 			return fmt.Errorf("%w: measure another interface (a test bed: --testbed), or pass --force if you mean it", err)
 		}
-		return dutAdvice(err)
+		return measureErr(ctx, err)
 	}
 	switch {
 	case asJSON:

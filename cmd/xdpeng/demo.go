@@ -4,7 +4,6 @@ package main
 // bed removed again, in one command.
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -44,10 +43,7 @@ it and removes everything it set up.`,
 			for _, p := range compare.Paths("") {
 				cfg.Paths = append(cfg.Paths, p.Name)
 			}
-			if !quiet {
-				errw := cmd.ErrOrStderr()
-				cfg.Progress = func(msg string) { fmt.Fprintf(errw, "demo: %s\n", msg) }
-			}
+			cfg.Progress = progressLines(cmd, "demo", quiet)
 			return runCompare(cmd, cfg, nil, false, false, true)
 		},
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/internal/lab/compare"
 	"github.com/xdpeng/xdpeng/internal/lab/remote"
+	"github.com/xdpeng/xdpeng/internal/privilege"
 )
 
 // dutFlags are --dut and the flags that go with it.
@@ -134,6 +135,37 @@ func (d *dutFlags) findBinary(ctx context.Context, rc *compare.Remote, progress 
 	}
 	rc.Binary = bin.Path
 	return nil
+}
+
+// startMeasuring checks the privileges a measuring command needs and gives
+// it a context that Ctrl-C and SIGTERM cancel (call stop when done); with a
+// DUT on another host (rc not nil) it then finds, or installs, the DUT's
+// xdpeng.
+func (d *dutFlags) startMeasuring(cmd *cobra.Command, rc *compare.Remote, progress func(string)) (ctx context.Context, stop context.CancelFunc, err error) {
+	if err := needRoot(typed(cmd), privilege.AFXDP|privilege.Namespaces); err != nil {
+		return nil, nil, err
+	}
+	ctx, stop = signalContext()
+	if rc != nil {
+		if err := d.findBinary(ctx, rc, progress); err != nil {
+			if ctx.Err() != nil {
+				err = interrupted{err}
+			} // else it has its advice
+			stop()
+			return nil, nil, err
+		}
+	}
+	return ctx, stop, nil
+}
+
+// measureErr is what a measuring command returns for the error of its run:
+// interrupted when Ctrl-C or SIGTERM ended it, otherwise err with advice on
+// reaching the DUT where that failed.
+func measureErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return interrupted{err}
+	}
+	return dutAdvice(err)
 }
 
 // dutAdvice adds to an error of reaching the DUT what to do about it.

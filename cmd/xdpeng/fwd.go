@@ -135,6 +135,9 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 			ecfg.XDPMode, bindModeName(eng.ZeroCopy()), umem, dstMAC, ecfg.Batch,
 			ecfg.FillSize, ecfg.CompletionSize, ecfg.RxSize, ecfg.TxSize, ecfg.NeedWakeup, ecfg.Wait)
 		fmt.Fprint(p.w, umemLine(eng.Umem()))
+		if ecfg.Wait == engine.WaitBusyPoll {
+			fmt.Fprint(p.w, busyPollNote(ecfg.Interface))
+		}
 		if why != nil {
 			fmt.Fprintf(p.w, "  (the kernel refused to share the UMEM with %s: %v; copying instead)\n", out.Device.Name, why)
 		}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/lab/compare"
-	"github.com/xdpeng/xdpeng/internal/privilege"
 )
 
 func init() { addCommand(newLatencyCmd()) }
@@ -170,20 +169,10 @@ func (f *latencyFlags) config(cmd *cobra.Command) (compare.LatencyConfig, error)
 			return cfg, fmt.Errorf("--layout: %w", err)
 		}
 	}
-	if f.genCPUs != "" {
-		if cfg.GenCPUs, err = cpuset.ParseList(f.genCPUs, "CPU"); err != nil {
-			return cfg, fmt.Errorf("--gen-cpus: %w", err)
-		}
+	if cfg.GenCPUs, cfg.DUTCPUs, err = bedCPUs(f.genCPUs, f.dutCPUs); err != nil {
+		return cfg, err
 	}
-	if f.dutCPUs != "" {
-		if cfg.DUTCPUs, err = cpuset.ParseList(f.dutCPUs, "CPU"); err != nil {
-			return cfg, fmt.Errorf("--dut-cpus: %w", err)
-		}
-	}
-	if !f.quiet {
-		errw := cmd.ErrOrStderr()
-		cfg.Progress = func(msg string) { fmt.Fprintf(errw, "latency: %s\n", msg) }
-	}
+	cfg.Progress = progressLines(cmd, "latency", f.quiet)
 	if err := cfg.Check(); err != nil {
 		return cfg, err
 	}
@@ -195,25 +184,14 @@ func (f *latencyFlags) config(cmd *cobra.Command) (compare.LatencyConfig, error)
 // after printing what was measured.
 func runLatency(cmd *cobra.Command, cfg compare.LatencyConfig, dut *dutFlags, asJSON bool) error {
 	out := cmd.OutOrStdout()
-	if err := needRoot(typed(cmd), privilege.AFXDP|privilege.Namespaces); err != nil {
+	ctx, stop, err := dut.startMeasuring(cmd, cfg.Remote, cfg.Progress)
+	if err != nil {
 		return err
 	}
-	ctx, stop := signalContext()
 	defer stop()
-	if cfg.Remote != nil {
-		if err := dut.findBinary(ctx, cfg.Remote, cfg.Progress); err != nil {
-			if ctx.Err() != nil {
-				return interrupted{err}
-			}
-			return err
-		}
-	}
 	res, err := compare.RunLatency(ctx, cfg)
 	if err != nil {
-		if ctx.Err() != nil {
-			return interrupted{err}
-		}
-		return dutAdvice(err)
+		return measureErr(ctx, err)
 	}
 	if asJSON {
 		if err := compare.WriteLatencyJSON(out, &res); err != nil {

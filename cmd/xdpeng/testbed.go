@@ -73,15 +73,8 @@ use it. Nothing is left behind if a step fails.
 			if cfg.NAPI, err = parseNAPIMode(napi); err != nil {
 				return err
 			}
-			if genCPUs != "" {
-				if cfg.GenCPUs, err = cpuset.ParseList(genCPUs, "CPU"); err != nil {
-					return fmt.Errorf("--gen-cpus: %w", err)
-				}
-			}
-			if dutCPUs != "" {
-				if cfg.DUTCPUs, err = cpuset.ParseList(dutCPUs, "CPU"); err != nil {
-					return fmt.Errorf("--dut-cpus: %w", err)
-				}
+			if cfg.GenCPUs, cfg.DUTCPUs, err = bedCPUs(genCPUs, dutCPUs); err != nil {
+				return err
 			}
 			if err := privilege.Check(typed(cmd), privilege.Namespaces|privilege.Links); err != nil {
 				return err
