@@ -260,7 +260,8 @@ func (b *Batch) Forward(i int, p Port) {
 // Verdict returns frame i's verdict so far.
 func (b *Batch) Verdict(i int) Verdict { return b.dests[i].verdict() }
 
-// Port returns the port Forward gave frame i.
+// Port returns the port Forward gave frame i; PortIn for a frame whose
+// verdict is not Forward (check Verdict first).
 func (b *Batch) Port(i int) Port { return b.dests[i].port() }
 
 func (d dest) verdict() Verdict {

@@ -398,7 +398,7 @@ func (c *Config) checkSockets(rx bool) error {
 		return fmt.Errorf("%d UMEM frames cannot hold a batch of %d", c.NumFrames, c.Batch)
 	}
 	if c.Wait == WaitBusyPoll && (c.BusyPollUsecs <= 0 || c.BusyPollBudget <= 0) {
-		return fmt.Errorf("busy polling needs a positive time (%d us) and budget (%d)", c.BusyPollUsecs, c.BusyPollBudget)
+		return fmt.Errorf("busy polling needs a positive time (BusyPollUsecs %d) and budget (BusyPollBudget %d)", c.BusyPollUsecs, c.BusyPollBudget)
 	}
 	if c.PollTimeout <= 0 {
 		c.PollTimeout = 100 * time.Millisecond

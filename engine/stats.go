@@ -51,10 +51,12 @@ type QueueStats struct {
 	// TxPackets were transmitted and completed; TxBytes were submitted.
 	TxPackets uint64 `json:"tx_packets"`
 	TxBytes   uint64 `json:"tx_bytes"`
-	// Dropped frames got the Drop verdict (all of them in rxdrop).
+	// Dropped frames got the Drop verdict (all of them in rxdrop), or were
+	// forwarded to a port the engine does not have.
 	Dropped uint64 `json:"dropped"`
-	// TxRingFull frames were to be sent but found the tx ring full; they
-	// were dropped.
+	// TxRingFull frames were to be sent but found no room: the tx ring
+	// full, no tx ring at all (a Transmit on a ReceiveOnly queue), or no
+	// free frame in an output's own UMEM to copy into. They were dropped.
 	TxRingFull uint64 `json:"tx_ring_full"`
 	// System calls and batches: what --app-stats shows.
 	RxWakeups uint64 `json:"rx_wakeups"`

@@ -184,6 +184,11 @@ func printBench(w io.Writer, r bench.Result) {
 			}
 			fmt.Fprintf(w, "  %-18s %8.3f %8.3f %8.1f %7.2f%s  %s\n", p.Path, p.MedianMpps, p.OfferedMpps, p.NsPerPacket, p.LossPct, extra, strings.Join(rs, " "))
 		}
+		for _, p := range r.Paths {
+			if p.Scenario == sc.Name && p.Unexplained != 0 {
+				fmt.Fprintf(w, "  %s: %d frames over the runs that no counter explains: sent != received + dropped\n", p.Path, p.Unexplained)
+			}
+		}
 	}
 	if len(r.Costs) > 0 {
 		fmt.Fprintf(w, "\nns per frame on CPU 0 in layout A (1000/Mpps: the generator and the DUT's softirq keep CPU 0 busy;\n"+
@@ -193,7 +198,18 @@ func printBench(w io.Writer, r bench.Result) {
 				fmt.Fprintf(w, "  %-7s %-12s %7.1f ns  (the generator and XDP_DROP)\n", c.Scenario, c.Path, c.Ns)
 				continue
 			}
-			fmt.Fprintf(w, "  %-7s %-12s %7.1f ns  %+7.1f ns over %s %s\n", c.Scenario, c.Path, c.Ns, c.Over, c.OverPath, c.OverScenario)
+			var notes []string
+			if c.WithReceiver {
+				notes = append(notes, "its receiver on CPU 0 too")
+			}
+			if c.LossPct > 5 {
+				notes = append(notes, fmt.Sprintf("lost %.1f%%: above what CPU 0 spent", c.LossPct))
+			}
+			note := ""
+			if len(notes) > 0 {
+				note = "  (" + strings.Join(notes, "; ") + ")"
+			}
+			fmt.Fprintf(w, "  %-7s %-12s %7.1f ns  %+7.1f ns over %s %s%s\n", c.Scenario, c.Path, c.Ns, c.Over, c.OverPath, c.OverScenario, note)
 		}
 	}
 	if len(r.ProgBench) > 0 {

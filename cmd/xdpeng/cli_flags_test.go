@@ -45,6 +45,10 @@ func TestCLIFlagErrors(t *testing.T) {
 	bin := buildCLI(t)
 	cases := []badInput{
 		{name: "no interface", args: []string{"rxdrop", "-d", "1s"}, want: []string{"xdpeng: no interface given: use -i DEV"}},
+		{name: "busy-poll without time", args: []string{"rxdrop", "-i", "lo", "-d", "1s", "-B", "--busy-poll-usecs", "0"},
+			want: []string{"--busy-poll-usecs 0, --busy-poll-budget 64: busy polling needs both positive"}},
+		{name: "busy-poll knobs without -B", args: []string{"rxdrop", "-i", "lo", "-d", "1s", "--busy-poll-budget", "16"},
+			want: []string{"--busy-poll-usecs and --busy-poll-budget set busy polling: add --busy-poll (-B)"}},
 		{name: "gen no interface", args: []string{"gen", "--count", "10"}, want: []string{"xdpeng: no interface given: use -i DEV", "usage: xdpeng gen"}},
 		{name: "txonly no interface", args: []string{"txonly"}, want: []string{"xdpeng: no interface given: use -i DEV", "usage: xdpeng txonly"}},
 		{name: "kern no interface", args: []string{"kern", "pass"}, want: []string{"xdpeng: no interface given: use -i DEV"}},

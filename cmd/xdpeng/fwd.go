@@ -136,7 +136,7 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 			ecfg.FillSize, ecfg.CompletionSize, ecfg.RxSize, ecfg.TxSize, ecfg.NeedWakeup, ecfg.Wait)
 		fmt.Fprint(p.w, umemLine(eng.Umem()))
 		if ecfg.Wait == engine.WaitBusyPoll {
-			fmt.Fprint(p.w, busyPollNote(ecfg.Interface))
+			fmt.Fprint(p.w, busyPollNote(ecfg.Interface, eng.Device().Driver))
 		}
 		if why != nil {
 			fmt.Fprintf(p.w, "  (the kernel refused to share the UMEM with %s: %v; copying instead)\n", out.Device.Name, why)

@@ -181,6 +181,12 @@ func (f *xskFlags) config() (engine.Config, error) {
 	case f.busyPoll:
 		cfg.Wait = engine.WaitBusyPoll
 	}
+	if f.busyPoll && (f.busyPollUsecs <= 0 || f.busyPollBudget <= 0) {
+		return cfg, fmt.Errorf("--busy-poll-usecs %d, --busy-poll-budget %d: busy polling needs both positive", f.busyPollUsecs, f.busyPollBudget)
+	}
+	if !f.busyPoll && f.fs != nil && (f.fs.Changed("busy-poll-usecs") || f.fs.Changed("busy-poll-budget")) {
+		return cfg, fmt.Errorf("--busy-poll-usecs and --busy-poll-budget set busy polling: add --busy-poll (-B), or leave them out")
+	}
 	cfg.BusyPollUsecs, cfg.BusyPollBudget = f.busyPollUsecs, f.busyPollBudget
 	cfg.SharedUmem = f.sharedUmem
 	cfg.Force = f.force
@@ -375,10 +381,14 @@ type xskPrinter struct {
 }
 
 func (p *xskPrinter) header() {
+	cfg := p.eng.Config()
 	if p.f.json {
+		// The JSON lines stay JSON; the advice goes to stderr.
+		if cfg.Wait == engine.WaitBusyPoll {
+			fmt.Fprint(os.Stderr, busyPollNote(cfg.Interface, p.eng.Device().Driver))
+		}
 		return
 	}
-	cfg := p.eng.Config()
 	zc := "copy"
 	if p.eng.ZeroCopy() {
 		zc = "zero-copy"
@@ -389,7 +399,7 @@ func (p *xskPrinter) header() {
 	p.watch.header(p.w)
 	fmt.Fprint(p.w, umemLine(p.eng.Umem()))
 	if cfg.Wait == engine.WaitBusyPoll {
-		fmt.Fprint(p.w, busyPollNote(cfg.Interface))
+		fmt.Fprint(p.w, busyPollNote(cfg.Interface, p.eng.Device().Driver))
 	}
 }
 
@@ -398,12 +408,15 @@ func (p *xskPrinter) header() {
 // preferring busy polling keeps little of its work in the worker, and how
 // the kernel's documentation sets it up; "" otherwise, or where sysfs
 // cannot say.
-func busyPollNote(ifname string) string {
+func busyPollNote(ifname, driver string) string {
+	if driver == "veth" {
+		return ""
+	}
 	d, err := netdev.IRQDeferralOf(ifname)
 	if err != nil {
 		return ""
 	}
-	irq := true // where the kernel cannot list NAPIs, assume a NIC's
+	irq := true // where the kernel cannot list NAPIs (before 6.9), assume a NIC's
 	if ifi, err := net.InterfaceByName(ifname); err == nil {
 		if napis, err := netdev.NAPIs(ifi.Index); err == nil {
 			irq = slices.ContainsFunc(napis, func(n netdev.NAPI) bool { return n.IRQ > 0 })
@@ -617,7 +630,7 @@ func (p *xskPrinter) summary(s engine.Snapshot) {
 		x.RxDropped, x.RxInvalidDescs, x.TxInvalidDescs, x.RxRingFull, x.RxFillRingEmptyDescs, x.TxRingEmptyDescs)
 	fmt.Fprintf(p.w, "  app stats: rx_wakeups %d, tx_wakeups %d, polls %d, naps %d, batches %d\n", t.RxWakeups, t.TxWakeups, t.Polls, t.Naps, t.Batches)
 	if t.BusyPollInert {
-		fmt.Fprintf(p.w, "  busy-poll: the sockets had no NAPI instance to poll (veth in this kernel), so the worker waited as adaptive does\n")
+		fmt.Fprintf(p.w, "  busy-poll: the sockets on %s had NAPI ID 0, nothing to busy-poll (veth gives none in Linux 6.18), so the worker waited as adaptive does\n", cfg.Interface)
 	}
 	if p.hooks.summaryText != nil {
 		p.hooks.summaryText(p.w)

@@ -10,9 +10,11 @@ import (
 )
 
 // IRQDeferral is how a device defers its interrupts in favour of busy
-// polling (Documentation/networking/napi.rst, "IRQ mitigation"): after a
-// NAPI poll that found work, the device's interrupt stays masked for up to
-// DeferHardIRQs further polls, each armed by a timer of GROFlushTimeout.
+// polling (Documentation/networking/napi.rst, "IRQ mitigation"): the
+// device's interrupt stays masked, and a timer of GROFlushTimeout polls
+// instead, until DeferHardIRQs polls in a row found nothing. These are the
+// device-wide sysfs values; since Linux 6.13 each NAPI can also be given
+// its own over netlink, which this does not read.
 // With SO_PREFER_BUSY_POLL an application's busy poll then keeps the
 // device's work in the application's context; with both zero the device's
 // interrupt runs its NAPI as usual and preferring busy polling achieves

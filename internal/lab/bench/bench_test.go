@@ -28,7 +28,7 @@ func TestTargets(t *testing.T) {
 			{Scenario: "B-full", Path: "xdp-drop", MedianMpps: 6, OfferedMpps: 10},
 			{Scenario: "L", Path: "xsk-l2fwd", MedianMpps: 1},
 			{Scenario: "L-rps", Path: "xsk-l2fwd", MedianMpps: 1.1},
-			{Scenario: "L-rps", Path: "dpdk-l2fwd-nobusy", MedianMpps: 1},
+			{Scenario: "L", Path: "dpdk-l2fwd-nobusy", MedianMpps: 0.8},
 			{Scenario: "L", Path: "xsk-fwd", MedianMpps: 2},
 			{Scenario: "L-rps", Path: "xsk-fwd", MedianMpps: 2.2},
 		},
@@ -64,7 +64,7 @@ func TestTargets(t *testing.T) {
 	check("DUT CPU per frame, the best peer's poll mode / xsk-drop (B)", 1.2, true)
 	check("DUT CPU per frame, DPDK AF_XDP with preferred busy polling / xsk-drop (B)", 1000.0/150, true)
 	check("--busy-poll / the default wait, frames received (B)", 0.97/0.99, false)
-	check("xsk-l2fwd / DPDK macswap, busy_budget=0 (L-rps)", 1.1, false)
+	check("xsk-l2fwd / DPDK macswap, busy_budget=0 (L)", 1.25, false)
 	for _, name := range []string{"xsk-l2fwd, after / before (L-rps / L)", "xsk-fwd, after / before (L-rps / L)"} {
 		if _, ok := got[name]; ok {
 			t.Errorf("target %q: L-rps and L are two arrangements of the bed, not a before and after", name)
@@ -111,6 +111,8 @@ func TestCPU0Costs(t *testing.T) {
 		{Scenario: "B", Path: "xsk-drop", MedianMpps: 3},      //
 		{Scenario: "A-1500", Path: "xdp-drop", MedianMpps: 8}, // 125 ns
 		{Scenario: "A-1500", Path: "xsk-drop", MedianMpps: 4}, // 250 ns
+		{Scenario: "1q", Path: "xdp-drop", MedianMpps: 8},     // 125 ns
+		{Scenario: "1q", Path: "xsk-drop", MedianMpps: 4, LossPct: 12},
 	}
 	type key struct{ sc, path, over string }
 	want := map[key]float64{
@@ -120,6 +122,8 @@ func TestCPU0Costs(t *testing.T) {
 		{"A-1500", "xdp-drop", "A-1500 xdp-drop"}: 0,
 		{"A-1500", "xsk-drop", "A-1500 xdp-drop"}: 125,
 		{"A-1500", "xsk-drop", "A xsk-drop"}:      50,
+		{"1q", "xdp-drop", "1q xdp-drop"}:         0,
+		{"1q", "xsk-drop", "1q xdp-drop"}:         125,
 	}
 	got := CPU0Costs(r)
 	if len(got) != len(want) {
@@ -133,6 +137,13 @@ func TestCPU0Costs(t *testing.T) {
 		}
 		if d := c.Over - w; d > 1e-9 || d < -1e-9 {
 			t.Errorf("%s %s over %s %s = %v ns, want %v", c.Scenario, c.Path, c.OverScenario, c.OverPath, c.Over, w)
+		}
+		// 1q runs the receiver on CPU 0 as well; its lossy run says so.
+		if c.WithReceiver != (c.Scenario == "1q") {
+			t.Errorf("%s %s: WithReceiver %v", c.Scenario, c.Path, c.WithReceiver)
+		}
+		if c.Scenario == "1q" && c.Path == "xsk-drop" && c.LossPct != 12 {
+			t.Errorf("1q xsk-drop: loss %v%%, want 12", c.LossPct)
 		}
 	}
 }
