@@ -41,8 +41,9 @@ over xdp-drop (and 1500-byte over 64-byte xsk-drop): what steering a frame to
 userspace costs the kernel, without the generator's share.
 
 In layout B the generator is paced to 1 Mpps, below what every receiver there
-takes, and ns/pkt is the DUT's CPU's time per frame: its threaded NAPI (veth's
-XDP, the copy into the UMEM) and the receiver, nothing else. At full load
+takes at full load, and ns/pkt is mostly the DUT's CPU's time per frame: its
+threaded NAPI (veth's XDP, the copy into the UMEM, returning the generator's
+memory) and the receiver. At full load
 (B-full) the DUT's CPU frees the generator's frames into its page pool while
 the generator's CPU frees those the DUT's veth refused, and the two contend for
 the pool's ring lock: B-full measures that lock as much as the receiver.
