@@ -77,6 +77,7 @@ type worker struct {
 	// without transmits looks for room (refill) only while there is a
 	// gap, so that one whose drops keep the fill ring full does not read
 	// the kernel's consumer index every batch to learn that there is none.
+	// The multi-buffer loops refill on their own and leave the gap alone.
 	fillGap uint32
 	c       local
 	pub     *counters
@@ -244,8 +245,7 @@ func (w *worker) rxDrop() uint32 {
 	}
 	s.Rx.Release(n)
 	if room < n {
-		w.fillGap += n - room
-		w.refill()
+		w.fillGap += n - room // step refills
 	}
 	w.c.rxPackets += uint64(n)
 	w.c.rxBytes += bytes

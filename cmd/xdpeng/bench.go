@@ -224,6 +224,10 @@ func printBench(w io.Writer, r bench.Result) {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "\ntargets (measured in this run; the reference is the figure the target was set against, not measured here)\n")
+	width := 0
+	for _, t := range r.Targets {
+		width = max(width, len(t.Name))
+	}
 	for _, t := range r.Targets {
 		mark, cmp := "met    ", ">="
 		if !t.Met {
@@ -238,7 +242,7 @@ func printBench(w io.Writer, r bench.Result) {
 		} else if t.Unit == "Mpps" {
 			v += " Mpps"
 		}
-		fmt.Fprintf(w, "  %s %-52s %-12s goal %s %-5s  (%s; reference: %s)\n", mark, t.Name, v, cmp,
+		fmt.Fprintf(w, "  %s %-*s %-12s goal %s %-5s  (%s; reference: %s)\n", mark, width, t.Name, v, cmp,
 			strconv.FormatFloat(t.Goal, 'f', -1, 64), t.Measured, t.Reference)
 	}
 }
