@@ -102,3 +102,47 @@ func TestCLIQuietAndKnobs(t *testing.T) {
 		t.Errorf("kern drop -Q:\n%s", r)
 	}
 }
+
+// TestCLIBusyPollInert: where the socket has no NAPI to busy-poll (veth in
+// Linux 6.18), rxdrop -B says so once while it runs and in its summary; where
+// it has one, it says neither. The JSON summary's busy_poll_inert decides.
+func TestCLIBusyPollInert(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	bin := buildCLI(t)
+	var inert bool // from the JSON run, which comes first
+	for _, asJSON := range []bool{true, false} {
+		args := []string{"rxdrop", "-i", "dut0", "-B", "-d", "2.5", "-n", "0.5"}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		p := startAttached(t, bed.DUTNS, append([]string{bin}, args...)...)
+		if g := runIn(t, 30*time.Second, bed.GenNS, bin, "gen", "-i", "gen0", "-d", "1", "--rate", "20000"); g.code != 0 {
+			t.Fatalf("gen:\n%s", g)
+		}
+		r := p.wait(t)
+		if r.code != 0 {
+			t.Fatalf("rxdrop -B:\n%s", r)
+		}
+		const once = "busy-poll: the sockets on dut0 have NAPI ID 0, nothing to busy-poll"
+		if asJSON {
+			var sum struct {
+				PerQueue []struct {
+					BusyPollInert bool `json:"busy_poll_inert"`
+				} `json:"per_queue"`
+			}
+			summaryLine(t, r.stdout, &sum)
+			if len(sum.PerQueue) != 1 {
+				t.Fatalf("summary per_queue: %+v\n%s", sum, r)
+			}
+			inert = sum.PerQueue[0].BusyPollInert
+			if strings.Contains(r.stderr, once) != inert {
+				t.Errorf("busy_poll_inert %v, but the note while running is there: %v\n%s", inert, !inert, r)
+			}
+			continue
+		}
+		said := strings.Contains(r.stdout, "busy-poll: the sockets on dut0 had NAPI ID 0")
+		if said != inert || strings.Contains(r.stderr, once) != inert {
+			t.Errorf("busy_poll_inert %v, but the summary says so: %v, the note while running: %v\n%s", inert, said, strings.Contains(r.stderr, once), r)
+		}
+	}
+}

@@ -506,6 +506,10 @@ func rates(prev, cur engine.QueueStats, dt float64, f *xskFlags) queueRates {
 
 func (p *xskPrinter) interval(prev, cur engine.Snapshot) {
 	dt := cur.Time.Sub(prev.Time).Seconds()
+	if cur.Total().BusyPollInert && !prev.Total().BusyPollInert {
+		// Said once, when the worker finds out, not only at the end.
+		fmt.Fprintf(os.Stderr, "busy-poll: the sockets on %s have NAPI ID 0, nothing to busy-poll: waiting as adaptive does\n", p.f.iface)
+	}
 	if dt <= 0 || p.f.quiet {
 		return
 	}
