@@ -301,8 +301,12 @@ func (c Sim) setup(h Handler, r simRings) (*simWorld, error) {
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
+	txSize := cfg.TxSize
+	if hintsOf(h).ReceiveOnly && c.Outputs == 0 {
+		txSize = 0 // as an engine binds it: no tx ring
+	}
 	s, err := xsk.NewMemSocket(u, xsk.SocketConfig{
-		FillSize: cfg.FillSize, CompletionSize: cfg.CompletionSize, RxSize: cfg.RxSize, TxSize: cfg.TxSize,
+		FillSize: cfg.FillSize, CompletionSize: cfg.CompletionSize, RxSize: cfg.RxSize, TxSize: txSize,
 		NumFrames: per, MultiBuffer: cfg.MultiBuffer,
 	})
 	if err != nil {

@@ -246,6 +246,29 @@ func TestSimHonoursDropAll(t *testing.T) {
 	}
 }
 
+// receiveOnlyTx declares ReceiveOnly and transmits all the same.
+type receiveOnlyTx struct{}
+
+func (receiveOnlyTx) Handle(b *engine.Batch) {
+	for i := 0; i < b.Len(); i++ {
+		b.Transmit(i)
+	}
+}
+func (receiveOnlyTx) Hints() engine.Hints { return engine.Hints{ReceiveOnly: true} }
+
+// TestSimHonoursReceiveOnly: as in an engine, a ReceiveOnly handler's queue
+// has no tx ring, so what it transmits anyway is counted as tx ring full
+// and dropped, not sent.
+func TestSimHonoursReceiveOnly(t *testing.T) {
+	res, err := engine.Simulate(receiveOnlyTx{}, [][]byte{udpFrame(9, 64), udpFrame(9, 64), udpFrame(9, 64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := res.Stats; st.RxPackets != 3 || st.TxPackets != 0 || st.TxRingFull != 3 {
+		t.Errorf("stats %+v: want 3 received, none sent, 3 tx ring full", st)
+	}
+}
+
 // TestSimPanicIsAnError: a handler's panic comes back as a
 // *HandlerPanicError with the value and the handler's stack, and a panic
 // with an error unwraps to it.

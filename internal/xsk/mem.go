@@ -209,10 +209,13 @@ func (k *MemKernel) ReceiveLong(n int, length uint32, payload []byte) int {
 }
 
 // Transmit consumes up to n descriptors from the tx ring and posts their
-// frames to the completion ring; it returns how many it completed. Each
-// descriptor of a multi-buffer packet is completed on its own, as the
-// kernel does.
+// frames to the completion ring; it returns how many it completed (none on
+// a socket without a tx ring). Each descriptor of a multi-buffer packet is
+// completed on its own, as the kernel does.
 func (k *MemKernel) Transmit(n int) int {
+	if k.txDescs == nil {
+		return 0
+	}
 	tidx, got := k.tx.peek(uint32(n))
 	cidx, room := k.comp.reserve(got)
 	for i := uint32(0); i < room; i++ {
