@@ -202,15 +202,9 @@ func (w *worker) queueFrame(tx *xsk.TxRing, idx uint32, b *Batch, i int, u *xsk.
 // on port p's tx ring, or none (counted as a full ring). left is the most
 // descriptors of the batch that may still follow to the port.
 func (w *worker) forwardMB(p Port, b *Batch, i int, left uint32) bool {
-	if int(p) >= len(w.out) {
-		w.c.dropped++
+	o := w.reserved(p, left)
+	if o == nil {
 		return false
-	}
-	o := &w.out[p]
-	if !o.reserved {
-		o.idx, o.room = o.s.Tx.Reserve(left)
-		o.used = 0
-		o.reserved = true
 	}
 	k := uint32(b.Segments(i))
 	if o.used+k > o.room {

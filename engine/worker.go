@@ -541,15 +541,9 @@ func (w *worker) syncPorts() {
 // caller's, because it was copied into the port's own UMEM or could not be
 // sent (no such port, ring full, no free frame: counted).
 func (w *worker) forward(p Port, addr uint64, length uint32, rest uint32) bool {
-	if int(p) >= len(w.out) {
-		w.c.dropped++
+	o := w.reserved(p, rest)
+	if o == nil {
 		return false
-	}
-	o := &w.out[p]
-	if !o.reserved {
-		o.idx, o.room = o.s.Tx.Reserve(rest)
-		o.used = 0
-		o.reserved = true
 	}
 	if o.used == o.room {
 		w.c.txRingFull++
@@ -573,6 +567,23 @@ func (w *worker) forward(p Port, addr uint64, length uint32, rest uint32) bool {
 	o.used++
 	w.c.txBytes += uint64(length)
 	return true
+}
+
+// reserved is port p with its tx slots for the batch reserved (at most
+// rest of them, at the first frame for it), or nil, counted as dropped,
+// for a port the engine does not have.
+func (w *worker) reserved(p Port, rest uint32) *outPort {
+	if int(p) >= len(w.out) {
+		w.c.dropped++
+		return nil
+	}
+	o := &w.out[p]
+	if !o.reserved {
+		o.idx, o.room = o.s.Tx.Reserve(rest)
+		o.used = 0
+		o.reserved = true
+	}
+	return o
 }
 
 // flushPorts submits what the batch queued on the other ports and kicks

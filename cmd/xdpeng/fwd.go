@@ -102,21 +102,11 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 	}
 	fwd := &handler.Forward{Port: engine.OutputPort(0), DstMAC: dstMAC}
 	cfg.Handler = func(int) engine.Handler { h := *fwd; return &h }
-	links, onLink := linkChanges()
-	cfg.OnLinkChange = onLink
-	w, err := f.watch.startWatch(cfg.Interface)
+	eng, links, w, done, err := openEngine(&f.xskFlags, cfg)
 	if err != nil {
 		return err
 	}
-	defer w.close()
-	if err := w.tap(&cfg); err != nil {
-		return err
-	}
-	eng, err := engine.New(cfg)
-	if err != nil {
-		return advise(err)
-	}
-	defer eng.Close()
+	defer done()
 	ecfg := eng.Config()
 	out := eng.Outputs()[0]
 	if err := w.serve(&metrics.Engine{Mode: "fwd", Interface: ecfg.Interface, Stats: eng.Stats, Output: out.Device.Name,

@@ -278,26 +278,36 @@ type xskHooks struct {
 	collectors []prometheus.Collector
 }
 
+// openEngine makes the engine of an AF_XDP mode with what every mode adds
+// to it: link notifications (links) and the observability flags' watcher
+// (w, its capture tap included). done closes the engine, then the watcher.
+func openEngine(f *xskFlags, cfg engine.Config) (eng *engine.Engine, links <-chan engine.LinkChange, w *watcher, done func(), err error) {
+	links, onLink := linkChanges()
+	cfg.OnLinkChange = onLink
+	if w, err = f.watch.startWatch(cfg.Interface); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if err := w.tap(&cfg); err != nil {
+		w.close()
+		return nil, nil, nil, nil, err
+	}
+	if eng, err = engine.New(cfg); err != nil {
+		w.close()
+		return nil, nil, nil, nil, advise(err)
+	}
+	return eng, links, w, func() { eng.Close(); w.close() }, nil
+}
+
 // runXskWith is runXsk with a mode's own output added by hooks.
 func runXskWith(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config, hooks xskHooks) error {
 	if err := needRoot(typed(cmd), privilege.AFXDP); err != nil {
 		return err
 	}
-	links, onLink := linkChanges()
-	cfg.OnLinkChange = onLink
-	w, err := f.watch.startWatch(cfg.Interface)
+	eng, links, w, done, err := openEngine(f, cfg)
 	if err != nil {
 		return err
 	}
-	defer w.close()
-	if err := w.tap(&cfg); err != nil {
-		return err
-	}
-	eng, err := engine.New(cfg)
-	if err != nil {
-		return advise(err)
-	}
-	defer eng.Close()
+	defer done()
 	if err := w.serve(append(hooks.collectors, &metrics.Engine{Mode: mode, Interface: cfg.Interface, Stats: eng.Stats})...); err != nil {
 		return err
 	}
