@@ -32,6 +32,9 @@ uninstall:
 # package's count is printed at the end (with the reason of each skip), then
 # their total: none may be skipped, and only a kernel without a feature may
 # leave some "not supported here".
+# Packages run one at a time (-p 1): several integration tests offer and
+# measure rates on the machine's few CPUs, and a package running beside them
+# takes those CPUs (a paced generator then falls behind its rate).
 # Without root, `go test ./...` runs the unit tests and skips the others.
 test: build lint
 	@if [ "$$(id -u)" != 0 ]; then \
@@ -39,7 +42,7 @@ test: build lint
 		exit 1; \
 	fi
 	@report=$$(mktemp) && trap 'rm -f "$$report"' EXIT && \
-	XDPENG_REQUIRE_PRIV=1 XDPENG_PRIV_REPORT="$$report" $(GO) test -race -count=1 -timeout 30m $(PKGS); status=$$?; \
+	XDPENG_REQUIRE_PRIV=1 XDPENG_PRIV_REPORT="$$report" $(GO) test -race -p 1 -count=1 -timeout 30m $(PKGS); status=$$?; \
 	sort -s -k2,2 "$$report"; \
 	awk '/privileged tests ran/ { ran += $$3; skipped += $$7; unsup += $$9 } \
 		END { printf "privileged tests: %d ran, %d skipped, %d not supported here\n", ran, skipped, unsup; \
