@@ -230,6 +230,7 @@ func (w *worker) rxDrop() uint32 {
 	mask := w.umem.BaseMask()
 	rx, rmask := s.Rx.Slots()
 	fill, fmask := s.Fill.Slots()
+	_, _ = rx[rmask], fill[fmask] // every slot index below is in bounds
 	for i := uint32(0); i < room; i++ {
 		d := &rx[(idx+i)&rmask]
 		bytes += uint64(d.Len)
@@ -268,6 +269,7 @@ func (w *worker) rxHandle() uint32 {
 	lens = lens[:len(addrs)]
 	var bytes uint64
 	rx, rmask := s.Rx.Slots()
+	_ = rx[rmask] // every slot index below is in bounds
 	for i := range addrs {
 		d := &rx[(idx+uint32(i))&rmask]
 		addrs[i], lens[i] = d.Addr, d.Len
@@ -301,16 +303,17 @@ func (w *worker) dropBatch(addrs []uint64) {
 	n := uint32(len(addrs))
 	fidx, room := s.Fill.Reserve(n)
 	mask := w.umem.BaseMask()
-	fill, fmask := s.Fill.Slots()
-	for i, a := range addrs[:room] {
-		fill[(fidx+uint32(i))&fmask] = a & mask
+	if room > 0 {
+		fill, fmask := s.Fill.Slots()
+		_ = fill[fmask] // every slot index below is in bounds
+		for i, a := range addrs[:room] {
+			fill[(fidx+uint32(i))&fmask] = a & mask
+		}
+		s.Fill.Submit(room)
+		w.fillGap -= room
 	}
 	for _, a := range addrs[room:] {
 		s.Frames.Push(a & mask)
-	}
-	if room > 0 {
-		s.Fill.Submit(room)
-		w.fillGap -= room
 	}
 	w.c.dropped += uint64(n)
 }
@@ -468,6 +471,10 @@ func (w *worker) sendBatch(n uint32) {
 // Transmit or Forward to PortIn (queueBack).
 
 func queueDest(tx []xsk.Desc, mask, idx, room uint32, addrs []uint64, lens []uint32, dests []dest, d dest) (n uint32, bytes uint64) {
+	if room == 0 {
+		return 0, 0
+	}
+	_ = tx[mask] // every slot index below is in bounds
 	lens, dests = lens[:len(addrs)], dests[:len(addrs)]
 	for i, di := range dests {
 		if di == d && n < room {
@@ -480,6 +487,10 @@ func queueDest(tx []xsk.Desc, mask, idx, room uint32, addrs []uint64, lens []uin
 }
 
 func queueBack(tx []xsk.Desc, mask, idx, room uint32, addrs []uint64, lens []uint32, dests []dest) (n uint32, bytes uint64) {
+	if room == 0 {
+		return 0, 0
+	}
+	_ = tx[mask] // every slot index below is in bounds
 	lens, dests = lens[:len(addrs)], dests[:len(addrs)]
 	for i, d := range dests {
 		if d.back() && n < room {
@@ -670,6 +681,7 @@ func (w *worker) complete() {
 			fidx, room := rx.Fill.Reserve(n)
 			fill, fmask := rx.Fill.Slots()
 			comp, cmask := s.Completion.Slots()
+			_, _ = fill[fmask], comp[cmask] // every slot index below is in bounds
 			for j := uint32(0); j < room; j++ {
 				fill[(fidx+j)&fmask] = comp[(idx+j)&cmask] & mask
 			}
