@@ -73,9 +73,7 @@ func checkCounted(t *testing.T, row LatencyRow, ran time.Duration) {
 // Whether XDP_TX's p50 is below l2fwd's is a measured property, not a
 // contract: it is reported by xdpeng bench (and the README), not tested
 // here. What is tested of the delays holds on any machine: they are in
-// order, above 0, and XDP_TX's stay under 10 ms (it runs in the softirq of
-// the sending CPU, where nothing is scheduled in between: 10 ms would mean
-// a wrong clock or unit, not a slow machine).
+// order, above 0, and no longer than the test ran (checkCounted).
 func TestLatencyUserspaceAndKernel(t *testing.T) {
 	bed := testbedtest.New(t, 1, 1)
 	start := time.Now()
@@ -92,9 +90,6 @@ func TestLatencyUserspaceAndKernel(t *testing.T) {
 		if row.Sent != 4_000 || row.Lost != 0 || row.Duplicated != 0 || row.Reordered != 0 {
 			t.Errorf("%s: sent %d lost %d duplicated %d reordered %d, want 4000 0 0 0", row.Name(), row.Sent, row.Lost, row.Duplicated, row.Reordered)
 		}
-	}
-	if m := res.Rows[0].Latency.Max; m >= 10_000_000 {
-		t.Errorf("xdp-tx: max delay %d ns: 10 ms or more in a softirq means a wrong clock or unit", m)
 	}
 	checkLatencyEnv(t, res)
 	checkClean(t, bed)

@@ -137,8 +137,11 @@ func checkSane(t *testing.T, r Result) {
 	if r.Histogram.Count != r.Received {
 		t.Errorf("the histogram counts %d frames, %d were received", r.Histogram.Count, r.Received)
 	}
-	if !(0 < s.Min && s.Min <= s.P50 && s.P50 <= s.P99 && s.P99 <= s.Max && s.Max < 10_000_000) {
-		t.Errorf("latency %+v: want 0 < min <= p50 <= p99 <= max < 10 ms", s)
+	// The bound is not a figure of speed (a busy host can hold a frame for
+	// milliseconds) but a check of the clock and the units: a stamp in
+	// another clock, or in other units, is off by seconds or more.
+	if !(0 < s.Min && s.Min <= s.P50 && s.P50 <= s.P99 && s.P99 <= s.Max && s.Max < uint64(time.Second)) {
+		t.Errorf("latency %+v: want 0 < min <= p50 <= p99 <= max < 1 s", s)
 	}
 }
 
