@@ -44,6 +44,25 @@ func run(t *testing.T, bed *testbed.Bed, d time.Duration, paths ...string) Resul
 	return res
 }
 
+// prepared sets up what Run sets up before its paths (cfg checked by the
+// caller) and returns the environment, its setup and the teardown, which
+// the caller defers: it reports a teardown error as the test's.
+func prepared(t *testing.T, cfg *Config) (*env, Setup, func()) {
+	t.Helper()
+	var setup Setup
+	e, done, err := prepare(context.Background(), cfg, &setup)
+	teardown := func() {
+		if err := done(); err != nil {
+			t.Error(err)
+		}
+	}
+	if err != nil {
+		teardown()
+		t.Fatal(err)
+	}
+	return e, setup, teardown
+}
+
 // socketState is what a path could leave behind in this process.
 func socketState(t *testing.T) (sockets int, mapped []string) {
 	t.Helper()

@@ -87,16 +87,8 @@ func TestDPDKKilled(t *testing.T) {
 	if err := cfg.Check(); err != nil {
 		t.Fatal(err)
 	}
-	var setup Setup
-	e, done, err := prepare(context.Background(), &cfg, &setup)
-	defer func() {
-		if err := done(); err != nil {
-			t.Error(err)
-		}
-	}()
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, _, teardown := prepared(t, &cfg)
+	defer teardown()
 	r := &dpdkRunner{e: e, macswap: true}
 	if err := r.start(context.Background()); err != nil {
 		r.stop()

@@ -139,16 +139,8 @@ func TestLatencyDelayedFrames(t *testing.T) {
 		if err := cfg.Check(); err != nil {
 			t.Fatal(err)
 		}
-		var setup Setup
-		e, done, err := prepare(context.Background(), &cfg.Config, &setup)
-		defer func() {
-			if err := done(); err != nil {
-				t.Error(err)
-			}
-		}()
-		if err != nil {
-			t.Fatal(err)
-		}
+		e, setup, teardown := prepared(t, &cfg.Config)
+		defer teardown()
 		info, _ := LookupPath("xsk-l2fwd")
 		row := LatencyRow{Path: info.Name, Family: info.Family, RatePPS: rate, Env: setup.Env}
 		start := time.Now()

@@ -189,16 +189,8 @@ func TestNDRKnownCapacity(t *testing.T) {
 	if err := cfg.Check(); err != nil {
 		t.Fatal(err)
 	}
-	var setup Setup
-	e, done, err := prepare(context.Background(), &cfg, &setup)
-	defer func() {
-		if err := done(); err != nil {
-			t.Error(err)
-		}
-	}()
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, setup, teardown := prepared(t, &cfg)
+	defer teardown()
 	info := PathInfo{Name: "gcra", Family: Drop}
 	s := &session{e: e, info: info, r: &gcra{e: e, interval: 1e9 / capacity}}
 	defer func() {
