@@ -411,6 +411,54 @@ func TestCLICapture(t *testing.T) {
 		}
 	})
 
+	t.Run("pcapng", func(t *testing.T) {
+		file := filepath.Join(dir, "f.pcapng")
+		p := startAttached(t, ns, bin, "rxdrop", "-i", "dut0", "-w", file, "--capture-count", "100", "--json")
+		g := runIn(t, 30*time.Second, bed.GenNS, bin, "gen", "-i", "gen0", "--count", "500", "--rate", "100000", "--json")
+		if g.code != 0 {
+			t.Fatalf("gen:\n%s", g)
+		}
+		time.Sleep(300 * time.Millisecond)
+		r := interrupt(t, p)
+		var sum xskSummary
+		summaryLine(t, r.stdout, &sum)
+		if c := sum.Capture; c == nil || c.Written != 100 {
+			t.Fatalf("capture summary %+v, want 100 frames written", c)
+		}
+		f, err := os.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		nr, err := pcapgo.NewNgReader(f, pcapgo.DefaultNgReaderOptions)
+		if err != nil {
+			t.Fatalf("not a pcapng file: %v", err)
+		}
+		n := 0
+		for ; ; n++ {
+			data, ci, err := nr.ReadPacketData()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("record %d: %v", n, err)
+			}
+			if ci.InterfaceIndex != 0 || len(data) < 42 || !bytes.Equal(data[0:6], link.DUTMAC) {
+				t.Fatalf("record %d: interface %d, %x; want interface 0, a frame to dut0", n, ci.InterfaceIndex, data)
+			}
+		}
+		in, err := nr.Interface(0)
+		if n != 100 || nr.NInterfaces() != 1 || err != nil || in.Name != "dut0" || in.Description != "dut0 rx queue 0" {
+			t.Errorf("%d records, %d interfaces, the first %q %q (%v); want 100 records on dut0, rx queue 0", n, nr.NInterfaces(), in.Name, in.Description, err)
+		}
+		if tcpdump, err := exec.LookPath("tcpdump"); err == nil {
+			out, err := exec.Command(tcpdump, "-r", file, "-nn").Output()
+			if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); err != nil || len(lines) != 100 {
+				t.Errorf("tcpdump -r: %v, %d lines; want 100", err, len(lines))
+			}
+		}
+	})
+
 	t.Run("full rate", func(t *testing.T) {
 		file := filepath.Join(dir, "full.pcap")
 		p := startAttached(t, ns, bin, "rxdrop", "-i", "dut0", "-w", file, "--snaplen", "32", "--json")

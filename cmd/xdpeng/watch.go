@@ -2,8 +2,8 @@ package main
 
 // What the observability flags add to a long-running command: a Prometheus
 // endpoint (--metrics), why XDP frames were lost (-e), softirq and interrupt
-// rates (--irq) and a pcap capture of the frames the workers see (-w). Each
-// command registers the flags that apply to it, checks them with the rest
+// rates (--irq) and a pcap or pcapng capture of the frames the workers see
+// (-w). Each command registers the flags that apply to it, checks them with the rest
 // of its flags, and runs a watcher beside its own loop: the watcher adds
 // lines to the intervals and the summary, and fields to the JSON.
 
@@ -63,7 +63,7 @@ func (w *watchFlags) registerIRQ(fs *pflag.FlagSet) {
 
 func (w *watchFlags) registerCapture(fs *pflag.FlagSet) {
 	w.fs = fs
-	fs.StringVarP(&w.write, "write", "w", "", "write the frames the workers receive to the pcap file `FILE`, as they arrive (before the handler)")
+	fs.StringVarP(&w.write, "write", "w", "", "write the frames the workers receive to the capture file `FILE`, as they arrive (before the handler): pcapng if FILE ends in .pcapng (an interface block per queue), pcap otherwise")
 	fs.IntVar(&w.snaplen, "snaplen", 0, "`bytes` of each frame -w keeps (default: the UMEM frame size, whole frames)")
 	fs.Uint64Var(&w.capCount, "capture-count", 0, "stop the capture after this many `frames`; the run goes on (default: no limit)")
 }
@@ -244,7 +244,17 @@ func (w *watcher) tap(cfg *engine.Config) error {
 		snaplen = int(cfg.FrameSize)
 	}
 	w.capSnap = snaplen
-	c, err := pcap.Start(w.capFile, pcap.Config{Snaplen: snaplen, Count: w.f.capCount, Rings: max(1, len(queues))})
+	pc := pcap.Config{Snaplen: snaplen, Count: w.f.capCount, Rings: max(1, len(queues)), Format: pcap.FormatOf(w.f.write)}
+	if pc.Format == pcap.PcapNG {
+		// One interface block per ring, which is one per queue.
+		for _, q := range queues {
+			pc.Interfaces = append(pc.Interfaces, pcap.Interface{Name: w.dev.Name, Description: fmt.Sprintf("%s rx queue %d", w.dev.Name, q)})
+		}
+		if len(queues) == 0 {
+			pc.Interfaces = []pcap.Interface{{Name: w.dev.Name, Description: w.dev.Name}}
+		}
+	}
+	c, err := pcap.Start(w.capFile, pc)
 	if err != nil {
 		return fmt.Errorf("-w: %w", err)
 	}
@@ -277,7 +287,7 @@ func (w *watcher) running() error {
 // written, is refused first; but it is left as it was until start: an
 // existing file is truncated only then, and one that the open created is
 // removed again by close if the run never started. Until start what is
-// written (the pcap file header) waits in memory.
+// written (the file's header) waits in memory.
 type captureFile struct {
 	path    string
 	mu      sync.Mutex

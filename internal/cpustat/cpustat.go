@@ -2,18 +2,23 @@
 // CPU figures (compare's ns per packet and busy columns, stats --cpu) are
 // computed from.
 //
+// The file is parsed by github.com/prometheus/procfs; this package keeps
+// what xdpeng computes from it: the times in the kernel's own unit (procfs
+// gives seconds as float64, divided by USER_HZ: they are turned back into
+// whole ticks, which are exact), readings subtracted with the kernel's
+// backwards steps clamped, and a CPU's share of a window.
+//
 // The kernel counts the times in USER_HZ ticks, sampled at each scheduler
 // tick unless it was built with IRQ_TIME_ACCOUNTING: a CPU's share of a
 // window is only as fine as its CONFIG_HZ ticks in that window.
 package cpustat
 
 import (
-	"bufio"
-	"bytes"
+	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
+	"math"
+
+	"github.com/prometheus/procfs"
 
 	"github.com/xdpeng/xdpeng/internal/counter"
 )
@@ -56,40 +61,36 @@ func (t Times) Sub(o Times) Times {
 type Stat map[int]Times
 
 // Read reads /proc/stat.
-func Read() (Stat, error) {
-	b, err := os.ReadFile("/proc/stat")
+func Read() (Stat, error) { return ReadFrom(procfs.DefaultMountPoint) }
+
+// ReadFrom reads the file stat of the proc file system mounted at root
+// ("/proc" for this machine's) and picks its per-CPU lines ("cpuN ...").
+func ReadFrom(root string) (Stat, error) {
+	fs, err := procfs.NewFS(root)
 	if err != nil {
 		return nil, fmt.Errorf("read CPU times: %w", err)
 	}
-	return Parse(b)
-}
-
-// Parse picks the per-CPU lines ("cpuN ...") out of /proc/stat.
-func Parse(b []byte) (Stat, error) {
-	st := Stat{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 9 || !strings.HasPrefix(f[0], "cpu") || f[0] == "cpu" {
-			continue
-		}
-		n, err := strconv.Atoi(f[0][3:])
-		if err != nil {
-			continue
-		}
-		var v [8]uint64
-		for i := range v {
-			if v[i], err = strconv.ParseUint(f[i+1], 10, 64); err != nil {
-				return nil, fmt.Errorf("/proc/stat: %s: field %d: %w", f[0], i+1, err)
-			}
-		}
-		st[n] = Times{User: v[0], Nice: v[1], System: v[2], Idle: v[3], IOWait: v[4], IRQ: v[5], SoftIRQ: v[6], Steal: v[7]}
+	ps, err := fs.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read CPU times: %w", err)
 	}
-	if len(st) == 0 {
-		return nil, fmt.Errorf("/proc/stat has no per-CPU lines")
+	if len(ps.CPU) == 0 {
+		return nil, errors.New("read CPU times: /proc/stat has no per-CPU lines")
+	}
+	st := make(Stat, len(ps.CPU))
+	for n, c := range ps.CPU {
+		st[int(n)] = Times{
+			User: ticks(c.User), Nice: ticks(c.Nice), System: ticks(c.System), Idle: ticks(c.Idle),
+			IOWait: ticks(c.Iowait), IRQ: ticks(c.IRQ), SoftIRQ: ticks(c.SoftIRQ), Steal: ticks(c.Steal),
+		}
 	}
 	return st, nil
 }
+
+// ticks turns procfs's seconds back into the USER_HZ ticks the kernel
+// wrote: a whole number of ticks divided by 100 and multiplied again
+// is that number within far less than half a tick, up to 2^52 ticks.
+func ticks(seconds float64) uint64 { return uint64(math.Round(seconds * UserHZ)) }
 
 // Share is a CPU's time over a window, each part in percent of the
 // window (0-100).

@@ -13,6 +13,16 @@
 //
 // The files are global, but /sys/class/net shows the network namespace
 // sysfs was mounted in: `ip netns exec` mounts the namespace's own.
+//
+// /proc/softirqs is parsed by github.com/prometheus/procfs, the header of
+// CPU columns here (procfs keeps none). /proc/interrupts is parsed here:
+// procfs's Interrupts (v0.22) cannot serve the CPU split. It keeps no CPU
+// numbers, so with a CPU offline ("CPU0 CPU1 CPU3") a column could not be
+// put to its CPU; it is a map, so the file's order of lines is lost; and a
+// line with fewer counts than CPUs and a description after them makes it
+// index past the end of the line (a panic, not an error). What xdpeng adds
+// in either case: the lines of one device (Match, DeviceNames), and rates
+// across the kernel's 32-bit counts' wrap-around and resets (RatesBetween).
 package irqstat
 
 import (
@@ -23,6 +33,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/prometheus/procfs"
 )
 
 // The files read.
@@ -43,52 +55,67 @@ type Softirqs struct {
 
 // ReadSoftirqs reads /proc/softirqs.
 func ReadSoftirqs() (Softirqs, error) {
-	f, err := os.Open(SoftirqsPath)
+	s, err := ReadSoftirqsFrom(procfs.DefaultMountPoint)
 	if err != nil {
 		return Softirqs{}, fmt.Errorf("read softirq counts: %w", err)
-	}
-	defer f.Close()
-	s, err := ParseSoftirqs(f)
-	if err != nil {
-		return Softirqs{}, fmt.Errorf("%s: %w", SoftirqsPath, err)
 	}
 	return s, nil
 }
 
-// ParseSoftirqs parses the format of /proc/softirqs: a header of CPU
-// columns, then one line per softirq, "NET_RX:" and a count per CPU.
-func ParseSoftirqs(r io.Reader) (Softirqs, error) {
-	sc := bufio.NewScanner(r)
-	if !sc.Scan() {
-		return Softirqs{}, fmt.Errorf("empty: %w", scanErr(sc))
+// ReadSoftirqsFrom reads the file softirqs of the proc file system mounted
+// at root: a header of CPU columns, then one line per softirq, "NET_RX:"
+// and a count per CPU. procfs parses the counts; the header is read here,
+// as procfs keeps no CPU numbers, and every softirq must have a count for
+// each of its columns.
+func ReadSoftirqsFrom(root string) (Softirqs, error) {
+	path := filepath.Join(root, "softirqs")
+	cpus, err := readHeader(path)
+	if err != nil {
+		return Softirqs{}, fmt.Errorf("%s: %w", path, err)
 	}
-	cpus, err := parseHeader(sc.Text())
+	fs, err := procfs.NewFS(root)
 	if err != nil {
 		return Softirqs{}, err
 	}
-	s := Softirqs{CPUs: cpus, Counts: map[string][]uint64{}}
-	for sc.Scan() {
-		line := sc.Text()
-		name, rest, ok := strings.Cut(line, ":")
-		if !ok {
-			return Softirqs{}, fmt.Errorf("line %q has no colon", line)
-		}
-		fields := strings.Fields(rest)
-		if len(fields) != len(cpus) {
-			return Softirqs{}, fmt.Errorf("line %q has %d counts for %d CPUs", line, len(fields), len(cpus))
-		}
-		counts := make([]uint64, len(fields))
-		for i, f := range fields {
-			if counts[i], err = strconv.ParseUint(f, 10, 64); err != nil {
-				return Softirqs{}, fmt.Errorf("line %q: %w", line, err)
-			}
-		}
-		s.Counts[strings.TrimSpace(name)] = counts
+	ps, err := fs.Softirqs()
+	if err != nil {
+		return Softirqs{}, fmt.Errorf("%s: %w", path, err)
 	}
-	if err := sc.Err(); err != nil {
-		return Softirqs{}, err
+	s := Softirqs{CPUs: cpus, Counts: map[string][]uint64{}}
+	for _, row := range []struct {
+		name   string
+		counts []uint64
+	}{
+		{"HI", ps.Hi}, {"TIMER", ps.Timer}, {"NET_TX", ps.NetTx}, {"NET_RX", ps.NetRx}, {"BLOCK", ps.Block},
+		{"IRQ_POLL", ps.IRQPoll}, {"TASKLET", ps.Tasklet}, {"SCHED", ps.Sched}, {"HRTIMER", ps.HRTimer}, {"RCU", ps.RCU},
+	} {
+		if row.counts == nil {
+			continue
+		}
+		if len(row.counts) != len(cpus) {
+			return Softirqs{}, fmt.Errorf("%s: %s has %d counts for %d CPUs", path, row.name, len(row.counts), len(cpus))
+		}
+		s.Counts[row.name] = row.counts
+	}
+	if len(s.Counts) == 0 {
+		return Softirqs{}, fmt.Errorf("%s has no softirq line (\"NET_RX:\" and a count per CPU)", path)
 	}
 	return s, nil
+}
+
+// readHeader reads the CPU columns of the first line of the file at path.
+func readHeader(path string) ([]int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 4<<10), 1<<20)
+	if !sc.Scan() {
+		return nil, fmt.Errorf("empty: %w", scanErr(sc))
+	}
+	return parseHeader(sc.Text())
 }
 
 // parseHeader reads the CPU numbers of a header line "CPU0 CPU1 CPU3".

@@ -10,14 +10,23 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// procRoot makes a proc file system's root whose softirqs file holds text.
+func procRoot(t *testing.T, text []byte) string {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "softirqs"), text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
 func readSoftirqs(t *testing.T, name string) Softirqs {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", name))
+	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	s, err := ParseSoftirqs(f)
+	s, err := ReadSoftirqsFrom(procRoot(t, b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +96,7 @@ func TestParseRefusesGarbage(t *testing.T) {
 		{"no colon", "CPU0\nNET_RX 1\n", "no colon"},
 		{"no count", "CPU0\n 24: IO-APIC 5-edge x\n", "no count"},
 	} {
-		_, errS := ParseSoftirqs(strings.NewReader(tc.text))
+		_, errS := ReadSoftirqsFrom(procRoot(t, []byte(tc.text)))
 		_, errI := ParseInterrupts(strings.NewReader(tc.text))
 		// Each case is bad for at least the parser it was written for.
 		if (errS == nil || !strings.Contains(errS.Error(), tc.want)) && (errI == nil || !strings.Contains(errI.Error(), tc.want)) {

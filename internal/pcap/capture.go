@@ -41,6 +41,11 @@ type Config struct {
 	Slots int
 	// LinkType is the file's link type; 0 means LinkTypeEthernet.
 	LinkType uint32
+	// Format is the file's format; the zero value is Pcap.
+	Format Format
+	// Interfaces, for PcapNG, describe where each ring's frames come
+	// from, one per ring; nil gives ring i the description "ring i".
+	Interfaces []Interface
 }
 
 func (c *Config) validate() error {
@@ -63,6 +68,12 @@ func (c *Config) validate() error {
 		return fmt.Errorf("pcap: %d rings: need at least 1", c.Rings)
 	case c.Slots < 0 || c.Slots&(c.Slots-1) != 0:
 		return fmt.Errorf("pcap: %d slots per ring: must be a power of two", c.Slots)
+	case c.LinkType > MaxLinkType:
+		return fmt.Errorf("pcap: link type %d out of range 1..%d", c.LinkType, MaxLinkType)
+	case c.Format != Pcap && c.Format != PcapNG:
+		return fmt.Errorf("pcap: unknown file format %d", c.Format)
+	case c.Interfaces != nil && len(c.Interfaces) != c.Rings:
+		return fmt.Errorf("pcap: %d interfaces for %d rings: give one per ring", len(c.Interfaces), c.Rings)
 	case c.Slots*c.Snaplen > MaxRingBytes:
 		return fmt.Errorf("pcap: %d slots of %d bytes is %d MiB per ring, more than %d MiB",
 			c.Slots, c.Snaplen, c.Slots*c.Snaplen>>20, MaxRingBytes>>20)
@@ -84,7 +95,7 @@ type Stats struct {
 	Discarded uint64 `json:"discarded"`
 }
 
-// Capture writes the frames put into its rings to a pcap file.
+// Capture writes the frames put into its rings to a pcap or pcapng file.
 type Capture struct {
 	cfg   Config
 	rings []*Ring
@@ -136,9 +147,21 @@ func Start(w io.Writer, cfg Config) (*Capture, error) {
 		closing:  make(chan struct{}),
 		finished: make(chan struct{}),
 	}
-	pw, err := NewWriter(c.bw, cfg.Snaplen, cfg.LinkType)
+	var pw *Writer
+	var err error
+	if cfg.Format == PcapNG {
+		ifaces := cfg.Interfaces
+		if ifaces == nil {
+			for i := range cfg.Rings {
+				ifaces = append(ifaces, Interface{Description: fmt.Sprintf("ring %d", i)})
+			}
+		}
+		pw, err = NewNgWriter(c.bw, cfg.Snaplen, cfg.LinkType, ifaces)
+	} else {
+		pw, err = NewWriter(c.bw, cfg.Snaplen, cfg.LinkType)
+	}
 	if err == nil {
-		err = c.bw.Flush()
+		err = c.flush(pw)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pcap: write file header: %w", err)
@@ -209,8 +232,8 @@ func (c *Capture) run() {
 	defer close(c.finished)
 	defer func() {
 		c.stop()
-		if err := c.bw.Flush(); err != nil && c.err == nil {
-			c.err = fmt.Errorf("pcap: flush: %w", err)
+		if err := c.flush(c.pw); err != nil && c.err == nil {
+			c.err = err
 		}
 		close(c.done)
 	}()
@@ -231,8 +254,8 @@ func (c *Capture) run() {
 			return
 		}
 		if n == 0 {
-			if err := c.bw.Flush(); err != nil {
-				c.err = fmt.Errorf("pcap: flush: %w", err)
+			if err := c.flush(c.pw); err != nil {
+				c.err = err
 				return
 			}
 			select {
@@ -241,6 +264,17 @@ func (c *Capture) run() {
 			}
 		}
 	}
+}
+
+// flush writes out what pw and the file's buffer hold.
+func (c *Capture) flush(pw *Writer) error {
+	if err := pw.Flush(); err != nil {
+		return err
+	}
+	if err := c.bw.Flush(); err != nil {
+		return fmt.Errorf("pcap: flush: %w", err)
+	}
+	return nil
 }
 
 // drain writes the frames in the rings up to their current heads, oldest
@@ -273,7 +307,7 @@ func (c *Capture) drain(heads []uint64) (n int, more bool) {
 		r := c.rings[best]
 		t := r.tail.Load()
 		m := r.meta[t&r.mask]
-		if err := c.pw.WritePacket(m.ts, r.slot(t)[:m.capLen], int(m.origLen)); err != nil {
+		if err := c.pw.WritePacket(c.ringIface(best), m.ts, r.slot(t)[:m.capLen], int(m.origLen)); err != nil {
 			c.err = err
 			return n, false
 		}
@@ -281,6 +315,14 @@ func (c *Capture) drain(heads []uint64) (n int, more bool) {
 		c.written.Add(1)
 		n++
 	}
+}
+
+// ringIface is the pcapng interface of ring i's frames: its own.
+func (c *Capture) ringIface(i int) int {
+	if c.cfg.Format == PcapNG {
+		return i
+	}
+	return 0
 }
 
 // Ring is one producer's ring of a Capture. Put may be called from one

@@ -80,7 +80,7 @@ func TestWriterRoundTrip(t *testing.T) {
 		data []byte
 		orig int
 	}{{base, short, 60}, {base + 999_999_999, long, 1500}, {0, short[:10], 60}} {
-		if err := w.WritePacket(r.ts, r.data, r.orig); err != nil {
+		if err := w.WritePacket(0, r.ts, r.data, r.orig); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -112,14 +112,129 @@ func TestWriterRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.WritePacket(-1, []byte{1}, 1); err == nil || !strings.Contains(err.Error(), "timestamp") {
+	if err := w.WritePacket(0, -1, []byte{1}, 1); err == nil || !strings.Contains(err.Error(), "timestamp") {
 		t.Errorf("negative timestamp: %v", err)
 	}
-	if err := w.WritePacket(base, []byte{1, 2}, 1); err == nil || !strings.Contains(err.Error(), "original length") {
+	if err := w.WritePacket(0, base, []byte{1, 2}, 1); err == nil || !strings.Contains(err.Error(), "original length") {
 		t.Errorf("original length below captured: %v", err)
 	}
 	if _, err := NewWriter(failWriter{}, 64, LinkTypeEthernet); err == nil {
 		t.Error("a failed header write was not reported")
+	}
+	if err := w.WritePacket(1, base, []byte{1}, 1); err == nil || !strings.Contains(err.Error(), "interface 1") {
+		t.Errorf("interface 1 of a classic pcap file: %v", err)
+	}
+	if _, err := NewWriter(io.Discard, 64, 256); err == nil || !strings.Contains(err.Error(), "link type") {
+		t.Errorf("link type 256: %v", err)
+	}
+	if _, err := NewNgWriter(io.Discard, 64, LinkTypeEthernet, nil); err == nil || !strings.Contains(err.Error(), "interface") {
+		t.Errorf("pcapng without interfaces: %v", err)
+	}
+	ng, err := NewNgWriter(io.Discard, 64, LinkTypeEthernet, []Interface{{Name: "dut0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ng.WritePacket(1, base, []byte{1}, 1); err == nil || !strings.Contains(err.Error(), "interface 1") {
+		t.Errorf("interface 1 of a pcapng file with one: %v", err)
+	}
+	if err := ng.WritePacket(0, -1, []byte{1}, 1); err == nil || !strings.Contains(err.Error(), "timestamp") {
+		t.Errorf("pcapng, negative timestamp: %v", err)
+	}
+	// pcapng's timestamps are 64 bits of nanoseconds: 2200 is fine.
+	if err := ng.WritePacket(0, 230*365*24*3600*1e9, []byte{1}, 1); err != nil {
+		t.Errorf("pcapng, a time after 2106: %v", err)
+	}
+}
+
+// ngRecord is a frame read from a pcapng file, with its interface.
+type ngRecord struct {
+	record
+	iface int
+}
+
+// readNg reads a pcapng file with gopacket's reader: its interfaces, as
+// its interface description blocks say, and its frames.
+func readNg(t *testing.T, r io.Reader, snaplen int) ([]pcapgo.NgInterface, []ngRecord) {
+	t.Helper()
+	nr, err := pcapgo.NewNgReader(r, pcapgo.DefaultNgReaderOptions)
+	if err != nil {
+		t.Fatalf("gopacket cannot read the pcapng file: %v", err)
+	}
+	var out []ngRecord
+	for {
+		data, ci, err := nr.ReadPacketData()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("read record %d: %v", len(out), err)
+		}
+		out = append(out, ngRecord{record{ts: ci.Timestamp.UnixNano(), data: data, origLen: ci.Length}, ci.InterfaceIndex})
+	}
+	var ifaces []pcapgo.NgInterface
+	for i := range nr.NInterfaces() {
+		in, err := nr.Interface(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.LinkType != layers.LinkTypeEthernet || in.SnapLength != uint32(snaplen) || in.TimestampResolution != 9 {
+			t.Errorf("interface %d: link type %v, snaplen %d, resolution %v; want Ethernet, %d, 9 (ns)", i, in.LinkType, in.SnapLength, in.TimestampResolution, snaplen)
+		}
+		ifaces = append(ifaces, in)
+	}
+	return ifaces, out
+}
+
+func TestNgWriterRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	ifaces := []Interface{{Name: "dut0", Description: "dut0 rx queue 0"}, {Name: "dut0", Description: "dut0 rx queue 3"}}
+	w, err := NewNgWriter(&buf, 100, LinkTypeEthernet, ifaces)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := make([]byte, 1500)
+	for i := range long {
+		long[i] = byte(i)
+	}
+	in := []ngRecord{
+		{record{base, long[:60], 60}, 1},
+		{record{base + 999_999_999, long, 1500}, 0},
+		{record{0, long[:10], 60}, 1},
+	}
+	for _, r := range in {
+		if err := w.WritePacket(r.iface, r.ts, r.data, r.origLen); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	gotIfaces, got := readNg(t, &buf, 100)
+	if len(gotIfaces) != 2 {
+		t.Fatalf("%d interfaces, want 2", len(gotIfaces))
+	}
+	for i, want := range ifaces {
+		if gotIfaces[i].Name != want.Name || gotIfaces[i].Description != want.Description {
+			t.Errorf("interface %d: %q %q, want %q %q", i, gotIfaces[i].Name, gotIfaces[i].Description, want.Name, want.Description)
+		}
+	}
+	if len(got) != len(in) {
+		t.Fatalf("read %d records, want %d", len(got), len(in))
+	}
+	for i, want := range in {
+		want.data = want.data[:min(100, len(want.data))] // cut to the snapshot length
+		if got[i].ts != want.ts || got[i].origLen != want.origLen || got[i].iface != want.iface || !bytes.Equal(got[i].data, want.data) {
+			t.Errorf("record %d: ts %d, length %d, interface %d, %d bytes; want ts %d, length %d, interface %d, %d bytes", i,
+				got[i].ts, got[i].origLen, got[i].iface, len(got[i].data), want.ts, want.origLen, want.iface, len(want.data))
+		}
+	}
+}
+
+func TestFormatOf(t *testing.T) {
+	for path, want := range map[string]Format{"a.pcapng": PcapNG, "/x/A.PCAPNG": PcapNG, "a.pcap": Pcap, "a": Pcap, "a.pcapng.gz": Pcap, "/dev/null": Pcap} {
+		if got := FormatOf(path); got != want {
+			t.Errorf("FormatOf(%q) = %v, want %v", path, got, want)
+		}
 	}
 }
 
@@ -132,6 +247,9 @@ func TestConfigRefused(t *testing.T) {
 		{Config{Rings: -1}, "rings"},
 		{Config{Slots: 3}, "power of two"},
 		{Config{Slots: 1 << 20, Snaplen: 4096}, "MiB per ring"},
+		{Config{LinkType: 1000}, "link type"},
+		{Config{Format: 7}, "format"},
+		{Config{Rings: 2, Format: PcapNG, Interfaces: []Interface{{Name: "dut0"}}}, "1 interfaces for 2 rings"},
 	} {
 		if _, err := Start(io.Discard, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Start(%+v) = %v, want an error about %q", tc.cfg, err, tc.want)
@@ -208,6 +326,55 @@ func TestCaptureRace(t *testing.T) {
 	}
 	if next != [rings]int{perRing, perRing, perRing} {
 		t.Errorf("frames per ring in the file: %v, want %d each", next, perRing)
+	}
+}
+
+// TestCapturePcapNG: a pcapng capture has an interface per ring, and each
+// frame is on its ring's; the rings are merged by timestamp as in pcap.
+func TestCapturePcapNG(t *testing.T) {
+	var buf syncBuffer
+	ifaces := []Interface{{Name: "dut0", Description: "dut0 rx queue 2"}, {Name: "dut0", Description: "dut0 rx queue 5"}}
+	c, err := Start(&buf, Config{Rings: 2, Slots: 64, Snaplen: 128, Format: PcapNG, Interfaces: ifaces})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const perRing = 20
+	for seq := range perRing {
+		for ring := range 2 {
+			if !c.Ring(ring).Put(frameTS(ring, seq), frame(ring, seq)) {
+				t.Fatal("a ring of 64 slots is full after fewer frames")
+			}
+		}
+	}
+	st, err := c.Close()
+	if err != nil || st != (Stats{Written: 2 * perRing}) {
+		t.Fatalf("Close = %+v, %v; want %d written", st, err, 2*perRing)
+	}
+	got, recs := readNg(t, buf.reader(), 128)
+	if len(got) != 2 || got[0].Description != "dut0 rx queue 2" || got[1].Description != "dut0 rx queue 5" || got[1].Name != "dut0" {
+		t.Fatalf("interfaces %+v, want dut0's queues 2 and 5", got)
+	}
+	if len(recs) != 2*perRing {
+		t.Fatalf("%d records, want %d", len(recs), 2*perRing)
+	}
+	for i, r := range recs {
+		ring, seq := int(binary.BigEndian.Uint32(r.data[0:])), int(binary.BigEndian.Uint32(r.data[4:]))
+		if ring != i%2 || seq != i/2 || r.iface != ring || r.ts != frameTS(ring, seq) || !bytes.Equal(r.data, frame(ring, seq)) {
+			t.Errorf("record %d: frame %d of ring %d on interface %d at %d; want frame %d of ring %d on its own interface", i, seq, ring, r.iface, r.ts, i/2, i%2)
+		}
+	}
+
+	// Without Interfaces, ring i is described as "ring i".
+	buf = syncBuffer{}
+	c, err = Start(&buf, Config{Rings: 3, Format: PcapNG})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := readNg(t, buf.reader(), DefaultSnaplen); len(got) != 3 || got[2].Description != "ring 2" {
+		t.Errorf("interfaces %+v, want rings 0..2", got)
 	}
 }
 
@@ -349,11 +516,18 @@ func udpFrame(t *testing.T, dport uint16, size int) []byte {
 	return buf.Bytes()
 }
 
-// TestCreateReadByTcpdump writes real UDP frames to a file and reads it
-// back with gopacket and, where installed, tcpdump.
+// TestCreateReadByTcpdump writes real UDP frames to a pcap and a pcapng
+// file and reads them back with gopacket and, where installed, tcpdump.
 func TestCreateReadByTcpdump(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cap.pcap")
-	c, err := Create(path, Config{Rings: 2, Snaplen: 128})
+	for _, name := range []string{"cap.pcap", "cap.pcapng"} {
+		t.Run(name, func(t *testing.T) { createReadByTcpdump(t, name) })
+	}
+}
+
+func createReadByTcpdump(t *testing.T, name string) {
+	path := filepath.Join(t.TempDir(), name)
+	format := FormatOf(path)
+	c, err := Create(path, Config{Rings: 2, Snaplen: 128, Format: format})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +550,15 @@ func TestCreateReadByTcpdump(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	recs := readAll(t, f, 128)
+	var recs []record
+	if format == PcapNG {
+		_, ng := readNg(t, f, 128)
+		for _, r := range ng {
+			recs = append(recs, r.record)
+		}
+	} else {
+		recs = readAll(t, f, 128)
+	}
 	if len(recs) != n {
 		t.Fatalf("gopacket read %d frames, want %d", len(recs), n)
 	}

@@ -1,16 +1,31 @@
-// Package pcap writes frames to a classic pcap file, and captures frames from
-// a data path into one without making the data path wait.
+// Package pcap writes frames to a pcap or pcapng file, and captures frames
+// from a data path into one without making the data path wait.
 //
-// # The format
+// # The formats
 //
-// The file is classic pcap (libpcap's format, what `tcpdump -w` writes), with
-// the nanosecond magic number 0xa1b23c4d, little-endian: tcpdump, Wireshark,
-// tshark and gopacket's pcapgo read it, nanoseconds included. pcapng was not
-// chosen because what it adds is not needed here: a capture holds the frames
-// of one device (one link type), and a record of classic pcap is a fixed
-// 16-byte header then the bytes, which a writer cannot get wrong. A pcapng
-// writer could later add the receive queue of each frame (epb_queue) on top
-// of the same rings.
+// The records are written by github.com/google/gopacket/pcapgo. Classic
+// pcap (what `tcpdump -w` writes) has the nanosecond magic number
+// 0xa1b23c4d, little-endian: tcpdump, Wireshark, tshark and pcapgo read it,
+// nanoseconds included. pcapng (Format PcapNG) has one interface
+// description block per ring, named after the device and saying which
+// receive queue the ring's frames came from (Interface), and each frame's
+// enhanced packet block points at its ring's: Wireshark shows both
+// (frame.interface_name, frame.interface_description), with timestamps in
+// nanoseconds (if_tsresol 9).
+//
+// What this package keeps of its own is what pcapgo does not do. Its Writer
+// checks what pcapgo writes unchecked: a snapshot length in the format's
+// range, an original length no shorter than the bytes captured, and a
+// timestamp the format can hold (pcapgo would truncate one past 2106 in
+// classic pcap, and write a time before 1970 as a huge unsigned number).
+// And the capture path, the rings below: pcapgo is a file writer, not a way
+// for a worker to hand over frames without waiting. Writing through pcapgo
+// allocates nothing per frame either, so the writer goroutine makes no
+// garbage at any rate: `go test -bench Writer -benchmem ./internal/pcap/`
+// measured 0 B/op, 0 allocs/op in both formats, 39-42 ns per 64-byte frame
+// in pcap and 43-45 ns in pcapng (2-CPU VM), some 20 million frames per
+// second, ten times what the test bed delivers; Ring.Put, the data path's
+// share, is 10-12 ns and 0 allocs/op (BenchmarkPut/copy).
 //
 // # Capture
 //
@@ -28,20 +43,30 @@
 package pcap
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
 )
 
 // File format constants.
 const (
-	// MagicNanos is the magic number of a pcap file whose timestamps are in
-	// nanoseconds (microseconds: 0xa1b2c3d4).
+	// MagicNanos is the magic number of a classic pcap file whose
+	// timestamps are in nanoseconds (microseconds: 0xa1b2c3d4).
 	MagicNanos = 0xa1b23c4d
 	// LinkTypeEthernet is LINKTYPE_ETHERNET, the link type of every frame
 	// xdpeng sees.
 	LinkTypeEthernet = 1
+	// MaxLinkType is the largest link type the writers take (pcapgo's
+	// link types are 8 bits wide).
+	MaxLinkType = math.MaxUint8
 	// MaxSnaplen is the largest snapshot length readers accept (libpcap's
 	// MAXIMUM_SNAPLEN).
 	MaxSnaplen = 262144
@@ -50,60 +75,159 @@ const (
 	recordHeaderLen = 16
 )
 
-// Writer writes a pcap file record by record; it does not buffer (give it a
-// bufio.Writer) and is not safe for concurrent use.
-type Writer struct {
-	w       io.Writer
-	snaplen int
-	hdr     [recordHeaderLen]byte
+// Format is the format of a capture file.
+type Format int
+
+const (
+	// Pcap is classic pcap with nanosecond timestamps.
+	Pcap Format = iota
+	// PcapNG is pcapng: a section header, an interface description block
+	// per ring, and an enhanced packet block per frame.
+	PcapNG
+)
+
+// String is the format's usual file name extension, without the dot.
+func (f Format) String() string {
+	if f == PcapNG {
+		return "pcapng"
+	}
+	return "pcap"
 }
 
-// NewWriter writes the file header to w: nanosecond timestamps, frames
-// truncated to snaplen bytes (1..MaxSnaplen), link type linkType.
-func NewWriter(w io.Writer, snaplen int, linkType uint32) (*Writer, error) {
-	if snaplen < 1 || snaplen > MaxSnaplen {
-		return nil, fmt.Errorf("pcap: snapshot length %d out of range 1..%d", snaplen, MaxSnaplen)
+// FormatOf is the format a file name asks for: PcapNG for a name ending in
+// ".pcapng" (in any case), Pcap for any other.
+func FormatOf(path string) Format {
+	if strings.EqualFold(filepath.Ext(path), ".pcapng") {
+		return PcapNG
 	}
-	var h [fileHeaderLen]byte
-	le := binary.LittleEndian
-	le.PutUint32(h[0:], MagicNanos)
-	le.PutUint16(h[4:], 2) // version 2.4
-	le.PutUint16(h[6:], 4)
-	// h[8:16]: thiszone and sigfigs, always 0.
-	le.PutUint32(h[16:], uint32(snaplen))
-	le.PutUint32(h[20:], linkType)
-	if _, err := w.Write(h[:]); err != nil {
+	return Pcap
+}
+
+// Interface is what a pcapng file says of the interface one ring's frames
+// came from, in its interface description block.
+type Interface struct {
+	// Name is the network device, "dut0" (if_name).
+	Name string
+	// Description is free text, such as "dut0 rx queue 3"
+	// (if_description).
+	Description string
+}
+
+// Writer writes a pcap or pcapng file record by record; it is not safe for
+// concurrent use. A classic pcap Writer does not buffer (give it a
+// bufio.Writer); a pcapng Writer buffers unless it is given a
+// *bufio.Writer of 4 KiB or more, which it then writes through: Flush
+// writes out what it holds.
+type Writer struct {
+	snaplen int
+	pcap    *pcapgo.Writer
+	ng      *pcapgo.NgWriter
+	ifaces  int
+}
+
+// NewWriter writes a classic pcap file header to w: nanosecond
+// timestamps, frames truncated to snaplen bytes (1..MaxSnaplen), link type
+// linkType (1..MaxLinkType).
+func NewWriter(w io.Writer, snaplen int, linkType uint32) (*Writer, error) {
+	if err := checkHeader(snaplen, linkType); err != nil {
+		return nil, err
+	}
+	pw := pcapgo.NewWriterNanos(w)
+	if err := pw.WriteFileHeader(uint32(snaplen), layers.LinkType(linkType)); err != nil {
 		return nil, fmt.Errorf("pcap: write file header: %w", err)
 	}
-	return &Writer{w: w, snaplen: snaplen}, nil
+	return &Writer{snaplen: snaplen, pcap: pw, ifaces: 1}, nil
+}
+
+// NewNgWriter writes a pcapng section header to w and one interface
+// description block per entry of ifaces (at least one), each with
+// snapshot length snaplen (1..MaxSnaplen), link type linkType
+// (1..MaxLinkType) and nanosecond timestamps. WritePacket's iface is an
+// index into ifaces.
+func NewNgWriter(w io.Writer, snaplen int, linkType uint32, ifaces []Interface) (*Writer, error) {
+	if err := checkHeader(snaplen, linkType); err != nil {
+		return nil, err
+	}
+	if len(ifaces) == 0 {
+		return nil, fmt.Errorf("pcap: a pcapng file needs at least one interface")
+	}
+	idb := func(i Interface) pcapgo.NgInterface {
+		return pcapgo.NgInterface{Name: i.Name, Description: i.Description, OS: runtime.GOOS,
+			LinkType: layers.LinkType(linkType), SnapLength: uint32(snaplen), TimestampResolution: 9}
+	}
+	ng, err := pcapgo.NewNgWriterInterface(w, idb(ifaces[0]), pcapgo.NgWriterOptions{
+		SectionInfo: pcapgo.NgSectionInfo{Hardware: runtime.GOARCH, OS: runtime.GOOS, Application: "xdpeng"}})
+	if err != nil {
+		return nil, fmt.Errorf("pcap: write pcapng header: %w", err)
+	}
+	for _, i := range ifaces[1:] {
+		if _, err := ng.AddInterface(idb(i)); err != nil {
+			return nil, fmt.Errorf("pcap: write pcapng interface %q: %w", i.Description, err)
+		}
+	}
+	return &Writer{snaplen: snaplen, ng: ng, ifaces: len(ifaces)}, nil
+}
+
+func checkHeader(snaplen int, linkType uint32) error {
+	switch {
+	case snaplen < 1 || snaplen > MaxSnaplen:
+		return fmt.Errorf("pcap: snapshot length %d out of range 1..%d", snaplen, MaxSnaplen)
+	case linkType < 1 || linkType > MaxLinkType:
+		return fmt.Errorf("pcap: link type %d out of range 1..%d", linkType, MaxLinkType)
+	}
+	return nil
 }
 
 // Snaplen is the snapshot length of the file.
 func (w *Writer) Snaplen() int { return w.snaplen }
 
+// Format is the file's format.
+func (w *Writer) Format() Format {
+	if w.ng != nil {
+		return PcapNG
+	}
+	return Pcap
+}
+
 // WritePacket writes one record: the frame's first bytes data (cut to the
-// snapshot length), its length on the wire origLen (at least len(data)) and
-// its timestamp ts in nanoseconds since the Unix epoch (not before it).
-func (w *Writer) WritePacket(ts int64, data []byte, origLen int) error {
+// snapshot length), its length on the wire origLen (at least len(data)),
+// its timestamp ts in nanoseconds since the Unix epoch (not before it; in
+// classic pcap up to 2106), and, in pcapng, the index iface of the
+// interface it came from (0 in classic pcap).
+func (w *Writer) WritePacket(iface int, ts int64, data []byte, origLen int) error {
 	if len(data) > w.snaplen {
 		data = data[:w.snaplen]
 	}
-	if ts < 0 || ts/1e9 > math.MaxUint32 {
-		return fmt.Errorf("pcap: timestamp %d ns is outside the format's range (1970 to 2106)", ts)
+	if ts < 0 || (w.pcap != nil && ts/1e9 > math.MaxUint32) {
+		return fmt.Errorf("pcap: timestamp %d ns is outside the %v format's range", ts, w.Format())
 	}
 	if origLen < len(data) || origLen > math.MaxUint32 {
 		return fmt.Errorf("pcap: original length %d is less than the %d bytes captured or too large", origLen, len(data))
 	}
-	le := binary.LittleEndian
-	le.PutUint32(w.hdr[0:], uint32(ts/1e9))
-	le.PutUint32(w.hdr[4:], uint32(ts%1e9))
-	le.PutUint32(w.hdr[8:], uint32(len(data)))
-	le.PutUint32(w.hdr[12:], uint32(origLen))
-	if _, err := w.w.Write(w.hdr[:]); err != nil {
-		return fmt.Errorf("pcap: write record header: %w", err)
+	if iface < 0 || iface >= w.ifaces {
+		return fmt.Errorf("pcap: interface %d of a file with %d", iface, w.ifaces)
 	}
-	if _, err := w.w.Write(data); err != nil {
+	ci := gopacket.CaptureInfo{Timestamp: time.Unix(0, ts), CaptureLength: len(data), Length: origLen, InterfaceIndex: iface}
+	var err error
+	if w.ng != nil {
+		err = w.ng.WritePacket(ci, data)
+	} else {
+		err = w.pcap.WritePacket(ci, data)
+	}
+	if err != nil {
 		return fmt.Errorf("pcap: write frame: %w", err)
+	}
+	return nil
+}
+
+// Flush writes out what a pcapng Writer holds; a classic pcap Writer
+// holds nothing.
+func (w *Writer) Flush() error {
+	if w.ng == nil {
+		return nil
+	}
+	if err := w.ng.Flush(); err != nil {
+		return fmt.Errorf("pcap: flush: %w", err)
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -82,7 +84,11 @@ cpu0 100 0 300 100 0 0 200 0 0 0
 cpu1 50 0 50 400 0 0 0 0 0 0
 intr 1 2 3
 `
-	before, err := cpustat.Parse([]byte(stat))
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "stat"), []byte(stat), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, err := cpustat.ReadFrom(root)
 	if err != nil {
 		t.Fatal(err)
 	}
