@@ -23,8 +23,13 @@ import (
 // trial whose generator could not keep the rate fails, whatever it lost:
 // its threads fell behind their pacing and skipped more than 1% of the
 // frames the rate asks for (gen.Stats.Skipped), so the path was not shown
-// to carry the rate. Then two checks run: a trial at the rate found, and
-// one 10% above it.
+// to carry the rate. A trial that fails is run once more at its rate; if
+// the repeat passes, the rate passes and is reported as marginal. Then
+// Verify trials run at the rate found: it stands only if every one passes
+// (loses nothing; for the PDR, no more than LossPct); if one fails, the
+// rate one resolution lower is verified, up to maxStepsDown steps. Last,
+// for the NDR, one trial 10% above the verified rate shows what lies
+// beyond it.
 type NDRConfig struct {
 	// Trial is the length of each trial, at least 500 ms.
 	Trial time.Duration
@@ -34,10 +39,33 @@ type NDRConfig struct {
 	// LossPct, if above 0, adds a PDR search that lets a trial lose this
 	// percentage of its frames, below 100.
 	LossPct float64
+	// Verify is the number of trials at the answer, 1..MaxVerify; 0 means
+	// DefaultVerify.
+	Verify int
 }
 
 // DefaultNDR is the search compare --ndr runs by default.
-var DefaultNDR = NDRConfig{Trial: time.Second, Resolution: 0.01}
+var DefaultNDR = NDRConfig{Trial: time.Second, Resolution: 0.01, Verify: DefaultVerify}
+
+// Verification trials: how many by default and at most.
+const (
+	DefaultVerify = 3
+	MaxVerify     = 100
+)
+
+// maxStepsDown bounds the steps of one resolution below the search's
+// answer that verification takes before it gives up.
+const maxStepsDown = 5
+
+// searchRepeats is how many times a failing search trial is repeated.
+const searchRepeats = 1
+
+func (c *NDRConfig) verifyTrials() int {
+	if c.Verify == 0 {
+		return DefaultVerify
+	}
+	return c.Verify
+}
 
 // checkAbove is how far above the rate found the second check trial runs.
 const checkAbove = 0.10
@@ -55,6 +83,8 @@ func (c *NDRConfig) check() error {
 		return fmt.Errorf("resolution %v%% of the upper bound: use more than 0 and at most 50", c.Resolution*100)
 	case !(c.LossPct >= 0 && c.LossPct < 100):
 		return fmt.Errorf("loss limit %v%%: use at least 0 and less than 100", c.LossPct)
+	case c.Verify < 0 || c.Verify > MaxVerify:
+		return fmt.Errorf("%d verification trials: use 1 to %d", c.Verify, MaxVerify)
 	}
 	return nil
 }
@@ -79,8 +109,20 @@ type Search struct {
 	// the upper bound passed.
 	Limit string  `json:"limit"`
 	Steps []Trial `json:"steps"`
-	// Checks are the trials after an NDR search: at RatePPS, and 10%
-	// above it.
+	// MarginalPPS are the rates whose first trial failed and whose repeat
+	// passed.
+	MarginalPPS []uint64 `json:"marginal_pps,omitempty"`
+	// VerifiedPPS is the highest rate at which every verification trial
+	// passed: RatePPS, or StepsDown resolutions below it; 0 if none did
+	// within maxStepsDown steps. The row's NDR (PDR) is this rate.
+	VerifiedPPS uint64 `json:"verified_pps"`
+	StepsDown   int    `json:"steps_down"`
+	// Confidence says in words how the rate held: "held 3 of 3 at
+	// 0.550 Mpps; 0.561 lost 0.02% in 1 of 3".
+	Confidence string `json:"confidence,omitempty"`
+	// Checks are the trials after the search: the verification trials
+	// (Check "verify"), rate by rate from RatePPS down, and for the NDR
+	// one 10% above VerifiedPPS (Check "above").
 	Checks []Trial `json:"checks,omitempty"`
 	// Error says why the search has no answer (even the lower bound
 	// lost frames).
@@ -107,6 +149,12 @@ type Trial struct {
 	Skipped uint64 `json:"gen_skipped"`
 	Short   bool   `json:"short"`
 	Pass    bool   `json:"pass"`
+	// Repeat says the trial repeats a failed one at its rate (a search
+	// step).
+	Repeat bool `json:"repeat,omitempty"`
+	// Check is "verify" or "above" for a trial after the search, "" for a
+	// search step.
+	Check string `json:"check,omitempty"`
 }
 
 // LossPct is Lost as a percentage of Sent.
@@ -117,11 +165,20 @@ func (t Trial) LossPct() float64 {
 	return 100 * float64(t.Lost) / float64(t.Sent)
 }
 
+// rateTrialFunc runs one trial at rate pps with loss limit limit (a
+// share); n numbers it in what it prints.
+type rateTrialFunc func(ctx context.Context, cfg *Config, rate uint64, limit float64, n int) (Trial, error)
+
 // searchRates runs the NDR (and PDR) search of cfg.NDR on the session's
-// path, after the full-load trial that filled row, and adds the results
-// to row. A search that finds no rate is not an error of the row (its
-// Search says why); a trial that fails to run is.
+// path, after the full-load trial that filled row, verifies the answers
+// and adds the results to row. A search that finds no rate is not an
+// error of the row (its Search says why); a trial that fails to run is.
 func (s *session) searchRates(ctx context.Context, cfg *Config, row *Row) error {
+	return s.searchRatesWith(ctx, cfg, row, s.rateTrial)
+}
+
+// searchRatesWith is searchRates with its trials run by trial.
+func (s *session) searchRatesWith(ctx context.Context, cfg *Config, row *Row, trial rateTrialFunc) error {
 	nc := cfg.NDR
 	copies := uint64(max(row.Copies, 1))
 	upper := uint64(row.Mpps * 1e6 / float64(copies))
@@ -137,19 +194,24 @@ func (s *session) searchRates(ctx context.Context, cfg *Config, row *Row) error 
 		cfg.progress("%-20s %s search: trials of %v from %.3f to %.3f Mpps, resolution %.3f Mpps", s.info.Name, label, nc.Trial,
 			float64(from)/1e6, float64(upper)/1e6, float64(res)/1e6)
 		tr := ndr.TrialFunc(func(rate uint64) (ndr.Outcome, error) {
-			t, err := s.rateTrial(ctx, cfg, rate, limit, len(sr.Steps)+1)
+			t, err := trial(ctx, cfg, rate, limit, len(sr.Steps)+1)
 			if err != nil {
 				return ndr.Outcome{}, err
 			}
 			sr.Steps = append(sr.Steps, t)
 			return ndr.Outcome{Sent: t.Sent, Lost: t.Lost, Short: t.Short}, nil
 		})
-		r, err := ndr.Search(tr, ndr.Config{Lower: from, Upper: upper, Resolution: res, LossLimit: limit}, func(st ndr.Step) {
-			t := sr.Steps[len(sr.Steps)-1]
-			cfg.progress("%-20s %s trial %d: %s; now [%s, %s) Mpps", s.info.Name, label, st.N, trialText(t),
+		r, err := ndr.Search(tr, ndr.Config{Lower: from, Upper: upper, Resolution: res, LossLimit: limit, Repeats: searchRepeats}, func(st ndr.Step) {
+			t := &sr.Steps[len(sr.Steps)-1]
+			t.Repeat = st.Repeat > 0
+			again := ""
+			if t.Repeat {
+				again = " (repeated)"
+			}
+			cfg.progress("%-20s %s trial %d%s: %s; now [%s, %s) Mpps", s.info.Name, label, st.N, again, trialText(*t),
 				mppsText(st.PassRate), mppsText(st.FailRate))
 		})
-		sr.RatePPS, sr.FailPPS = r.Rate, r.FailRate
+		sr.RatePPS, sr.FailPPS, sr.MarginalPPS = r.Rate, r.FailRate, r.Marginal
 		for _, t := range sr.Steps {
 			if r.FailRate != 0 && t.RatePPS == r.FailRate && !t.Pass {
 				sr.Limit = "loss"
@@ -162,42 +224,81 @@ func (s *session) searchRates(ctx context.Context, cfg *Config, row *Row) error 
 			sr.Error = err.Error()
 			return sr, nil
 		}
-		return sr, err
+		if err != nil || sr.RatePPS == 0 {
+			return sr, err
+		}
+		return sr, s.verify(ctx, cfg, label, sr, r, limit, trial)
 	}
 
 	nd, err := run("NDR", 0, lower)
 	row.NDR = nd
-	row.Trials += len(nd.Steps)
+	row.Trials += len(nd.Steps) + len(nd.Checks)
 	if err != nil {
 		return err
 	}
-	if nd.RatePPS > 0 {
-		v := round3(float64(nd.RatePPS) / 1e6)
+	if nd.VerifiedPPS > 0 {
+		v := round3(float64(nd.VerifiedPPS) / 1e6)
 		row.NDRMpps = &v
-		for i, rate := range []uint64{nd.RatePPS, uint64(math.Round(float64(nd.RatePPS) * (1 + checkAbove)))} {
-			t, err := s.rateTrial(ctx, cfg, rate, 0, i+1)
-			if err != nil {
-				return err
-			}
-			nd.Checks = append(nd.Checks, t)
-			cfg.progress("%-20s NDR check %d: %s", s.info.Name, i+1, trialText(t))
+		rate := uint64(math.Round(float64(nd.VerifiedPPS) * (1 + checkAbove)))
+		t, err := trial(ctx, cfg, rate, 0, 1)
+		if err != nil {
+			return err
 		}
+		t.Check = "above"
+		nd.Checks = append(nd.Checks, t)
+		row.Trials++
+		cfg.progress("%-20s NDR check %.0f%% above: %s", s.info.Name, checkAbove*100, trialText(t))
 	}
 	if nc.LossPct > 0 {
 		// A rate that loses nothing passes any loss limit: the PDR is
 		// never below the NDR.
-		pd, err := run("PDR", nc.LossPct/100, max(lower, nd.RatePPS))
+		pd, err := run("PDR", nc.LossPct/100, max(lower, nd.VerifiedPPS))
 		row.PDR = pd
-		row.Trials += len(pd.Steps)
+		row.Trials += len(pd.Steps) + len(pd.Checks)
 		if err != nil {
 			return err
 		}
-		if pd.RatePPS > 0 {
-			v := round3(float64(pd.RatePPS) / 1e6)
+		if pd.VerifiedPPS > 0 {
+			v := round3(float64(pd.VerifiedPPS) / 1e6)
 			row.PDRMpps = &v
 		}
 	}
 	return nil
+}
+
+// verify runs the verification trials of sr's answer (the search r) and
+// records them in sr: the verified rate, the steps down and the
+// confidence.
+func (s *session) verify(ctx context.Context, cfg *Config, label string, sr *Search, r ndr.Result, limit float64, trial rateTrialFunc) error {
+	n := cfg.NDR.verifyTrials()
+	cfg.progress("%-20s %s verify: %d trials at %.3f Mpps, each to lose %s", s.info.Name, label, n, float64(sr.RatePPS)/1e6, lossText(limit))
+	tr := ndr.TrialFunc(func(rate uint64) (ndr.Outcome, error) {
+		t, err := trial(ctx, cfg, rate, limit, len(sr.Checks)+1)
+		if err != nil {
+			return ndr.Outcome{}, err
+		}
+		t.Check = "verify"
+		sr.Checks = append(sr.Checks, t)
+		return ndr.Outcome{Sent: t.Sent, Lost: t.Lost, Short: t.Short}, nil
+	})
+	v, err := ndr.Verify(tr, ndr.VerifyConfig{Rate: sr.RatePPS, Trials: n, Step: sr.ResolutionPPS, MaxSteps: maxStepsDown,
+		Lower: sr.LowerPPS, LossLimit: limit}, func(round ndr.Round, st ndr.Step) {
+		t := sr.Checks[len(sr.Checks)-1]
+		cfg.progress("%-20s %s verify %d/%d: %s", s.info.Name, label, st.N, n, trialText(t))
+	})
+	sr.VerifiedPPS, sr.StepsDown, sr.Confidence = v.Rate, v.StepsDown, ndr.Confidence(r, v)
+	if err == nil {
+		cfg.progress("%-20s %s: %s", s.info.Name, label, sr.Confidence)
+	}
+	return err
+}
+
+// lossText is a loss limit in words: "nothing", "at most 0.1%".
+func lossText(limit float64) string {
+	if limit == 0 {
+		return "nothing"
+	}
+	return fmt.Sprintf("at most %g%%", limit*100)
 }
 
 // rateTrial offers rate pps for the configured trial length and counts the
@@ -225,13 +326,15 @@ func (s *session) rateTrial(ctx context.Context, cfg *Config, rate uint64, limit
 	return t, nil
 }
 
-// trialText is a trial in a line: "5.000 Mpps: sent 5000000, lost 0 -> pass".
+// trialText is a trial in a line: "5.000 Mpps: sent 5000000, lost 0
+// (0.0000%) -> pass", with the drop reasons of what was lost:
+// "lost 372 (0.0227%: rx_queue_0_xdp_drops 372) -> fail".
 func trialText(t Trial) string {
 	verdict := "fail"
 	if t.Pass {
 		verdict = "pass"
 	}
-	s := fmt.Sprintf("%.3f Mpps: sent %d, lost %d (%.4f%%)", float64(t.RatePPS)/1e6, t.Sent, t.Lost, t.LossPct())
+	s := fmt.Sprintf("%.3f Mpps: sent %d, lost %d (%.4f%%%s)", float64(t.RatePPS)/1e6, t.Sent, t.Lost, t.LossPct(), lostTo(t))
 	if t.Short {
 		s += fmt.Sprintf(", the generator fell behind (%.3f Mpps)", t.OfferedPPS/1e6)
 	}

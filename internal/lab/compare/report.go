@@ -141,8 +141,9 @@ func xdpModes(rows []Row) string {
 	return strings.Join(parts, "; ")
 }
 
-// writeSearches prints the NDR (and PDR) of each row that has them, with
-// the checks after the NDR search.
+// writeSearches prints the NDR (and PDR) of each row that has them: the
+// verified rates in a table, then each search's confidence, its marginal
+// rates and every verification trial.
 func writeSearches(w io.Writer, r *Result) {
 	var first *Search
 	for _, row := range r.Rows {
@@ -157,40 +158,89 @@ func writeSearches(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "\nzero-loss throughput (RFC 2544): trials of %.1fs from the full-load rate down, loss counted exactly, resolution %s\n",
 		first.TrialS, resolutionText(r.Rows))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := []string{fmt.Sprintf("%-20s", "path"), "full load", "NDR Mpps", "limit"}
+	head := []string{fmt.Sprintf("%-20s", "path"), "full load", "NDR Mpps", "limit", "verified"}
 	if pdr {
-		head = append(head, fmt.Sprintf("PDR Mpps (%g%%)", r.Rows[slices.IndexFunc(r.Rows, func(row Row) bool { return row.PDR != nil })].PDR.LossPct), "limit")
+		head = append(head, fmt.Sprintf("PDR Mpps (%g%%)", r.Rows[slices.IndexFunc(r.Rows, func(row Row) bool { return row.PDR != nil })].PDR.LossPct), "limit", "verified")
 	}
-	head = append(head, "trials", "check at NDR", fmt.Sprintf("check at +%.0f%%", checkAbove*100), "")
+	head = append(head, "trials", fmt.Sprintf("check at +%.0f%%", checkAbove*100), "")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, row := range r.Rows {
 		if row.NDR == nil {
 			continue
 		}
-		cells := []string{fmt.Sprintf("%-20s", row.Path), fmt.Sprintf("%.3f", row.Mpps), rateCell(row.NDR), limitCell(row.NDR)}
+		cells := []string{fmt.Sprintf("%-20s", row.Path), fmt.Sprintf("%.3f", row.Mpps), rateCell(row.NDR), limitCell(row.NDR), verifiedCell(row.NDR)}
 		if pdr {
 			if row.PDR != nil {
-				cells = append(cells, rateCell(row.PDR), limitCell(row.PDR))
+				cells = append(cells, rateCell(row.PDR), limitCell(row.PDR), verifiedCell(row.PDR))
 			} else {
-				cells = append(cells, "-", "-")
+				cells = append(cells, "-", "-", "-")
 			}
 		}
-		checks := []string{"-", "-"}
-		for i, t := range row.NDR.Checks {
-			checks[i] = checkCell(t)
+		above := "-"
+		for _, t := range row.NDR.Checks {
+			if t.Check == "above" {
+				above = checkCell(t)
+			}
 		}
-		cells = append(cells, strconv.Itoa(row.Trials), checks[0], checks[1], "")
+		cells = append(cells, strconv.Itoa(row.Trials), above, "")
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	tw.Flush()
 	for _, row := range r.Rows {
 		for _, sr := range []*Search{row.NDR, row.PDR} {
-			if sr != nil && sr.Error != "" {
-				fmt.Fprintf(w, "  %-20s %s\n", row.Path, sr.Error)
+			if sr == nil {
+				continue
+			}
+			label := "NDR"
+			if sr.LossPct > 0 {
+				label = fmt.Sprintf("PDR (%g%%)", sr.LossPct)
+			}
+			if sr.Error != "" {
+				fmt.Fprintf(w, "  %-20s %s: %s\n", row.Path, label, sr.Error)
+				continue
+			}
+			if sr.Confidence != "" {
+				fmt.Fprintf(w, "  %-20s %s: %s\n", row.Path, label, sr.Confidence)
+			}
+			for _, m := range sr.MarginalPPS {
+				fmt.Fprintf(w, "    marginal: %.3f Mpps failed once and passed when repeated\n", float64(m)/1e6)
+			}
+			for i, t := range sr.Checks {
+				if t.Check == "verify" {
+					fmt.Fprintf(w, "    verify %d: %s\n", i+1, trialText(t))
+				}
 			}
 		}
 	}
 	fmt.Fprintln(w, "  limit: what failed just above the rate found: loss (the path lost frames), generator (it could not keep the rate), or - (the full-load rate passed).")
+	fmt.Fprintf(w, "  verified: the search's answer stands only if each of its verification trials passes; else the rate a resolution lower is verified, up to %d steps.\n", maxStepsDown)
+}
+
+// verifiedCell is how a search's answer held: "3/3", "3/3, 2 steps down",
+// "none held (5 steps)", or "-" when there was nothing to verify.
+func verifiedCell(sr *Search) string {
+	var held, of int
+	for _, t := range sr.Checks {
+		if t.Check == "verify" && t.RatePPS == sr.VerifiedPPS {
+			of++
+			if t.Pass {
+				held++
+			}
+		}
+	}
+	steps := fmt.Sprintf("%d step", sr.StepsDown)
+	if sr.StepsDown != 1 {
+		steps += "s"
+	}
+	switch {
+	case sr.RatePPS == 0:
+		return "-"
+	case sr.VerifiedPPS == 0:
+		return fmt.Sprintf("none held (%s)", steps)
+	case sr.StepsDown > 0:
+		return fmt.Sprintf("%d/%d, %s down", held, of, steps)
+	}
+	return fmt.Sprintf("%d/%d", held, of)
 }
 
 func resolutionText(rows []Row) string {
@@ -202,11 +252,12 @@ func resolutionText(rows []Row) string {
 	return "-"
 }
 
+// rateCell is a search's verified rate in Mpps, or "none".
 func rateCell(sr *Search) string {
-	if sr.RatePPS == 0 {
+	if sr.VerifiedPPS == 0 {
 		return "none"
 	}
-	return fmt.Sprintf("%.3f", float64(sr.RatePPS)/1e6)
+	return fmt.Sprintf("%.3f", float64(sr.VerifiedPPS)/1e6)
 }
 
 func limitCell(sr *Search) string {
@@ -410,4 +461,25 @@ func optional(v *float64) string {
 		return ""
 	}
 	return ftoa(*v)
+}
+
+// lostTo is where a trial's lost frames went, for trialText: ": over_rate
+// 12, unexplained 1", or "" when it lost none.
+func lostTo(t Trial) string {
+	if t.Lost == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(t.Reasons)) {
+		if t.Reasons[k] != 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, t.Reasons[k]))
+		}
+	}
+	if t.Unexplained != 0 {
+		parts = append(parts, fmt.Sprintf("unexplained %d", t.Unexplained))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(parts, ", ")
 }

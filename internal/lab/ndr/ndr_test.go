@@ -77,9 +77,14 @@ func checkSteps(t *testing.T, steps []Step, c Config) {
 		if s.Pass != (!s.Short && Passes(s.Sent, s.Lost, c.LossLimit)) {
 			t.Errorf("step %d: pass %v with %d of %d lost (short %v)", i, s.Pass, s.Lost, s.Sent, s.Short)
 		}
-		if s.Pass {
+		// A repeat follows a failed trial at the same rate.
+		if s.Repeat > 0 && (i == 0 || steps[i-1].Rate != s.Rate || steps[i-1].Pass || steps[i-1].Repeat != s.Repeat-1) {
+			t.Errorf("step %d: repeat %d of %+v", i, s.Repeat, steps[max(i-1, 0)])
+		}
+		switch {
+		case s.Pass:
 			pass = s.Rate
-		} else {
+		case s.Repeat == c.Repeats: // a failure to be repeated is not the rate's verdict
 			fail = s.Rate
 		}
 		if s.PassRate != pass || s.FailRate != fail {
@@ -115,6 +120,104 @@ func TestSearchTrialBound(t *testing.T) {
 					t.Fatalf("%+v: at most %d trials for any capacity, MaxTrials says %d", c, most, c.MaxTrials())
 				}
 			}
+		}
+	}
+}
+
+// flaky fails the first trial at every rate (it loses a frame) and then
+// behaves as p: a host that disturbs every trial it can.
+type flaky struct {
+	p    *path
+	seen map[uint64]bool
+}
+
+func (f *flaky) Trial(rate uint64) (Outcome, error) {
+	o, err := f.p.Trial(rate)
+	if !f.seen[rate] {
+		f.seen[rate] = true
+		o.Lost = max(o.Lost, 1)
+	}
+	return o, err
+}
+
+// TestSearchRepeatsBound: with Repeats, a path that fails every rate's
+// first trial takes the most trials MaxTrials allows for some capacity,
+// never more, and still finds the capacity; every rate that passed is
+// marginal.
+func TestSearchRepeatsBound(t *testing.T) {
+	for upper := uint64(1); upper < 70; upper++ {
+		for res := uint64(1); res < 5; res++ {
+			c := Config{Lower: 1, Upper: upper, Resolution: res, Repeats: 1}
+			most := 0
+			for capacity := uint64(1); capacity <= upper; capacity++ {
+				var steps []Step
+				r, err := Search(&flaky{p: &path{capacity: capacity}, seen: map[uint64]bool{}}, c, func(s Step) { steps = append(steps, s) })
+				if err != nil || r.Rate > capacity || (r.FailRate != 0 && r.FailRate-r.Rate > res) || r.Trials > c.MaxTrials() {
+					t.Fatalf("%+v capacity %d: %+v, %v (at most %d trials)", c, capacity, r, err, c.MaxTrials())
+				}
+				passed := 0
+				for _, s := range steps {
+					if s.Pass {
+						passed++
+					}
+				}
+				if len(r.Marginal) != passed {
+					t.Fatalf("%+v capacity %d: %d rates passed, marginal %v", c, capacity, passed, r.Marginal)
+				}
+				checkSteps(t, steps, c)
+				most = max(most, r.Trials)
+			}
+			if most != c.MaxTrials() {
+				t.Fatalf("%+v: at most %d trials for any capacity, MaxTrials says %d", c, most, c.MaxTrials())
+			}
+		}
+	}
+}
+
+// TestSearchOneBadTrial: a single trial that loses frames at a rate the
+// path carries (trial k, for every k the search can reach) does not end
+// the search lower than the capacity by more than the resolution when it
+// is repeated: its rate is reported as marginal. Without the repeat some
+// k does send it lower, which is what the repeat is for.
+func TestSearchOneBadTrial(t *testing.T) {
+	for _, tc := range []struct{ capacity, lower, upper, res uint64 }{
+		{200_000, 4000, 1_500_000, 30_000},
+		{1_234_567, 1000, 10_000_000, 1000},
+		{550_000, 11_000, 12_000_000, 120_000},
+	} {
+		lowered := false
+		for _, repeats := range []int{1, 0} {
+			c := Config{Lower: tc.lower, Upper: tc.upper, Resolution: tc.res, Repeats: repeats}
+			for k := 1; k <= c.MaxTrials(); k++ {
+				n, badRate := 0, uint64(0)
+				trial := TrialFunc(func(rate uint64) (Outcome, error) {
+					o, _ := (&path{capacity: tc.capacity}).Trial(rate)
+					if n++; n == k && o.Lost == 0 {
+						o.Lost, badRate = 3, rate
+					}
+					return o, nil
+				})
+				var steps []Step
+				r, err := Search(trial, c, func(s Step) { steps = append(steps, s) })
+				if err != nil || r.Rate > tc.capacity {
+					t.Fatalf("%+v repeats %d, bad trial %d: %+v, %v", tc, repeats, k, r, err)
+				}
+				checkSteps(t, steps, c)
+				low := r.Rate+tc.res < tc.capacity
+				if repeats == 0 {
+					lowered = lowered || low
+					continue
+				}
+				if low {
+					t.Errorf("%+v: bad trial %d at %d pps: the search ended at %d pps, more than the resolution below the capacity", tc, k, badRate, r.Rate)
+				}
+				if badRate != 0 && (len(r.Marginal) != 1 || r.Marginal[0] != badRate) {
+					t.Errorf("%+v: bad trial %d at %d pps: marginal %v, want that rate", tc, k, badRate, r.Marginal)
+				}
+			}
+		}
+		if !lowered {
+			t.Errorf("%+v: without repeats no bad trial sent the search lower: the case tests nothing", tc)
 		}
 	}
 }
@@ -225,6 +328,7 @@ func TestSearchErrors(t *testing.T) {
 		{Config{Lower: 1, Upper: 5, Resolution: 0}, "resolution is 0"},
 		{Config{Lower: 1, Upper: 5, Resolution: 1, LossLimit: 1}, "outside [0, 1)"},
 		{Config{Lower: 1, Upper: 5, Resolution: 1, LossLimit: -0.1}, "outside [0, 1)"},
+		{Config{Lower: 1, Upper: 5, Resolution: 1, Repeats: -1}, "repeats"},
 	} {
 		called := false
 		_, err := Search(TrialFunc(func(uint64) (Outcome, error) { called = true; return Outcome{Sent: 1}, nil }), tc.c, nil)
