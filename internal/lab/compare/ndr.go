@@ -67,7 +67,7 @@ func (c *NDRConfig) verifyTrials() int {
 	return c.Verify
 }
 
-// checkAbove is how far above the rate found the second check trial runs.
+// checkAbove is how far above the verified rate the last check trial runs.
 const checkAbove = 0.10
 
 // shortShare is the share of the frames a trial's rate asks for that its
