@@ -352,7 +352,7 @@ func TestCLICapture(t *testing.T) {
 		var sum xskSummary
 		summaryLine(t, r.stdout, &sum)
 		c := sum.Capture
-		if c == nil || c.Written != 1000 || c.File != file {
+		if c == nil || c.Written != 1000 || c.File != file || c.Format != "pcap" {
 			t.Fatalf("capture summary %+v, want 1000 frames written to %s", c, file)
 		}
 		if got := c.Written + c.Skipped + c.Discarded + c.AfterStop; got != sum.RxPackets {
@@ -422,8 +422,8 @@ func TestCLICapture(t *testing.T) {
 		r := interrupt(t, p)
 		var sum xskSummary
 		summaryLine(t, r.stdout, &sum)
-		if c := sum.Capture; c == nil || c.Written != 100 {
-			t.Fatalf("capture summary %+v, want 100 frames written", c)
+		if c := sum.Capture; c == nil || c.Written != 100 || c.Format != "pcapng" {
+			t.Fatalf("capture summary %+v, want 100 frames written as pcapng", c)
 		}
 		f, err := os.Open(file)
 		if err != nil {

@@ -619,7 +619,9 @@ type errorsJSON struct {
 // captureJSON is -w's part of a summary. Every frame the workers received
 // is in one of Written, Skipped, Discarded and AfterStop.
 type captureJSON struct {
-	File    string `json:"file"`
+	File string `json:"file"`
+	// Format is "pcap" or "pcapng", as the file's name asked.
+	Format  string `json:"format"`
 	Snaplen int    `json:"snaplen"`
 	pcap.Stats
 	// AfterStop frames arrived after the capture had stopped
@@ -633,7 +635,7 @@ func (w *watcher) captureSummary() *captureJSON {
 		return nil
 	}
 	s := w.capStats
-	c := &captureJSON{File: w.f.write, Snaplen: w.capSnap, Stats: s,
+	c := &captureJSON{File: w.f.write, Format: pcap.FormatOf(w.f.write).String(), Snaplen: w.capSnap, Stats: s,
 		AfterStop: counter.Sub(w.capRx, s.Written+s.Skipped+s.Discarded)}
 	if w.capErr != nil {
 		c.Error = w.capErr.Error()
@@ -676,7 +678,7 @@ func (w *watcher) summaryText(out io.Writer) {
 		w.errorsText(out, *w.errLast)
 	}
 	if c := w.captureSummary(); c != nil {
-		fmt.Fprintf(out, "  capture %s: %d frames written (snaplen %d)", c.File, c.Written, c.Snaplen)
+		fmt.Fprintf(out, "  capture %s: %d frames written (%s, snaplen %d)", c.File, c.Written, c.Format, c.Snaplen)
 		fmt.Fprintf(out, "; of the %d received, %d skipped (its ring was full: the writer fell behind), %d discarded, %d after the capture stopped\n",
 			w.capRx, c.Skipped, c.Discarded, c.AfterStop)
 		if c.Error != "" {
