@@ -422,7 +422,8 @@ func TestCLICapture(t *testing.T) {
 		r := interrupt(t, p)
 		var sum xskSummary
 		summaryLine(t, r.stdout, &sum)
-		if c := sum.Capture; c == nil || c.Written != 100 || c.Format != "pcapng" {
+		c := sum.Capture
+		if c == nil || c.Written != 100 || c.Format != "pcapng" {
 			t.Fatalf("capture summary %+v, want 100 frames written as pcapng", c)
 		}
 		f, err := os.Open(file)
@@ -450,6 +451,12 @@ func TestCLICapture(t *testing.T) {
 		in, err := nr.Interface(0)
 		if n != 100 || nr.NInterfaces() != 1 || err != nil || in.Name != "dut0" || in.Description != "dut0 rx queue 0" {
 			t.Errorf("%d records, %d interfaces, the first %q %q (%v); want 100 records on dut0, rx queue 0", n, nr.NInterfaces(), in.Name, in.Description, err)
+		}
+		// The statistics block: the frames offered to the ring (a Put
+		// running as the capture stopped may be in neither count).
+		if st := in.Statistics; st.PacketsReceived < 100 || st.PacketsReceived > c.Written+c.Skipped+c.Discarded || st.PacketsDropped > c.Skipped {
+			t.Errorf("interface statistics: received %d, dropped %d; the capture wrote %d, skipped %d, discarded %d",
+				st.PacketsReceived, st.PacketsDropped, c.Written, c.Skipped, c.Discarded)
 		}
 		if tcpdump, err := exec.LookPath("tcpdump"); err == nil {
 			out, err := exec.Command(tcpdump, "-r", file, "-nn").Output()

@@ -232,6 +232,9 @@ func (c *Capture) run() {
 	defer close(c.finished)
 	defer func() {
 		c.stop()
+		if c.err == nil {
+			c.err = c.writeStats()
+		}
 		if err := c.flush(c.pw); err != nil && c.err == nil {
 			c.err = err
 		}
@@ -264,6 +267,20 @@ func (c *Capture) run() {
 			}
 		}
 	}
+}
+
+// writeStats writes each ring's counts once Put takes no more frames: the
+// frames offered to it (taken or skipped) and those skipped. A Put that
+// is running as the capture stops may be in neither (see Close).
+func (c *Capture) writeStats() error {
+	now := time.Now()
+	for i, r := range c.rings {
+		skipped := r.skipped.Load()
+		if err := c.pw.WriteInterfaceStats(i, r.head.Load()+skipped, skipped, now); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // flush writes out what pw and the file's buffer hold.

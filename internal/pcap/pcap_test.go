@@ -206,12 +206,21 @@ func TestNgWriterRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := w.WriteInterfaceStats(1, 7, 2, time.Unix(0, base)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteInterfaceStats(2, 7, 2, time.Unix(0, base)); err == nil || !strings.Contains(err.Error(), "interface 2") {
+		t.Errorf("statistics of interface 2 of 2: %v", err)
+	}
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	gotIfaces, got := readNg(t, &buf, 100)
 	if len(gotIfaces) != 2 {
 		t.Fatalf("%d interfaces, want 2", len(gotIfaces))
+	}
+	if s := gotIfaces[1].Statistics; s.PacketsReceived != 7 || s.PacketsDropped != 2 || s.LastUpdate.UnixNano() != base {
+		t.Errorf("interface 1 statistics %+v, want 7 received, 2 dropped at %d", s, base)
 	}
 	for i, want := range ifaces {
 		if gotIfaces[i].Name != want.Name || gotIfaces[i].Description != want.Description {
@@ -361,6 +370,40 @@ func TestCapturePcapNG(t *testing.T) {
 		ring, seq := int(binary.BigEndian.Uint32(r.data[0:])), int(binary.BigEndian.Uint32(r.data[4:]))
 		if ring != i%2 || seq != i/2 || r.iface != ring || r.ts != frameTS(ring, seq) || !bytes.Equal(r.data, frame(ring, seq)) {
 			t.Errorf("record %d: frame %d of ring %d on interface %d at %d; want frame %d of ring %d on its own interface", i, seq, ring, r.iface, r.ts, i/2, i%2)
+		}
+	}
+	for i, in := range got {
+		if in.Statistics.PacketsReceived != perRing || in.Statistics.PacketsDropped != 0 {
+			t.Errorf("interface %d statistics: received %d, dropped %d; want %d, 0", i, in.Statistics.PacketsReceived, in.Statistics.PacketsDropped, perRing)
+		}
+	}
+
+	// Rings that fill while the writer is stuck: the statistics blocks
+	// count what each ring's producer offered and what it skipped.
+	const slots = 8
+	gw := newGateWriter(1) // the header passes, the first flush blocks
+	c, err = Start(gw, Config{Rings: 2, Slots: slots, Snaplen: 96, Format: PcapNG})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Ring(0).Put(base-1, frame(0, 999))
+	<-gw.entered
+	for seq := range slots + 3 {
+		for ring := range 2 {
+			c.Ring(ring).Put(frameTS(ring, seq), frame(ring, seq))
+		}
+	}
+	close(gw.gate)
+	if st, err = c.Close(); err != nil || st != (Stats{Written: 1 + 2*slots, Skipped: 6}) {
+		t.Fatalf("Close = %+v, %v", st, err)
+	}
+	got, recs = readNg(t, gw.reader(), 96)
+	if len(recs) != 1+2*slots || len(got) != 2 {
+		t.Fatalf("%d records on %d interfaces", len(recs), len(got))
+	}
+	for i, want := range [][2]uint64{{1 + slots + 3, 3}, {slots + 3, 3}} {
+		if s := got[i].Statistics; s.PacketsReceived != want[0] || s.PacketsDropped != want[1] {
+			t.Errorf("ring %d statistics: received %d, dropped %d; want %d, %d", i, s.PacketsReceived, s.PacketsDropped, want[0], want[1])
 		}
 	}
 

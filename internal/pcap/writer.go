@@ -11,7 +11,9 @@
 // receive queue the ring's frames came from (Interface), and each frame's
 // enhanced packet block points at its ring's: Wireshark shows both
 // (frame.interface_name, frame.interface_description), with timestamps in
-// nanoseconds (if_tsresol 9).
+// nanoseconds (if_tsresol 9). When the capture stops, an interface
+// statistics block per ring says how many frames its worker offered
+// (isb_ifrecv) and how many of them found the ring full (isb_ifdrop).
 //
 // What this package keeps of its own is what pcapgo does not do. Its Writer
 // checks what pcapgo writes unchecked: a snapshot length in the format's
@@ -216,6 +218,25 @@ func (w *Writer) WritePacket(iface int, ts int64, data []byte, origLen int) erro
 	}
 	if err != nil {
 		return fmt.Errorf("pcap: write frame: %w", err)
+	}
+	return nil
+}
+
+// WriteInterfaceStats writes, in pcapng, an interface statistics block
+// for interface iface: received frames (isb_ifrecv) of which dropped were
+// lost to the capture (isb_ifdrop), as counted at time at; Wireshark shows
+// them in the file's properties. Classic pcap has no place for them: it
+// writes nothing and returns nil.
+func (w *Writer) WriteInterfaceStats(iface int, received, dropped uint64, at time.Time) error {
+	if w.ng == nil {
+		return nil
+	}
+	if iface < 0 || iface >= w.ifaces {
+		return fmt.Errorf("pcap: interface %d of a file with %d", iface, w.ifaces)
+	}
+	err := w.ng.WriteInterfaceStats(iface, pcapgo.NgInterfaceStatistics{LastUpdate: at, PacketsReceived: received, PacketsDropped: dropped})
+	if err != nil {
+		return fmt.Errorf("pcap: write interface statistics: %w", err)
 	}
 	return nil
 }
