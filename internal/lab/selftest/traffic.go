@@ -1,0 +1,732 @@
+package selftest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/xdpeng/xdpeng/bpf"
+	"github.com/xdpeng/xdpeng/internal/hook"
+	"github.com/xdpeng/xdpeng/internal/netdev"
+	"github.com/xdpeng/xdpeng/internal/xsk"
+)
+
+// Defaults of the kernel's suite.
+const (
+	defaultFrameSize = 4096 // XSK_UMEM__DEFAULT_FRAME_SIZE
+	defaultFrames    = 1024 // DEFAULT_UMEM_BUFFERS, for receiving and again for sending
+	defaultRing      = 2048 // XSK_RING_{PROD,CONS}__DEFAULT_NUM_DESCS
+	defaultPackets   = 4096 // DEFAULT_PKT_CNT
+	defaultBatch     = 64   // DEFAULT_BATCH_SIZE
+	defaultWindow    = 256  // frames sent and not yet received, at most
+	// idleTimeout is how long a flow may make no progress (nothing sent,
+	// completed or received) before it fails.
+	idleTimeout = 3 * time.Second
+	// settle is how long a flow waits, after the last frame it expects,
+	// for frames or counts it does not expect.
+	settle = 20 * time.Millisecond
+)
+
+// tcase is one test in one mode: what it opened, closed when it ends.
+type tcase struct {
+	ctx     context.Context
+	pair    Pair
+	mode    Mode
+	closers []func() error
+}
+
+// onClose has fn run when the test ends, the last registered first.
+func (t *tcase) onClose(fn func() error) { t.closers = append(t.closers, fn) }
+
+// close releases everything the test opened.
+func (t *tcase) close() error {
+	var errs []error
+	for i := len(t.closers) - 1; i >= 0; i-- {
+		errs = append(errs, t.closers[i]())
+	}
+	t.closers = nil
+	return errors.Join(errs...)
+}
+
+// sockSpec describes one socket and its own UMEM. The UMEM holds RxFrames
+// frames for the fill ring, then TxFrames frames to transmit from.
+type sockSpec struct {
+	frameSize          uint32 // 0: 4096
+	rxFrames, txFrames uint32 // 0: 1024 each
+	headroom           uint32
+	unaligned          bool
+	rx, tx             bool
+	rxRing             uint32 // 0: 2048
+}
+
+func (s sockSpec) withDefaults() sockSpec {
+	if s.frameSize == 0 {
+		s.frameSize = defaultFrameSize
+	}
+	if s.rxFrames == 0 {
+		s.rxFrames = defaultFrames
+	}
+	if s.txFrames == 0 {
+		s.txFrames = defaultFrames
+	}
+	if s.rxRing == 0 {
+		s.rxRing = defaultRing
+	}
+	return s
+}
+
+// sock is an open socket with its UMEM.
+type sock struct {
+	end    End
+	spec   sockSpec
+	u      *xsk.Umem
+	s      *xsk.Socket
+	huge   bool   // the UMEM is in huge pages
+	txNext uint32 // next transmit frame, round robin
+}
+
+// umemSize is the UMEM's size in bytes.
+func (s *sock) umemSize() uint64 {
+	return uint64(s.spec.frameSize) * uint64(s.spec.rxFrames+s.spec.txFrames)
+}
+
+// txBase is the address of transmit frame k (of the UMEM's TxFrames).
+func (s *sock) txBase(k uint32) uint64 {
+	return uint64(s.spec.rxFrames+k%s.spec.txFrames) * uint64(s.spec.frameSize)
+}
+
+// open makes a socket on end's queue 0 as spec says.
+func (t *tcase) open(end End, spec sockSpec) (*sock, error) {
+	spec = spec.withDefaults()
+	so := &sock{end: end, spec: spec}
+	if spec.unaligned {
+		hp, err := xsk.ReadHugePages()
+		size := int(so.umemSize())
+		switch {
+		case err == nil && hp.Size > 0 && hp.Available() >= hp.PagesFor(size):
+			so.huge = true
+		case t.mode == ZC:
+			need := hp.PagesFor(size)
+			return nil, skipf("unaligned chunks in zero-copy mode need the UMEM in huge pages: %d free, %d needed (echo %d > /proc/sys/vm/nr_hugepages)",
+				hp.Available(), need, hp.Total+need)
+		}
+	}
+	err := end.do(func() error {
+		u, err := xsk.NewUmem(xsk.UmemConfig{FrameSize: spec.frameSize, NumFrames: spec.rxFrames + spec.txFrames,
+			Headroom: spec.headroom, Unaligned: spec.unaligned, HugePages: so.huge})
+		if err != nil {
+			return err
+		}
+		cfg := xsk.SocketConfig{Ifindex: end.Index, Queue: 0, FillSize: defaultRing, CompletionSize: defaultRing,
+			Mode: t.mode.bindMode(), NeedWakeup: true, FirstFrame: 0, NumFrames: spec.rxFrames}
+		if spec.rx {
+			cfg.RxSize = spec.rxRing
+		}
+		if spec.tx {
+			cfg.TxSize = defaultRing
+		}
+		s, err := xsk.NewSocket(u, cfg)
+		if err != nil {
+			u.Close()
+			return err
+		}
+		so.u, so.s = u, s
+		return nil
+	})
+	if errors.Is(err, xsk.ErrNoZeroCopy) {
+		return nil, skipf("%s has no AF_XDP zero-copy: %v", end.Name, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open AF_XDP socket on %s: %w", end.Name, err)
+	}
+	t.onClose(func() error { return errors.Join(so.s.Close(), so.u.Close()) })
+	return so, nil
+}
+
+// steer is the selftest program attached to one end.
+type steer struct {
+	end  End
+	prog *bpf.Selftest
+}
+
+// attach loads the selftest program and attaches it to end in the test's
+// mode.
+func (t *tcase) attach(end End, opts bpf.SelftestOptions) (*steer, error) {
+	p, err := bpf.NewSelftest(opts)
+	if err != nil {
+		return nil, err
+	}
+	t.onClose(p.Close)
+	var l io.Closer
+	err = end.do(func() (err error) {
+		l, err = hook.AttachXDP(p.Program, end.Index, t.mode.xdpMode(), false)
+		return err
+	})
+	if errors.Is(err, hook.ErrNoNativeXDP) {
+		return nil, skipf("%s has no native XDP: %v", end.Name, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.onClose(l.Close)
+	return &steer{end: end, prog: p}, nil
+}
+
+// to puts so at key 0: the program's test frames go to it.
+func (st *steer) to(so *sock) error { return st.prog.SetSocket(0, so.s.FD()) }
+
+// txPkt is one descriptor to transmit.
+type txPkt struct {
+	// abs: addr is the descriptor's address as it is. Otherwise the
+	// address is the next transmit frame's plus off (which may be
+	// negative: the data then starts in the frame before).
+	abs  bool
+	addr uint64
+	off  int64
+	len  uint32
+	opts uint32
+	// valid says whether the kernel must send it; only valid
+	// descriptors are filled with a frame and use up a transmit frame.
+	valid bool
+}
+
+// rxWant is a frame the receiver expects.
+type rxWant struct {
+	nb  uint32 // its number: the index of its descriptor in the flow
+	len uint32
+}
+
+// flow is one run of frames from one socket to another.
+type flow struct {
+	from, to *sock
+	pkts     []txPkt
+	batch    uint32 // descriptors per batch; 0: 64
+	window   int    // frames sent and not yet received; 0: 256
+	// rxCap is how many frames the receiver can take (no refill, or no
+	// release); 0 for no limit. Past it the sender is not paced.
+	rxCap          int
+	rxPoll, txPoll bool
+	noRefill       bool // received frames are not given back to the fill ring
+	noRelease      bool // received descriptors are not released
+	// want are the frames the receiver expects, in order; nil means the
+	// valid descriptors' frames.
+	want []rxWant
+	// rxStats and txStats are the XDP_STATISTICS counts the flow must
+	// add to each socket (tx_ring_empty_descs, which counts wake-ups that
+	// found the ring empty, is not compared).
+	rxStats, txStats xsk.Statistics
+	// prog, when set, is the receiving end's program, and progWant the
+	// counts it must add.
+	prog     *steer
+	progWant bpf.SelftestCounts
+	// completionFailure is a failure of the completion ring found by
+	// the sender that lets the flow go on, reported once the flow's
+	// other checks are done.
+	completionFailure *Failure
+}
+
+// stream returns n valid descriptors of length bytes each.
+func stream(n int, length uint32) []txPkt {
+	p := make([]txPkt, n)
+	for i := range p {
+		p[i] = txPkt{len: length, valid: true}
+	}
+	return p
+}
+
+// expected returns the frames the receiver of pkts expects.
+func expected(pkts []txPkt) []rxWant {
+	var w []rxWant
+	for i, p := range pkts {
+		if p.valid {
+			w = append(w, rxWant{nb: uint32(i), len: p.len})
+		}
+	}
+	return w
+}
+
+// run sends the flow and checks everything it arranged. It returns what
+// it checked.
+func (t *tcase) run(f *flow) (string, error) {
+	if f.batch == 0 {
+		f.batch = defaultBatch
+	}
+	if f.window == 0 {
+		f.window = defaultWindow
+	}
+	if f.want == nil {
+		f.want = expected(f.pkts)
+	}
+	rxBefore, err := f.to.s.Statistics()
+	if err != nil {
+		return "", err
+	}
+	txBefore, err := f.from.s.Statistics()
+	if err != nil {
+		return "", err
+	}
+	var progBefore bpf.SelftestCounts
+	if f.prog != nil {
+		if progBefore, err = f.prog.prog.Counts(); err != nil {
+			return "", err
+		}
+	}
+
+	var received atomic.Int64
+	stop := make(chan struct{})
+	rxErr := make(chan error, 1)
+	go func() { rxErr <- t.receive(f, &received, stop) }()
+	txErr := t.send(f, &received)
+	if txErr != nil {
+		close(stop)
+		<-rxErr
+		return "", txErr
+	}
+	// The receiver stops when it has every frame, or when it has made
+	// no progress for idleTimeout.
+	var rerr error
+	last, lastN := time.Now(), received.Load()
+wait:
+	for {
+		select {
+		case rerr = <-rxErr:
+			break wait
+		case <-time.After(time.Millisecond):
+			if n := received.Load(); n != lastN {
+				last, lastN = time.Now(), n
+			} else if time.Since(last) > idleTimeout || t.ctx.Err() != nil {
+				close(stop)
+				rerr = <-rxErr
+				break wait
+			}
+		}
+	}
+	if rerr != nil {
+		return "", rerr
+	}
+	if err := t.settleExtra(f); err != nil {
+		return "", err
+	}
+
+	// The counters: the kernel may still be counting the last frames
+	// (a drop after the last frame received), so each is read until it
+	// has the value arranged or idleTimeout has passed.
+	if err := waitStats(f.to.s, "receiving", rxBefore, f.rxStats); err != nil {
+		return "", err
+	}
+	if f.from != f.to {
+		if err := waitStats(f.from.s, "sending", txBefore, f.txStats); err != nil {
+			return "", err
+		}
+	}
+	if f.prog != nil {
+		if err := waitCounts(f.prog, progBefore, f.progWant); err != nil {
+			return "", err
+		}
+	}
+	if cf := f.completionFailure; cf != nil {
+		cf.Check += " (every frame received and every counter as arranged otherwise)"
+		return "", cf
+	}
+	return f.describe(), nil
+}
+
+// describe says what a passing flow checked.
+func (f *flow) describe() string {
+	lens := map[uint32]bool{}
+	for _, w := range f.want {
+		lens[w.len] = true
+	}
+	var ls []string
+	for l := range lens {
+		ls = append(ls, fmt.Sprint(l))
+	}
+	if len(ls) > 3 {
+		ls = append(ls[:3], "...")
+	}
+	valid := 0
+	for _, p := range f.pkts {
+		if p.valid {
+			valid++
+		}
+	}
+	s := fmt.Sprintf("%d of %d frames received in order, every byte checked (%s bytes); %d completions in order",
+		len(f.want), len(f.pkts), strings.Join(ls, ", "), valid)
+	if c := statsString(f.rxStats, true); c != "" {
+		s += "; receiver " + c
+	}
+	if c := statsString(f.txStats, true); c != "" {
+		s += "; sender " + c
+	}
+	if f.prog != nil {
+		s += "; program " + countsString(f.progWant)
+	}
+	return s
+}
+
+// send transmits f's descriptors, paced by what the receiver has taken,
+// and checks that exactly the valid ones complete, in order.
+func (t *tcase) send(f *flow, received *atomic.Int64) error {
+	so := f.from
+	s := so.s
+	mem := so.u.Mem()
+	// sent are the descriptors submitted, in order; the completions must
+	// be the valid ones' addresses, in the same order. An invalid
+	// descriptor's address on the completion ring, in its place, is
+	// counted apart (invalidDone), so that the flow goes on and its
+	// failure can say how many there were.
+	type submitted struct {
+		addr  uint64
+		valid bool
+		nb    int
+	}
+	var sent []submitted
+	// Pacing counts the frames sent that the receiver expects.
+	wanted := make(map[uint32]bool, len(f.want))
+	for _, w := range f.want {
+		wanted[w.nb] = true
+	}
+	completed, sentWanted, sentValid, i, j := 0, 0, 0, 0, 0
+	invalidDone, firstInvalid := 0, -1
+	last := time.Now()
+	progress := func() { last = time.Now() }
+	reap := func() error {
+		idx, n := s.Completion.Peek(defaultRing)
+		for k := uint32(0); k < n; k++ {
+			addr := s.Completion.Addr(idx + k)
+			for j < len(sent) && !sent[j].valid && sent[j].addr != addr {
+				j++
+			}
+			switch {
+			case j == len(sent):
+				return &Failure{Check: "completion ring", Expected: fmt.Sprintf("%d completions", sentValid), Got: fmt.Sprintf("one more, of address %#x", addr), Frame: -1}
+			case !sent[j].valid:
+				invalidDone++
+				if firstInvalid < 0 {
+					firstInvalid = sent[j].nb
+				}
+			case sent[j].addr != addr:
+				return &Failure{Check: "completion ring order", Expected: fmt.Sprintf("address %#x", sent[j].addr), Got: fmt.Sprintf("address %#x", addr), Frame: sent[j].nb}
+			default:
+				completed++
+			}
+			j++
+		}
+		if n > 0 {
+			s.Completion.Release(n)
+			progress()
+		}
+		return nil
+	}
+	inflight := func() int { return sentValid - completed }
+	kick := func() error {
+		if s.Tx.NeedWakeup() {
+			return s.WakeTx()
+		}
+		return nil
+	}
+	idle := func(what string) error {
+		if err := t.ctx.Err(); err != nil {
+			return err
+		}
+		if time.Since(last) > idleTimeout {
+			return &Failure{Check: "transmit " + what, Expected: "progress", Got: fmt.Sprintf("none for %v: %d of %d descriptors submitted, %d completed, %d frames received",
+				idleTimeout, i, len(f.pkts), completed, received.Load()), Frame: -1}
+		}
+		time.Sleep(10 * time.Microsecond)
+		return nil
+	}
+	for i < len(f.pkts) {
+		if err := reap(); err != nil {
+			return err
+		}
+		r := int(received.Load())
+		paced := f.rxCap == 0 || r < f.rxCap
+		if (paced && sentWanted-r >= f.window) || inflight()+int(f.batch) > int(so.spec.txFrames) {
+			if err := kick(); err != nil {
+				return err
+			}
+			if err := idle("pacing"); err != nil {
+				return err
+			}
+			continue
+		}
+		n := min(f.batch, uint32(len(f.pkts)-i))
+		idx, got := s.Tx.Reserve(n)
+		if got < n {
+			s.Tx.Cancel(got)
+			if f.txPoll {
+				if _, err := s.Poll(1000, true); err != nil {
+					return err
+				}
+			} else if err := kick(); err != nil {
+				return err
+			}
+			if err := idle("ring"); err != nil {
+				return err
+			}
+			continue
+		}
+		for k := uint32(0); k < got; k++ {
+			p := f.pkts[i+int(k)]
+			addr := p.addr
+			if !p.abs {
+				addr = uint64(int64(so.txBase(so.txNext)) + p.off)
+				if p.valid {
+					so.txNext++
+				}
+			}
+			if p.valid {
+				a := xsk.DataAddr(addr)
+				writeFrame(mem[a:a+uint64(p.len)], f.to.end.MAC, so.end.MAC, uint32(i+int(k)))
+				sentValid++
+				if wanted[uint32(i+int(k))] {
+					sentWanted++
+				}
+			}
+			sent = append(sent, submitted{addr: addr, valid: p.valid, nb: i + int(k)})
+			s.Tx.SetOptions(idx+k, addr, p.len, p.opts)
+		}
+		s.Tx.Submit(got)
+		i += int(got)
+		progress()
+		if f.txPoll {
+			ok, err := s.Poll(1000, true)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return &Failure{Check: "poll(POLLOUT) after a batch", Expected: "ready within 1 s", Got: "timed out", Frame: i - 1}
+			}
+		} else if err := kick(); err != nil {
+			return err
+		}
+	}
+	for inflight() > 0 {
+		if err := kick(); err != nil {
+			return err
+		}
+		if err := reap(); err != nil {
+			return err
+		}
+		if inflight() > 0 {
+			if err := idle("completions"); err != nil {
+				return err
+			}
+		}
+	}
+	time.Sleep(settle)
+	if err := reap(); err != nil {
+		return err
+	}
+	if invalidDone > 0 {
+		f.completionFailure = &Failure{Check: "completion ring", Expected: fmt.Sprintf("the %d valid descriptors' addresses in order, none of an invalid descriptor", sentValid),
+			Got: fmt.Sprintf("those, and in their places the addresses of %d invalid descriptors (the first: descriptor %d)", invalidDone, firstInvalid), Frame: firstInvalid}
+	}
+	return nil
+}
+
+// receive takes f's frames off the receiver's rx ring and checks each, in
+// order, until it has them all or stop is closed.
+func (t *tcase) receive(f *flow, received *atomic.Int64, stop <-chan struct{}) error {
+	so := f.to
+	s := so.s
+	fs := uint64(so.spec.frameSize)
+	rxPart := uint64(so.spec.rxFrames) * fs
+	wantOff := uint64(so.spec.headroom) + xsk.KernelHeadroom
+	got := 0
+	for got < len(f.want) {
+		select {
+		case <-stop:
+			w := f.want[got]
+			return &Failure{Check: "frames received", Expected: fmt.Sprintf("%d frames", len(f.want)),
+				Got: fmt.Sprintf("%d, then none for %v", got, idleTimeout), Frame: int(w.nb)}
+		default:
+		}
+		if f.rxPoll {
+			if _, err := s.Poll(100, false); err != nil {
+				return err
+			}
+		} else if s.Fill.NeedWakeup() {
+			if err := s.WakeRx(); err != nil {
+				return err
+			}
+		}
+		idx, n := s.Rx.Peek(f.batch)
+		if n == 0 {
+			time.Sleep(10 * time.Microsecond)
+			continue
+		}
+		var fidx uint32
+		if !f.noRefill {
+			var fn uint32
+			fidx, fn = s.Fill.Reserve(n)
+			if fn != n {
+				s.Fill.Cancel(fn)
+				return fmt.Errorf("fill ring: room for %d of %d frames", fn, n)
+			}
+		}
+		for k := uint32(0); k < n; k++ {
+			d := *s.Rx.Desc(idx + k)
+			if got >= len(f.want) {
+				return &Failure{Check: "frames received", Expected: fmt.Sprintf("%d frames", len(f.want)),
+					Got: fmt.Sprintf("more: a frame of %d bytes at %#x", d.Len, d.Addr), Frame: -1}
+			}
+			w := f.want[got]
+			base := so.u.FrameBase(d.Addr)
+			off := xsk.DataAddr(d.Addr) - base
+			switch {
+			case d.Options != 0:
+				return &Failure{Check: "descriptor options", Expected: "0", Got: fmt.Sprintf("%#x", d.Options), Frame: int(w.nb)}
+			case base%fs != 0 || base >= rxPart:
+				return &Failure{Check: "buffer address", Expected: fmt.Sprintf("a fill-ring buffer (a multiple of %d below %#x)", fs, rxPart),
+					Got: fmt.Sprintf("%#x", base), Frame: int(w.nb)}
+			case off != wantOff:
+				return &Failure{Check: "offset of the data in its buffer", Expected: fmt.Sprintf("%d (UMEM headroom %d + XDP_PACKET_HEADROOM %d)", wantOff, so.spec.headroom, xsk.KernelHeadroom),
+					Got: fmt.Sprint(off), Frame: int(w.nb)}
+			}
+			if m := checkFrame(so.u.Frame(d.Addr, d.Len), int(w.len), so.end.MAC, f.from.end.MAC, w.nb); m != nil {
+				return &Failure{Check: "frame " + m.What, Expected: m.Expected, Got: m.Got, Frame: int(w.nb)}
+			}
+			if f.noRefill {
+				s.Frames.Push(base)
+			} else {
+				s.Fill.Set(fidx+k, base)
+			}
+			got++
+			received.Add(1)
+		}
+		if !f.noRefill {
+			s.Fill.Submit(n)
+		}
+		if !f.noRelease {
+			s.Rx.Release(n)
+		}
+	}
+	return nil
+}
+
+// settleExtra waits a moment and fails if the receiver got frames it did
+// not expect.
+func (t *tcase) settleExtra(f *flow) error {
+	time.Sleep(settle)
+	s := f.to.s
+	if s.Fill.NeedWakeup() {
+		if err := s.WakeRx(); err != nil {
+			return err
+		}
+	}
+	idx, n := s.Rx.Peek(1)
+	if n == 0 {
+		return nil
+	}
+	d := s.Rx.Desc(idx)
+	s.Rx.Unpeek(n)
+	return &Failure{Check: "frames received", Expected: fmt.Sprintf("%d frames", len(f.want)),
+		Got: fmt.Sprintf("more: a frame of %d bytes at %#x", d.Len, d.Addr), Frame: -1}
+}
+
+// statsDelta is cur - before, field by field.
+func statsDelta(cur, before xsk.Statistics) xsk.Statistics {
+	return xsk.Statistics{
+		RxDropped:            cur.RxDropped - before.RxDropped,
+		RxInvalidDescs:       cur.RxInvalidDescs - before.RxInvalidDescs,
+		TxInvalidDescs:       cur.TxInvalidDescs - before.TxInvalidDescs,
+		RxRingFull:           cur.RxRingFull - before.RxRingFull,
+		RxFillRingEmptyDescs: cur.RxFillRingEmptyDescs - before.RxFillRingEmptyDescs,
+	}
+}
+
+// statsString lists the compared counters; with nonZero only those not 0.
+func statsString(s xsk.Statistics, nonZero bool) string {
+	var out []string
+	for _, c := range []struct {
+		name string
+		v    uint64
+	}{{"rx_dropped", s.RxDropped}, {"rx_invalid_descs", s.RxInvalidDescs}, {"rx_ring_full", s.RxRingFull},
+		{"rx_fill_ring_empty_descs", s.RxFillRingEmptyDescs}, {"tx_invalid_descs", s.TxInvalidDescs}} {
+		if !nonZero || c.v != 0 {
+			out = append(out, fmt.Sprintf("%s=%d", c.name, c.v))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// waitStats reads s's counters until they are before+want, or fails with
+// what they were after idleTimeout.
+func waitStats(s *xsk.Socket, role string, before, want xsk.Statistics) error {
+	deadline := time.Now().Add(idleTimeout)
+	for {
+		cur, err := s.Statistics()
+		if err != nil {
+			return err
+		}
+		d := statsDelta(cur, before)
+		if d == want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return &Failure{Check: "XDP_STATISTICS of the " + role + " socket", Expected: statsString(want, false), Got: statsString(d, false), Frame: -1}
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func countsString(c bpf.SelftestCounts) string {
+	return fmt.Sprintf("redirected=%d dropped=%d other_queue=%d no_socket=%d", c.Redirected, c.Dropped, c.OtherQueue, c.NoSocket)
+}
+
+// waitCounts reads the program's counts until they are before+want.
+func waitCounts(st *steer, before, want bpf.SelftestCounts) error {
+	deadline := time.Now().Add(idleTimeout)
+	for {
+		cur, err := st.prog.Counts()
+		if err != nil {
+			return err
+		}
+		d := bpf.SelftestCounts{Redirected: cur.Redirected - before.Redirected, Dropped: cur.Dropped - before.Dropped,
+			OtherQueue: cur.OtherQueue - before.OtherQueue, NoSocket: cur.NoSocket - before.NoSocket}
+		if d == want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			f := &Failure{Check: "steering program counts on " + st.end.Name, Expected: countsString(want), Got: countsString(d), Frame: -1}
+			if d.OtherQueue > 0 {
+				f.Check += ": test frames arrived on other queues than 0 (steer them to queue 0, e.g. ethtool -L DEV combined 1)"
+			}
+			return f
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// probeMode says why no test can run in mode m on p, nil if they may.
+func probeMode(p Pair, m Mode) error {
+	if m == SKB {
+		return nil
+	}
+	for _, e := range []End{p.Rx, p.Tx} {
+		var feat netdev.DevFeatures
+		err := e.do(func() (err error) {
+			feat, err = netdev.Features(e.Index)
+			return err
+		})
+		if errors.Is(err, netdev.ErrNoXDPFeatures) {
+			continue // the tests find out
+		}
+		if err != nil {
+			return err
+		}
+		if !feat.XDP.Has(netdev.XDPBasic) {
+			return skipf("%s has no native XDP (XDP features: %s)", e.Name, feat.XDP)
+		}
+		if m == ZC && !feat.XDP.Has(netdev.XDPXSKZeroCopy) {
+			return skipf("%s has no AF_XDP zero-copy (XDP features: %s)", e.Name, feat.XDP)
+		}
+	}
+	return nil
+}
