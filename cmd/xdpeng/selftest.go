@@ -169,7 +169,7 @@ func printTestList(w io.Writer, tests []selftest.Test, asJSON bool) {
 			writeJSON(w, listJSON{Type: "list", Test: t.Name, Checks: t.Checks})
 			continue
 		}
-		fmt.Fprintf(w, "%-32s %s\n", t.Name, t.Checks)
+		fmt.Fprintf(w, "%-34s %s\n", t.Name, t.Checks)
 	}
 }
 
@@ -178,7 +178,7 @@ func printResult(w io.Writer, r selftest.Result, asJSON bool) {
 		writeJSON(w, testJSON{Type: "test", Result: r})
 		return
 	}
-	line := fmt.Sprintf("%-3s  %-32s %-4s %6.2fs  ", strings.ToUpper(r.Mode), r.Test, r.Status, r.Seconds)
+	line := fmt.Sprintf("%-3s  %-34s %-4s %6.2fs  ", strings.ToUpper(r.Mode), r.Test, r.Status, r.Seconds)
 	switch r.Status {
 	case selftest.Fail:
 		if r.Expected != "" || r.Got != "" {

@@ -105,6 +105,10 @@ func (e End) do(fn func() error) error {
 // BIDIRECTIONAL), on queue 0 of each.
 type Pair struct {
 	Tx, Rx End
+	// Own says the devices are the run's own (a test bed it made): a
+	// test may change their MTU. A run never changes the MTU of a device
+	// it did not make; a test that needs another skips.
+	Own bool
 }
 
 // Status is a test's outcome.
@@ -302,8 +306,9 @@ func runOne(ctx context.Context, p Pair, m Mode, t Test, modeSkip error) Result 
 func BedPair(b *testbed.Bed) Pair {
 	l := b.Links[0]
 	return Pair{
-		Tx: End{Name: l.Gen, NS: b.GenNS, Index: l.GenIndex, MAC: l.GenMAC},
-		Rx: End{Name: l.DUT, NS: b.DUTNS, Index: l.DUTIndex, MAC: l.DUTMAC},
+		Tx:  End{Name: l.Gen, NS: b.GenNS, Index: l.GenIndex, MAC: l.GenMAC},
+		Rx:  End{Name: l.DUT, NS: b.DUTNS, Index: l.DUTIndex, MAC: l.DUTMAC},
+		Own: true,
 	}
 }
 

@@ -1,11 +1,15 @@
 package selftest
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/vishvananda/netlink"
+
 	"github.com/xdpeng/xdpeng/bpf"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
@@ -57,6 +61,16 @@ func TestSelftestOnBed(t *testing.T) {
 	for _, l := range []struct{ ns, dev string }{{bed.GenNS, p.Tx.Name}, {bed.DUTNS, p.Rx.Name}} {
 		if h := testbedtest.ReadHooksIn(t, l.ns, l.dev); !h.Empty() {
 			t.Errorf("%s: left attached: %+v", l.dev, h)
+		}
+		err := testbed.Do(l.ns, func() error {
+			link, err := netlink.LinkByName(l.dev)
+			if err == nil && link.Attrs().MTU != 1500 {
+				err = fmt.Errorf("MTU %d, want 1500 as the bed was made", link.Attrs().MTU)
+			}
+			return err
+		})
+		if err != nil {
+			t.Errorf("%s: %v", l.dev, err)
 		}
 	}
 }

@@ -75,6 +75,12 @@ var catalogue = []Test{
 			f.rxStats.RxDropped = uint64(n - defaultFrames)
 		})
 	}},
+	{"SEND_RECEIVE_9K_PACKETS", "4096 frames of 9000 bytes at MTU 9000 on multi-buffer sockets: each sent in three descriptors and received over several buffers, whole and in order", func(t *tcase) (string, error) {
+		return t.jumbo(false)
+	}},
+	{"SEND_RECEIVE_UNALIGNED_9K_PACKETS", "as SEND_RECEIVE_9K_PACKETS in unaligned chunk mode", func(t *tcase) (string, error) {
+		return t.jumbo(true)
+	}},
 	{"XDP_DROP_HALF", "the steering program drops every second frame (XDP_DROP): the others arrive in order, the program counts 2048 of each", (*tcase).dropHalf},
 }
 
@@ -109,7 +115,7 @@ func (t *tcase) sendReceive(txSpec, rxSpec sockSpec, pkts []txPkt, adjust func(*
 // valid frame.
 func (t *tcase) newFlow(tx, rx *sock, st *steer, pkts []txPkt, adjust func(*flow)) *flow {
 	f := &flow{from: tx, to: rx, pkts: pkts, prog: st}
-	for _, p := range pkts {
+	for _, p := range packets(pkts) {
 		if p.valid {
 			f.progWant.Redirected++
 		}
@@ -414,4 +420,23 @@ func (t *tcase) dropHalf() (string, error) {
 	}
 	f.progWant = bpf.SelftestCounts{Redirected: defaultPackets / 2, Dropped: defaultPackets / 2}
 	return t.run(f)
+}
+
+// jumbo sends 9000-byte frames over multi-buffer sockets.
+func (t *tcase) jumbo(unaligned bool) (string, error) {
+	if err := t.multiBuffer(); err != nil {
+		return "", err
+	}
+	if err := t.needMTU(jumboMTU); err != nil {
+		return "", err
+	}
+	spec := sockSpec{sg: true, unaligned: unaligned}
+	tx, rx, st, err := t.pair1(spec, spec, bpf.SelftestOptions{Frags: true})
+	if err != nil {
+		return "", err
+	}
+	pkts := fragmented(defaultPackets, jumboMTU, defaultFrameSize)
+	// Each frame takes three receive buffers: a window of 64 frames
+	// keeps well within the receiver's 1024.
+	return t.run(t.newFlow(tx, rx, st, pkts, func(f *flow) { f.window = 64 }))
 }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vishvananda/netlink"
+
 	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/internal/hook"
 	"github.com/xdpeng/xdpeng/internal/netdev"
@@ -59,6 +61,7 @@ type sockSpec struct {
 	rxFrames, txFrames uint32 // 0: 1024 each
 	headroom           uint32
 	unaligned          bool
+	sg                 bool // multi-buffer (XDP_USE_SG)
 	rx, tx             bool
 	rxRing             uint32 // 0: 2048
 }
@@ -122,7 +125,7 @@ func (t *tcase) open(end End, spec sockSpec) (*sock, error) {
 			return err
 		}
 		cfg := xsk.SocketConfig{Ifindex: end.Index, Queue: 0, FillSize: defaultRing, CompletionSize: defaultRing,
-			Mode: t.mode.bindMode(), NeedWakeup: true, FirstFrame: 0, NumFrames: spec.rxFrames}
+			Mode: t.mode.bindMode(), NeedWakeup: true, FirstFrame: 0, NumFrames: spec.rxFrames, MultiBuffer: spec.sg}
 		if spec.rx {
 			cfg.RxSize = spec.rxRing
 		}
@@ -179,7 +182,9 @@ func (t *tcase) attach(end End, opts bpf.SelftestOptions) (*steer, error) {
 // to puts so at key 0: the program's test frames go to it.
 func (st *steer) to(so *sock) error { return st.prog.SetSocket(0, so.s.FD()) }
 
-// txPkt is one descriptor to transmit.
+// txPkt is one descriptor to transmit. A packet is a run of descriptors
+// whose last has no XDP_PKT_CONTD in opts; packets are numbered from 0 in
+// the order of the flow, and packet n carries frame n.
 type txPkt struct {
 	// abs: addr is the descriptor's address as it is. Otherwise the
 	// address is the next transmit frame's plus off (which may be
@@ -190,13 +195,58 @@ type txPkt struct {
 	len  uint32
 	opts uint32
 	// valid says whether the kernel must send it; only valid
-	// descriptors are filled with a frame and use up a transmit frame.
+	// descriptors are filled with a frame and use up a transmit frame,
+	// and a packet is sent only if all its descriptors are valid.
 	valid bool
+}
+
+// packet is one packet of a flow: descriptors first..first+n-1.
+type packet struct {
+	first, n int
+	len      uint32 // the frame's length: the descriptors' lengths added
+	valid    bool
+}
+
+// packets splits pkts into packets.
+func packets(pkts []txPkt) []packet {
+	var out []packet
+	cur := packet{valid: true}
+	for i, p := range pkts {
+		if cur.n == 0 {
+			cur.first = i
+		}
+		cur.n++
+		cur.len += p.len
+		cur.valid = cur.valid && p.valid
+		if p.opts&xsk.PacketContinues == 0 || i == len(pkts)-1 {
+			out = append(out, cur)
+			cur = packet{valid: true}
+		}
+	}
+	return out
+}
+
+// fragmented returns n packets of length bytes each, split into
+// descriptors of at most frameSize bytes.
+func fragmented(n int, length, frameSize uint32) []txPkt {
+	var p []txPkt
+	for range n {
+		for left := length; left > 0; {
+			l := min(left, frameSize)
+			left -= l
+			d := txPkt{len: l, valid: true}
+			if left > 0 {
+				d.opts = xsk.PacketContinues
+			}
+			p = append(p, d)
+		}
+	}
+	return p
 }
 
 // rxWant is a frame the receiver expects.
 type rxWant struct {
-	nb  uint32 // its number: the index of its descriptor in the flow
+	nb  uint32 // its number: its packet's in the flow
 	len uint32
 }
 
@@ -238,10 +288,11 @@ func stream(n int, length uint32) []txPkt {
 	return p
 }
 
-// expected returns the frames the receiver of pkts expects.
+// expected returns the frames the receiver of pkts expects: the valid
+// packets'.
 func expected(pkts []txPkt) []rxWant {
 	var w []rxWant
-	for i, p := range pkts {
+	for i, p := range packets(pkts) {
 		if p.valid {
 			w = append(w, rxWant{nb: uint32(i), len: p.len})
 		}
@@ -354,8 +405,13 @@ func (f *flow) describe() string {
 			valid++
 		}
 	}
+	pks := packets(f.pkts)
 	s := fmt.Sprintf("%d of %d frames received in order, every byte checked (%s bytes); %d completions in order",
-		len(f.want), len(f.pkts), strings.Join(ls, ", "), valid)
+		len(f.want), len(pks), strings.Join(ls, ", "), valid)
+	if len(pks) != len(f.pkts) {
+		s = fmt.Sprintf("%d of %d frames (in %d descriptors) received in order, every byte checked (%s bytes); %d completions in order",
+			len(f.want), len(pks), len(f.pkts), strings.Join(ls, ", "), valid)
+	}
 	if c := statsString(f.rxStats, true); c != "" {
 		s += "; receiver " + c
 	}
@@ -390,6 +446,17 @@ func (t *tcase) send(f *flow, received *atomic.Int64) error {
 	for _, w := range f.want {
 		wanted[w.nb] = true
 	}
+	pks := packets(f.pkts)
+	pktOf := make([]int, len(f.pkts))      // the packet of each descriptor
+	fragOff := make([]uint32, len(f.pkts)) // where in its frame each descriptor's bytes are
+	for n, p := range pks {
+		off := uint32(0)
+		for d := p.first; d < p.first+p.n; d++ {
+			pktOf[d], fragOff[d] = n, off
+			off += f.pkts[d].len
+		}
+	}
+	var frame []byte // the frame of the packet being written
 	completed, sentWanted, sentValid, i, j := 0, 0, 0, 0, 0
 	invalidDone, firstInvalid := 0, -1
 	last := time.Now()
@@ -455,7 +522,16 @@ func (t *tcase) send(f *flow, received *atomic.Int64) error {
 			}
 			continue
 		}
+		// A batch ends with a packet's last descriptor, unless one
+		// packet is longer than a batch.
 		n := min(f.batch, uint32(len(f.pkts)-i))
+		for n > 0 && f.pkts[i+int(n)-1].opts&xsk.PacketContinues != 0 && i+int(n) < len(f.pkts) {
+			n--
+		}
+		if n == 0 {
+			p := pks[pktOf[i]]
+			n = uint32(p.first + p.n - i)
+		}
 		idx, got := s.Tx.Reserve(n)
 		if got < n {
 			s.Tx.Cancel(got)
@@ -480,15 +556,23 @@ func (t *tcase) send(f *flow, received *atomic.Int64) error {
 					so.txNext++
 				}
 			}
-			if p.valid {
-				a := xsk.DataAddr(addr)
-				writeFrame(mem[a:a+uint64(p.len)], f.to.end.MAC, so.end.MAC, uint32(i+int(k)))
-				sentValid++
-				if wanted[uint32(i+int(k))] {
-					sentWanted++
+			d := i + int(k)
+			pk := pks[pktOf[d]]
+			if p.valid && pk.valid {
+				if fragOff[d] == 0 {
+					frame = append(frame[:0], make([]byte, pk.len)...)
+					writeFrame(frame, f.to.end.MAC, so.end.MAC, uint32(pktOf[d]))
 				}
+				a := xsk.DataAddr(addr)
+				copy(mem[a:a+uint64(p.len)], frame[fragOff[d]:])
 			}
-			sent = append(sent, submitted{addr: addr, valid: p.valid, nb: i + int(k)})
+			if p.valid {
+				sentValid++
+			}
+			if d == pk.first+pk.n-1 && wanted[uint32(pktOf[d])] {
+				sentWanted++
+			}
+			sent = append(sent, submitted{addr: addr, valid: p.valid, nb: pktOf[d]})
 			s.Tx.SetOptions(idx+k, addr, p.len, p.opts)
 		}
 		s.Tx.Submit(got)
@@ -525,7 +609,7 @@ func (t *tcase) send(f *flow, received *atomic.Int64) error {
 	}
 	if invalidDone > 0 {
 		f.completionFailure = &Failure{Check: "completion ring", Expected: fmt.Sprintf("the %d valid descriptors' addresses in order, none of an invalid descriptor", sentValid),
-			Got: fmt.Sprintf("those, and in their places the addresses of %d invalid descriptors (the first: descriptor %d)", invalidDone, firstInvalid), Frame: firstInvalid}
+			Got: fmt.Sprintf("those, and in their places the addresses of %d invalid descriptors (the first: of packet %d)", invalidDone, firstInvalid), Frame: firstInvalid}
 	}
 	return nil
 }
@@ -539,6 +623,8 @@ func (t *tcase) receive(f *flow, received *atomic.Int64, stop <-chan struct{}) e
 	rxPart := uint64(so.spec.rxFrames) * fs
 	wantOff := uint64(so.spec.headroom) + xsk.KernelHeadroom
 	got := 0
+	var frame []byte // the frame received so far, over its buffers
+	frags := 0
 	for got < len(f.want) {
 		select {
 		case <-stop:
@@ -572,7 +658,7 @@ func (t *tcase) receive(f *flow, received *atomic.Int64, stop <-chan struct{}) e
 		}
 		for k := uint32(0); k < n; k++ {
 			d := *s.Rx.Desc(idx + k)
-			if got >= len(f.want) {
+			if got >= len(f.want) && frags == 0 {
 				return &Failure{Check: "frames received", Expected: fmt.Sprintf("%d frames", len(f.want)),
 					Got: fmt.Sprintf("more: a frame of %d bytes at %#x", d.Len, d.Addr), Frame: -1}
 			}
@@ -580,8 +666,12 @@ func (t *tcase) receive(f *flow, received *atomic.Int64, stop <-chan struct{}) e
 			base := so.u.FrameBase(d.Addr)
 			off := xsk.DataAddr(d.Addr) - base
 			switch {
-			case d.Options != 0:
-				return &Failure{Check: "descriptor options", Expected: "0", Got: fmt.Sprintf("%#x", d.Options), Frame: int(w.nb)}
+			case d.Options&^xsk.PacketContinues != 0 || (d.Options != 0 && !so.spec.sg):
+				want := "0"
+				if so.spec.sg {
+					want = "0 or XDP_PKT_CONTD"
+				}
+				return &Failure{Check: "descriptor options", Expected: want, Got: fmt.Sprintf("%#x", d.Options), Frame: int(w.nb)}
 			case base%fs != 0 || base >= rxPart:
 				return &Failure{Check: "buffer address", Expected: fmt.Sprintf("a fill-ring buffer (a multiple of %d below %#x)", fs, rxPart),
 					Got: fmt.Sprintf("%#x", base), Frame: int(w.nb)}
@@ -589,14 +679,23 @@ func (t *tcase) receive(f *flow, received *atomic.Int64, stop <-chan struct{}) e
 				return &Failure{Check: "offset of the data in its buffer", Expected: fmt.Sprintf("%d (UMEM headroom %d + XDP_PACKET_HEADROOM %d)", wantOff, so.spec.headroom, xsk.KernelHeadroom),
 					Got: fmt.Sprint(off), Frame: int(w.nb)}
 			}
-			if m := checkFrame(so.u.Frame(d.Addr, d.Len), int(w.len), so.end.MAC, f.from.end.MAC, w.nb); m != nil {
-				return &Failure{Check: "frame " + m.What, Expected: m.Expected, Got: m.Got, Frame: int(w.nb)}
-			}
 			if f.noRefill {
 				s.Frames.Push(base)
 			} else {
 				s.Fill.Set(fidx+k, base)
 			}
+			frame = append(frame, so.u.Frame(d.Addr, d.Len)...)
+			frags++
+			if d.Options&xsk.PacketContinues != 0 {
+				continue
+			}
+			if m := checkFrame(frame, int(w.len), so.end.MAC, f.from.end.MAC, w.nb); m != nil {
+				if frags > 1 {
+					m.What += fmt.Sprintf(" (over %d buffers)", frags)
+				}
+				return &Failure{Check: "frame " + m.What, Expected: m.Expected, Got: m.Got, Frame: int(w.nb)}
+			}
+			frame, frags = frame[:0], 0
 			got++
 			received.Add(1)
 		}
@@ -726,6 +825,79 @@ func probeMode(p Pair, m Mode) error {
 		}
 		if m == ZC && !feat.XDP.Has(netdev.XDPXSKZeroCopy) {
 			return skipf("%s has no AF_XDP zero-copy (XDP features: %s)", e.Name, feat.XDP)
+		}
+	}
+	return nil
+}
+
+// jumboMTU is the MTU of the multi-buffer tests (MAX_ETH_JUMBO_SIZE).
+const jumboMTU = 9000
+
+// needMTU makes both ends' MTU at least mtu for the test: on the run's own
+// devices it raises it and puts it back when the test ends; on others a
+// smaller MTU skips the test.
+func (t *tcase) needMTU(mtu int) error {
+	for _, e := range []End{t.pair.Tx, t.pair.Rx} {
+		var cur int
+		err := e.do(func() error {
+			l, err := netlink.LinkByIndex(e.Index)
+			if err != nil {
+				return err
+			}
+			cur = l.Attrs().MTU
+			if cur >= mtu || !t.pair.Own {
+				return nil
+			}
+			if err := netlink.LinkSetMTU(l, mtu); err != nil {
+				return fmt.Errorf("set the MTU of %s to %d: %w", e.Name, mtu, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if cur >= mtu {
+			continue
+		}
+		if !t.pair.Own {
+			return skipf("needs an MTU of %d on %s, which has %d (ip link set %s mtu %d); selftest does not change a device it did not make", mtu, e.Name, cur, e.Name, mtu)
+		}
+		t.onClose(func() error {
+			return e.do(func() error {
+				l, err := netlink.LinkByIndex(e.Index)
+				if err != nil {
+					return err
+				}
+				return netlink.LinkSetMTU(l, cur)
+			})
+		})
+	}
+	return nil
+}
+
+// multiBuffer skips a multi-buffer test where the device cannot take
+// multi-buffer frames in the test's mode.
+func (t *tcase) multiBuffer() error {
+	if t.mode == SKB {
+		return nil
+	}
+	for _, e := range []End{t.pair.Rx, t.pair.Tx} {
+		var feat netdev.DevFeatures
+		err := e.do(func() (err error) {
+			feat, err = netdev.Features(e.Index)
+			return err
+		})
+		if errors.Is(err, netdev.ErrNoXDPFeatures) {
+			return skipf("the kernel does not report whether %s takes multi-buffer frames (XDP features came with Linux 6.3)", e.Name)
+		}
+		if err != nil {
+			return err
+		}
+		if !feat.XDP.Has(netdev.XDPRxSG) {
+			return skipf("%s has no multi-buffer XDP (rx-sg not among its XDP features: %s)", e.Name, feat.XDP)
+		}
+		if t.mode == ZC && feat.ZCMaxSegs <= 1 {
+			return skipf("%s has no multi-buffer zero-copy (xdp-zc-max-segs %d)", e.Name, feat.ZCMaxSegs)
 		}
 	}
 	return nil
