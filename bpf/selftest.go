@@ -14,6 +14,12 @@ import (
 type SelftestOptions struct {
 	// DropHalf drops every second test frame in the program.
 	DropHalf bool
+	// BySelector sends each test frame to the socket at the key (0 or 1)
+	// its first byte after the EtherType selects.
+	BySelector bool
+	// Metadata puts each test frame's number among those seen on queue
+	// 0 in front of it, as 8 bytes of metadata in host order.
+	Metadata bool
 	// Frags loads the program as multi-buffer aware (BPF_F_XDP_HAS_FRAGS).
 	Frags bool
 }
@@ -44,8 +50,13 @@ func NewSelftest(opts SelftestOptions) (*Selftest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load xsk_selftest: %w", err)
 	}
-	if err := spec.Variables[XskSelftestVarDropHalf].Set(boolByte(opts.DropHalf)); err != nil {
-		return nil, fmt.Errorf("load xsk_selftest: set drop_half: %w", err)
+	for _, v := range []struct {
+		name string
+		on   bool
+	}{{XskSelftestVarDropHalf, opts.DropHalf}, {XskSelftestVarBySelector, opts.BySelector}, {XskSelftestVarMetadata, opts.Metadata}} {
+		if err := spec.Variables[v.name].Set(boolByte(v.on)); err != nil {
+			return nil, fmt.Errorf("load xsk_selftest: set %s: %w", v.name, err)
+		}
 	}
 	if opts.Frags {
 		spec.Programs[XskSelftestProgXskSelftest].Flags |= unix.BPF_F_XDP_HAS_FRAGS

@@ -2,7 +2,8 @@
 
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 // xsk_selftest steers the frames of xdpeng selftest (EtherType 0x9000) that
-// arrive on receive queue 0 into the AF_XDP socket at key 0 of xsks, and
+// arrive on receive queue 0 into the AF_XDP socket at key 0 of xsks (or the
+// key the frame selects), and
 // leaves every other frame to the stack, so a device under test keeps its
 // other traffic. It counts what it did with each test frame, so that a test
 // can compare the counts with what it sent.
@@ -15,6 +16,12 @@
 
 // Set at load time: drop every second test frame (XDP_DROP_HALF).
 volatile const __u8 drop_half = 0;
+// Set at load time: the socket is the one at the key the frame's first
+// byte after the EtherType selects, 0 or 1 (XDP_SHARED_UMEM).
+volatile const __u8 by_selector = 0;
+// Set at load time: put the frame's number among the test frames seen on
+// queue 0 in front of it, as 8 bytes of metadata (XDP_METADATA_COPY).
+volatile const __u8 metadata = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
@@ -55,6 +62,8 @@ int xsk_selftest(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
+	__u32 key = 0;
+	__u64 n;
 	int act;
 
 	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(SELFTEST_ETH_P))
@@ -63,11 +72,29 @@ int xsk_selftest(struct xdp_md *ctx)
 		count(COUNT_OTHER_QUEUE);
 		return XDP_PASS;
 	}
-	if (count(COUNT_SEEN) & 1 && drop_half) {
+	if (by_selector) {
+		__u8 *sel = (void *)(eth + 1);
+
+		if ((void *)(sel + 1) > end)
+			return XDP_PASS;
+		key = *sel & 1;
+	}
+	n = count(COUNT_SEEN);
+	if (n & 1 && drop_half) {
 		count(COUNT_DROPPED);
 		return XDP_DROP;
 	}
-	act = bpf_redirect_map(&xsks, 0, XDP_PASS);
+	if (metadata) {
+		__u64 *meta;
+
+		if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta)))
+			return XDP_PASS;
+		meta = (void *)(long)ctx->data_meta;
+		if ((void *)(meta + 1) > (void *)(long)ctx->data)
+			return XDP_PASS;
+		*meta = n;
+	}
+	act = bpf_redirect_map(&xsks, key, XDP_PASS);
 	count(act == XDP_REDIRECT ? COUNT_REDIRECTED : COUNT_NO_SOCKET);
 	return act;
 }

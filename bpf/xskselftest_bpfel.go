@@ -19,7 +19,9 @@ const (
 	XskSelftestMapCounts       = "counts"
 	XskSelftestMapXsks         = "xsks"
 	XskSelftestProgXskSelftest = "xsk_selftest"
+	XskSelftestVarBySelector   = "by_selector"
 	XskSelftestVarDropHalf     = "drop_half"
+	XskSelftestVarMetadata     = "metadata"
 )
 
 // LoadXskSelftest returns the embedded CollectionSpec for XskSelftest.
@@ -79,7 +81,9 @@ type XskSelftestMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type XskSelftestVariableSpecs struct {
-	DropHalf *ebpf.VariableSpec `ebpf:"drop_half"`
+	BySelector *ebpf.VariableSpec `ebpf:"by_selector"`
+	DropHalf   *ebpf.VariableSpec `ebpf:"drop_half"`
+	Metadata   *ebpf.VariableSpec `ebpf:"metadata"`
 }
 
 // XskSelftestObjects contains all objects after they have been loaded into the kernel.
@@ -117,7 +121,9 @@ func (m *XskSelftestMaps) Close() error {
 //
 // It can be passed to LoadXskSelftestObjects or ebpf.CollectionSpec.LoadAndAssign.
 type XskSelftestVariables struct {
-	DropHalf *ebpf.Variable `ebpf:"drop_half"`
+	BySelector *ebpf.Variable `ebpf:"by_selector"`
+	DropHalf   *ebpf.Variable `ebpf:"drop_half"`
+	Metadata   *ebpf.Variable `ebpf:"metadata"`
 }
 
 // XskSelftestPrograms contains all programs after they have been loaded into the kernel.

@@ -9,7 +9,8 @@ import (
 // The frames of every test have the same shape, so that the receiver can
 // check each one whole: an Ethernet header (destination, source, EtherType
 // 0x9000, the loopback test protocol), two bytes of padding so that the
-// payload is aligned to 4 bytes, then 32-bit big-endian words, word i of
+// payload is aligned to 4 bytes (the first, selectorByte, tells the
+// steering program which socket the frame is for in XDP_SHARED_UMEM), then 32-bit big-endian words, word i of
 // frame n holding n<<16 | i. A frame's bytes past its last whole word are
 // zero. Any byte out of place, a frame out of order, a frame cut short or
 // one from another test shows as a wrong word.
@@ -17,6 +18,9 @@ const (
 	headerLen   = 16     // Ethernet header and padding
 	etherType   = 0x9000 // ETH_P_LOOPBACK
 	minFrameLen = 64     // the smallest frame the tests send (MIN_PKT_SIZE)
+	// selectorByte is the padding byte xsk_selftest.c reads, in
+	// XDP_SHARED_UMEM, as the key of the socket a frame is for.
+	selectorByte = 14
 )
 
 // word is what word i of frame nb holds.

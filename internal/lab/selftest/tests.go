@@ -2,6 +2,7 @@ package selftest
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/xdpeng/xdpeng/bpf"
@@ -75,11 +76,30 @@ var catalogue = []Test{
 			f.rxStats.RxDropped = uint64(n - defaultFrames)
 		})
 	}},
+	{"XDP_SHARED_UMEM", "two receiving sockets on queue 0 sharing one buffer pool, the program sending even frames to one and odd to the other; sent by a socket and then by a second one sharing its pool: each receiver gets its half, whole and in order", (*tcase).sharedUmem},
+	{"XDP_METADATA_COPY", "the program puts each frame's number in 8 bytes of metadata in front of it: the receiver finds it there, and the frame whole", func(t *tcase) (string, error) {
+		tx, rx, st, err := t.pair1(sockSpec{}, sockSpec{}, bpf.SelftestOptions{Metadata: true})
+		if err != nil {
+			return "", err
+		}
+		return t.run(t.newFlow(tx, rx, st, stream(defaultPackets, minFrameLen), func(f *flow) { f.metadata = true }))
+	}},
+	{"XDP_METADATA_COPY_MULTI_BUFF", "as XDP_METADATA_COPY with the frames of SEND_RECEIVE_9K_PACKETS", func(t *tcase) (string, error) {
+		return t.jumbo(false, true)
+	}},
 	{"SEND_RECEIVE_9K_PACKETS", "4096 frames of 9000 bytes at MTU 9000 on multi-buffer sockets: each sent in three descriptors and received over several buffers, whole and in order", func(t *tcase) (string, error) {
-		return t.jumbo(false)
+		return t.jumbo(false, false)
 	}},
 	{"SEND_RECEIVE_UNALIGNED_9K_PACKETS", "as SEND_RECEIVE_9K_PACKETS in unaligned chunk mode", func(t *tcase) (string, error) {
-		return t.jumbo(true)
+		return t.jumbo(true, false)
+	}},
+	{"XDP_PROG_CLEANUP", "two sockets on queue 0 sharing a buffer pool, at keys 0 and 1: traffic to the first; then the second alone at key 0 and traffic to it from a second sender sharing the first's pool: each time only the socket at key 0 receives, all frames whole and in order", (*tcase).progCleanup},
+	{"TX_QUEUE_CONSUMER", "33 frames in one batch: one sendto takes exactly the copy-mode budget of 32 descriptors off the tx ring, then all arrive whole and in order", func(t *tcase) (string, error) {
+		if t.mode == ZC {
+			return "", skipf("the budget of a sendto is copy mode's; xskxceiver does not run it in zero-copy either")
+		}
+		n := txBudget + 1
+		return t.sendReceive(sockSpec{}, sockSpec{}, stream(n, minFrameLen), func(f *flow) { f.batch, f.checkConsumer = uint32(n), true })
 	}},
 	{"XDP_DROP_HALF", "the steering program drops every second frame (XDP_DROP): the others arrive in order, the program counts 2048 of each", (*tcase).dropHalf},
 }
@@ -423,7 +443,7 @@ func (t *tcase) dropHalf() (string, error) {
 }
 
 // jumbo sends 9000-byte frames over multi-buffer sockets.
-func (t *tcase) jumbo(unaligned bool) (string, error) {
+func (t *tcase) jumbo(unaligned, metadata bool) (string, error) {
 	if err := t.multiBuffer(); err != nil {
 		return "", err
 	}
@@ -431,12 +451,91 @@ func (t *tcase) jumbo(unaligned bool) (string, error) {
 		return "", err
 	}
 	spec := sockSpec{sg: true, unaligned: unaligned}
-	tx, rx, st, err := t.pair1(spec, spec, bpf.SelftestOptions{Frags: true})
+	tx, rx, st, err := t.pair1(spec, spec, bpf.SelftestOptions{Frags: true, Metadata: metadata})
 	if err != nil {
 		return "", err
 	}
 	pkts := fragmented(defaultPackets, jumboMTU, defaultFrameSize)
 	// Each frame takes three receive buffers: a window of 64 frames
 	// keeps well within the receiver's 1024.
-	return t.run(t.newFlow(tx, rx, st, pkts, func(f *flow) { f.window = 64 }))
+	return t.run(t.newFlow(tx, rx, st, pkts, func(f *flow) { f.window, f.metadata = 64, metadata }))
+}
+
+func (t *tcase) sharedUmem() (string, error) {
+	tx0, rx0, st, err := t.pair1(sockSpec{}, sockSpec{}, bpf.SelftestOptions{BySelector: true})
+	if err != nil {
+		return "", err
+	}
+	rx0.name, tx0.name = t.pair.Rx.Name+" socket 0", t.pair.Tx.Name+" socket 0"
+	rx1, err := t.openShared(rx0, true, false, t.pair.Rx.Name+" socket 1")
+	if err != nil {
+		return "", err
+	}
+	if err := st.prog.SetSocket(1, rx1.s.FD()); err != nil {
+		return "", err
+	}
+	tx1, err := t.openShared(tx0, false, true, t.pair.Tx.Name+" socket 1")
+	if err != nil {
+		return "", err
+	}
+	var out []string
+	for _, tx := range []*sock{tx0, tx1} {
+		pkts := stream(defaultPackets, minFrameLen)
+		f := t.newFlow(tx, rx0, st, pkts, nil)
+		f.selector = func(nb uint32) byte { return byte(nb & 1) }
+		f.want, f.also, f.alsoWant = nil, rx1, nil
+		for _, w := range expected(pkts) {
+			if w.nb&1 == 0 {
+				f.want = append(f.want, w)
+			} else {
+				f.alsoWant = append(f.alsoWant, w)
+			}
+		}
+		d, err := t.run(f)
+		if err != nil {
+			if fl, ok := err.(*Failure); ok {
+				fl.Check = "from " + tx.label() + ": " + fl.Check
+			}
+			return "", err
+		}
+		out = append(out, fmt.Sprintf("from %s: %s", tx.label(), d))
+	}
+	return strings.Join(out, "; "), nil
+}
+
+func (t *tcase) progCleanup() (string, error) {
+	tx0, rx0, st, err := t.pair1(sockSpec{}, sockSpec{}, bpf.SelftestOptions{})
+	if err != nil {
+		return "", err
+	}
+	rx0.name, tx0.name = t.pair.Rx.Name+" socket 0", t.pair.Tx.Name+" socket 0"
+	rx1, err := t.openShared(rx0, true, false, t.pair.Rx.Name+" socket 1")
+	if err != nil {
+		return "", err
+	}
+	if err := st.prog.SetSocket(1, rx1.s.FD()); err != nil {
+		return "", err
+	}
+	tx1, err := t.openShared(tx0, false, true, t.pair.Tx.Name+" socket 1")
+	if err != nil {
+		return "", err
+	}
+	first, err := t.run(t.newFlow(tx0, rx0, st, stream(defaultPackets, minFrameLen), func(f *flow) { f.also = rx1 }))
+	if err != nil {
+		return "", err
+	}
+	if err := st.prog.Xsks.Delete(uint32(1)); err != nil {
+		return "", fmt.Errorf("remove socket 1 from key 1: %w", err)
+	}
+	if err := st.to(rx1); err != nil {
+		return "", err
+	}
+	second, err := t.run(t.newFlow(tx1, rx1, st, stream(defaultPackets, minFrameLen), func(f *flow) { f.also = rx0 }))
+	if err != nil {
+		if fl, ok := err.(*Failure); ok {
+			fl.Check = "after the swap: " + fl.Check
+		}
+		return "", err
+	}
+	return fmt.Sprintf("to socket 0: %s; socket 1 alone at key 0, from a second sender: %s", first, second), nil
 }

@@ -2,6 +2,7 @@ package selftest
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -90,6 +91,26 @@ type sock struct {
 	s      *xsk.Socket
 	huge   bool   // the UMEM is in huge pages
 	txNext uint32 // next transmit frame, round robin
+	// pool is the socket whose buffer pool (fill and completion rings,
+	// free frames) this one shares, nil for its own.
+	pool *sock
+	name string // in failures: "dut0 socket 1"
+}
+
+// owner is the socket whose fill and completion rings serve so.
+func (so *sock) owner() *sock {
+	if so.pool != nil {
+		return so.pool
+	}
+	return so
+}
+
+// label names the socket in a failure.
+func (so *sock) label() string {
+	if so.name != "" {
+		return so.name
+	}
+	return so.end.Name
 }
 
 // umemSize is the UMEM's size in bytes.
@@ -263,8 +284,21 @@ type flow struct {
 	noRefill       bool // received frames are not given back to the fill ring
 	noRelease      bool // received descriptors are not released
 	// want are the frames the receiver expects, in order; nil means the
-	// valid descriptors' frames.
+	// valid packets' frames.
 	want []rxWant
+	// also, if set, is a second receiving socket, and alsoWant the
+	// frames it expects (XDP_SHARED_UMEM); want are then to's alone.
+	also     *sock
+	alsoWant []rxWant
+	// selector gives the byte the program's selector reads in frame nb
+	// (the padding after the EtherType), nil for 0.
+	selector func(nb uint32) byte
+	// metadata: the program puts each frame's number in front of it
+	// (XDP_METADATA_COPY), which the receiver checks.
+	metadata bool
+	// checkConsumer: the first sendto must take exactly txBudget
+	// descriptors off a tx ring holding more (TX_QUEUE_CONSUMER).
+	checkConsumer bool
 	// rxStats and txStats are the XDP_STATISTICS counts the flow must
 	// add to each socket (tx_ring_empty_descs, which counts wake-ups that
 	// found the ring empty, is not compared).
@@ -320,6 +354,12 @@ func (t *tcase) run(f *flow) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	var alsoBefore xsk.Statistics
+	if f.also != nil {
+		if alsoBefore, err = f.also.s.Statistics(); err != nil {
+			return "", err
+		}
+	}
 	var progBefore bpf.SelftestCounts
 	if f.prog != nil {
 		if progBefore, err = f.prog.prog.Counts(); err != nil {
@@ -369,6 +409,11 @@ wait:
 	if err := waitStats(f.to.s, "receiving", rxBefore, f.rxStats); err != nil {
 		return "", err
 	}
+	if f.also != nil {
+		if err := waitStats(f.also.s, "second receiving", alsoBefore, xsk.Statistics{}); err != nil {
+			return "", err
+		}
+	}
 	if f.from != f.to {
 		if err := waitStats(f.from.s, "sending", txBefore, f.txStats); err != nil {
 			return "", err
@@ -412,6 +457,9 @@ func (f *flow) describe() string {
 		s = fmt.Sprintf("%d of %d frames (in %d descriptors) received in order, every byte checked (%s bytes); %d completions in order",
 			len(f.want), len(pks), len(f.pkts), strings.Join(ls, ", "), valid)
 	}
+	if f.also != nil {
+		s += fmt.Sprintf(", and %d on %s", len(f.alsoWant), f.also.label())
+	}
 	if c := statsString(f.rxStats, true); c != "" {
 		s += "; receiver " + c
 	}
@@ -429,6 +477,7 @@ func (f *flow) describe() string {
 func (t *tcase) send(f *flow, received *atomic.Int64) error {
 	so := f.from
 	s := so.s
+	comp := &so.owner().s.Completion // a socket sharing a pool completes on its owner's ring
 	mem := so.u.Mem()
 	// sent are the descriptors submitted, in order; the completions must
 	// be the valid ones' addresses, in the same order. An invalid
@@ -462,9 +511,9 @@ func (t *tcase) send(f *flow, received *atomic.Int64) error {
 	last := time.Now()
 	progress := func() { last = time.Now() }
 	reap := func() error {
-		idx, n := s.Completion.Peek(defaultRing)
+		idx, n := comp.Peek(defaultRing)
 		for k := uint32(0); k < n; k++ {
-			addr := s.Completion.Addr(idx + k)
+			addr := comp.Addr(idx + k)
 			for j < len(sent) && !sent[j].valid && sent[j].addr != addr {
 				j++
 			}
@@ -484,7 +533,7 @@ func (t *tcase) send(f *flow, received *atomic.Int64) error {
 			j++
 		}
 		if n > 0 {
-			s.Completion.Release(n)
+			comp.Release(n)
 			progress()
 		}
 		return nil
@@ -562,6 +611,9 @@ func (t *tcase) send(f *flow, received *atomic.Int64) error {
 				if fragOff[d] == 0 {
 					frame = append(frame[:0], make([]byte, pk.len)...)
 					writeFrame(frame, f.to.end.MAC, so.end.MAC, uint32(pktOf[d]))
+					if f.selector != nil {
+						frame[selectorByte] = f.selector(uint32(pktOf[d]))
+					}
 				}
 				a := xsk.DataAddr(addr)
 				copy(mem[a:a+uint64(p.len)], frame[fragOff[d]:])
@@ -578,6 +630,17 @@ func (t *tcase) send(f *flow, received *atomic.Int64) error {
 		s.Tx.Submit(got)
 		i += int(got)
 		progress()
+		if f.checkConsumer {
+			f.checkConsumer = false
+			before := s.Tx.Pending()
+			if err := s.WakeTx(); err != nil {
+				return err
+			}
+			if taken := before - s.Tx.Pending(); before > txBudget && taken != txBudget {
+				return &Failure{Check: "descriptors one sendto took off the tx ring", Expected: fmt.Sprintf("%d (the copy-mode budget) of %d", txBudget, before),
+					Got: fmt.Sprint(taken), Frame: -1}
+			}
+		}
 		if f.txPoll {
 			ok, err := s.Poll(1000, true)
 			if err != nil {
@@ -614,119 +677,171 @@ func (t *tcase) send(f *flow, received *atomic.Int64) error {
 	return nil
 }
 
-// receive takes f's frames off the receiver's rx ring and checks each, in
-// order, until it has them all or stop is closed.
+// rxSide is one receiving socket of a flow and the frames it expects.
+type rxSide struct {
+	so    *sock
+	want  []rxWant
+	got   int
+	frame []byte // the frame received so far, over its buffers
+	frags int
+}
+
+// sides are the flow's receiving sockets: to, and also if set.
+func (f *flow) sides() []*rxSide {
+	out := []*rxSide{{so: f.to, want: f.want}}
+	if f.also != nil {
+		out = append(out, &rxSide{so: f.also, want: f.alsoWant})
+	}
+	return out
+}
+
+// receive takes f's frames off the receivers' rx rings and checks each, in
+// order, until they have them all or stop is closed.
 func (t *tcase) receive(f *flow, received *atomic.Int64, stop <-chan struct{}) error {
-	so := f.to
-	s := so.s
-	fs := uint64(so.spec.frameSize)
-	rxPart := uint64(so.spec.rxFrames) * fs
-	wantOff := uint64(so.spec.headroom) + xsk.KernelHeadroom
-	got := 0
-	var frame []byte // the frame received so far, over its buffers
-	frags := 0
-	for got < len(f.want) {
+	sides := f.sides()
+	done := func() bool {
+		for _, sd := range sides {
+			if sd.got < len(sd.want) {
+				return false
+			}
+		}
+		return true
+	}
+	for !done() {
 		select {
 		case <-stop:
-			w := f.want[got]
-			return &Failure{Check: "frames received", Expected: fmt.Sprintf("%d frames", len(f.want)),
-				Got: fmt.Sprintf("%d, then none for %v", got, idleTimeout), Frame: int(w.nb)}
+			for _, sd := range sides {
+				if sd.got < len(sd.want) {
+					return &Failure{Check: "frames received on " + sd.so.label(), Expected: fmt.Sprintf("%d frames", len(sd.want)),
+						Got: fmt.Sprintf("%d, then none for %v", sd.got, idleTimeout), Frame: int(sd.want[sd.got].nb)}
+				}
+			}
 		default:
 		}
-		if f.rxPoll {
-			if _, err := s.Poll(100, false); err != nil {
+		busy := false
+		for _, sd := range sides {
+			n, err := t.receiveBatch(f, sd, received)
+			if err != nil {
 				return err
 			}
-		} else if s.Fill.NeedWakeup() {
-			if err := s.WakeRx(); err != nil {
-				return err
-			}
+			busy = busy || n > 0
 		}
-		idx, n := s.Rx.Peek(f.batch)
-		if n == 0 {
+		if !busy {
 			time.Sleep(10 * time.Microsecond)
-			continue
-		}
-		var fidx uint32
-		if !f.noRefill {
-			var fn uint32
-			fidx, fn = s.Fill.Reserve(n)
-			if fn != n {
-				s.Fill.Cancel(fn)
-				return fmt.Errorf("fill ring: room for %d of %d frames", fn, n)
-			}
-		}
-		for k := uint32(0); k < n; k++ {
-			d := *s.Rx.Desc(idx + k)
-			if got >= len(f.want) && frags == 0 {
-				return &Failure{Check: "frames received", Expected: fmt.Sprintf("%d frames", len(f.want)),
-					Got: fmt.Sprintf("more: a frame of %d bytes at %#x", d.Len, d.Addr), Frame: -1}
-			}
-			w := f.want[got]
-			base := so.u.FrameBase(d.Addr)
-			off := xsk.DataAddr(d.Addr) - base
-			switch {
-			case d.Options&^xsk.PacketContinues != 0 || (d.Options != 0 && !so.spec.sg):
-				want := "0"
-				if so.spec.sg {
-					want = "0 or XDP_PKT_CONTD"
-				}
-				return &Failure{Check: "descriptor options", Expected: want, Got: fmt.Sprintf("%#x", d.Options), Frame: int(w.nb)}
-			case base%fs != 0 || base >= rxPart:
-				return &Failure{Check: "buffer address", Expected: fmt.Sprintf("a fill-ring buffer (a multiple of %d below %#x)", fs, rxPart),
-					Got: fmt.Sprintf("%#x", base), Frame: int(w.nb)}
-			case off != wantOff:
-				return &Failure{Check: "offset of the data in its buffer", Expected: fmt.Sprintf("%d (UMEM headroom %d + XDP_PACKET_HEADROOM %d)", wantOff, so.spec.headroom, xsk.KernelHeadroom),
-					Got: fmt.Sprint(off), Frame: int(w.nb)}
-			}
-			if f.noRefill {
-				s.Frames.Push(base)
-			} else {
-				s.Fill.Set(fidx+k, base)
-			}
-			frame = append(frame, so.u.Frame(d.Addr, d.Len)...)
-			frags++
-			if d.Options&xsk.PacketContinues != 0 {
-				continue
-			}
-			if m := checkFrame(frame, int(w.len), so.end.MAC, f.from.end.MAC, w.nb); m != nil {
-				if frags > 1 {
-					m.What += fmt.Sprintf(" (over %d buffers)", frags)
-				}
-				return &Failure{Check: "frame " + m.What, Expected: m.Expected, Got: m.Got, Frame: int(w.nb)}
-			}
-			frame, frags = frame[:0], 0
-			got++
-			received.Add(1)
-		}
-		if !f.noRefill {
-			s.Fill.Submit(n)
-		}
-		if !f.noRelease {
-			s.Rx.Release(n)
 		}
 	}
 	return nil
 }
 
-// settleExtra waits a moment and fails if the receiver got frames it did
+// receiveBatch takes one batch off sd's rx ring and checks it; it returns
+// how many descriptors it took.
+func (t *tcase) receiveBatch(f *flow, sd *rxSide, received *atomic.Int64) (uint32, error) {
+	so := sd.so
+	s := so.s
+	pool := so.owner().s // whose fill ring feeds this socket
+	fs := uint64(so.spec.frameSize)
+	rxPart := uint64(so.owner().spec.rxFrames) * fs
+	wantOff := uint64(so.spec.headroom) + xsk.KernelHeadroom
+	if f.rxPoll {
+		if _, err := s.Poll(100, false); err != nil {
+			return 0, err
+		}
+	} else if pool.Fill.NeedWakeup() {
+		if err := s.WakeRx(); err != nil {
+			return 0, err
+		}
+	}
+	idx, n := s.Rx.Peek(f.batch)
+	if n == 0 {
+		return 0, nil
+	}
+	var fidx uint32
+	if !f.noRefill {
+		var fn uint32
+		fidx, fn = pool.Fill.Reserve(n)
+		if fn != n {
+			pool.Fill.Cancel(fn)
+			return 0, fmt.Errorf("fill ring: room for %d of %d frames", fn, n)
+		}
+	}
+	for k := uint32(0); k < n; k++ {
+		d := *s.Rx.Desc(idx + k)
+		if sd.got >= len(sd.want) && sd.frags == 0 {
+			return 0, &Failure{Check: "frames received on " + so.label(), Expected: fmt.Sprintf("%d frames", len(sd.want)),
+				Got: fmt.Sprintf("more: a frame of %d bytes at %#x", d.Len, d.Addr), Frame: -1}
+		}
+		w := sd.want[sd.got]
+		base := so.u.FrameBase(d.Addr)
+		off := xsk.DataAddr(d.Addr) - base
+		switch {
+		case d.Options&^xsk.PacketContinues != 0 || (d.Options != 0 && !so.spec.sg):
+			want := "0"
+			if so.spec.sg {
+				want = "0 or XDP_PKT_CONTD"
+			}
+			return 0, &Failure{Check: "descriptor options", Expected: want, Got: fmt.Sprintf("%#x", d.Options), Frame: int(w.nb)}
+		case base%fs != 0 || base >= rxPart:
+			return 0, &Failure{Check: "buffer address", Expected: fmt.Sprintf("a fill-ring buffer (a multiple of %d below %#x)", fs, rxPart),
+				Got: fmt.Sprintf("%#x", base), Frame: int(w.nb)}
+		case off != wantOff:
+			return 0, &Failure{Check: "offset of the data in its buffer", Expected: fmt.Sprintf("%d (UMEM headroom %d + XDP_PACKET_HEADROOM %d)", wantOff, so.spec.headroom, xsk.KernelHeadroom),
+				Got: fmt.Sprint(off), Frame: int(w.nb)}
+		}
+		if f.noRefill {
+			pool.Frames.Push(base)
+		} else {
+			pool.Fill.Set(fidx+k, base)
+		}
+		if f.metadata && sd.frags == 0 {
+			if err := checkMetadata(so, d.Addr, w.nb); err != nil {
+				return 0, err
+			}
+		}
+		sd.frame = append(sd.frame, so.u.Frame(d.Addr, d.Len)...)
+		sd.frags++
+		if d.Options&xsk.PacketContinues != 0 {
+			continue
+		}
+		if m := checkFrame(sd.frame, int(w.len), so.end.MAC, f.from.end.MAC, w.nb); m != nil {
+			if sd.frags > 1 {
+				m.What += fmt.Sprintf(" (over %d buffers)", sd.frags)
+			}
+			return 0, &Failure{Check: "frame " + m.What, Expected: m.Expected, Got: m.Got, Frame: int(w.nb)}
+		}
+		sd.frame, sd.frags = sd.frame[:0], 0
+		sd.got++
+		received.Add(1)
+	}
+	if !f.noRefill {
+		pool.Fill.Submit(n)
+	}
+	if !f.noRelease {
+		s.Rx.Release(n)
+	}
+	return n, nil
+}
+
+// settleExtra waits a moment and fails if a receiver got frames it did
 // not expect.
 func (t *tcase) settleExtra(f *flow) error {
 	time.Sleep(settle)
-	s := f.to.s
-	if s.Fill.NeedWakeup() {
-		if err := s.WakeRx(); err != nil {
-			return err
+	for _, sd := range f.sides() {
+		s := sd.so.s
+		if sd.so.owner().s.Fill.NeedWakeup() {
+			if err := s.WakeRx(); err != nil {
+				return err
+			}
 		}
+		idx, n := s.Rx.Peek(1)
+		if n == 0 {
+			continue
+		}
+		d := s.Rx.Desc(idx)
+		s.Rx.Unpeek(n)
+		return &Failure{Check: "frames received on " + sd.so.label(), Expected: fmt.Sprintf("%d frames", len(sd.want)),
+			Got: fmt.Sprintf("more: a frame of %d bytes at %#x", d.Len, d.Addr), Frame: -1}
 	}
-	idx, n := s.Rx.Peek(1)
-	if n == 0 {
-		return nil
-	}
-	d := s.Rx.Desc(idx)
-	s.Rx.Unpeek(n)
-	return &Failure{Check: "frames received", Expected: fmt.Sprintf("%d frames", len(f.want)),
-		Got: fmt.Sprintf("more: a frame of %d bytes at %#x", d.Len, d.Addr), Frame: -1}
+	return nil
 }
 
 // statsDelta is cur - before, field by field.
@@ -830,6 +945,10 @@ func probeMode(p Pair, m Mode) error {
 	return nil
 }
 
+// txBudget is how many descriptors the kernel sends per sendto in copy
+// mode (MAX_PER_SOCKET_BUDGET).
+const txBudget = 32
+
 // jumboMTU is the MTU of the multi-buffer tests (MAX_ETH_JUMBO_SIZE).
 const jumboMTU = 9000
 
@@ -901,4 +1020,48 @@ func (t *tcase) multiBuffer() error {
 		}
 	}
 	return nil
+}
+
+// checkMetadata checks the metadata the program put in front of frame nb
+// (XDP_METADATA_COPY): its number, as a 64-bit integer in host order.
+func checkMetadata(so *sock, addr uint64, nb uint32) error {
+	a := xsk.DataAddr(addr)
+	if a < metadataLen {
+		return &Failure{Check: "metadata", Expected: "room in front of the frame", Got: fmt.Sprintf("data at %#x", a), Frame: int(nb)}
+	}
+	if got := binary.NativeEndian.Uint64(so.u.Mem()[a-metadataLen:]); got != uint64(nb) {
+		return &Failure{Check: "metadata in front of the frame", Expected: fmt.Sprint(nb), Got: fmt.Sprint(got), Frame: int(nb)}
+	}
+	return nil
+}
+
+// metadataLen is the metadata xsk_selftest.c puts in front of a frame.
+const metadataLen = 8
+
+// openShared makes a socket that shares parent's buffer pool, on the same
+// device and queue (XDP_SHARED_UMEM).
+func (t *tcase) openShared(parent *sock, rx, tx bool, name string) (*sock, error) {
+	spec := parent.spec
+	spec.rx, spec.tx = rx, tx
+	so := &sock{end: parent.end, spec: spec, u: parent.u, huge: parent.huge, pool: parent, name: name}
+	err := parent.end.do(func() error {
+		cfg := xsk.SocketConfig{Ifindex: parent.end.Index, Queue: 0, Mode: t.mode.bindMode(), NeedWakeup: true, SharePool: true, MultiBuffer: spec.sg}
+		if rx {
+			cfg.RxSize = spec.rxRing
+		}
+		if tx {
+			cfg.TxSize = defaultRing
+		}
+		s, err := xsk.NewSocket(parent.u, cfg)
+		if err != nil {
+			return err
+		}
+		so.s = s
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open AF_XDP socket sharing the buffer pool of %s: %w", parent.label(), err)
+	}
+	t.onClose(so.s.Close)
+	return so, nil
 }
