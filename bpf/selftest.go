@@ -20,6 +20,9 @@ type SelftestOptions struct {
 	// Metadata puts each test frame's number among those seen on queue
 	// 0 in front of it, as 8 bytes of metadata in host order.
 	Metadata bool
+	// AdjustTail grows (positive) or shrinks (negative) each test frame
+	// by this many bytes with bpf_xdp_adjust_tail.
+	AdjustTail int32
 	// Frags loads the program as multi-buffer aware (BPF_F_XDP_HAS_FRAGS).
 	Frags bool
 }
@@ -32,6 +35,9 @@ type SelftestCounts struct {
 	OtherQueue uint64 // arrived on a queue other than 0, passed to the stack
 	NoSocket   uint64 // no socket at key 0, passed to the stack
 	Seen       uint64 // all of them that arrived on queue 0
+	// AdjustFailed counts frames bpf_xdp_adjust_tail failed on (passed
+	// to the stack); AdjustErr is its last error number.
+	AdjustFailed, AdjustErr uint64
 }
 
 // Selftest is xsk_selftest.c loaded: the steering program of xdpeng
@@ -58,6 +64,9 @@ func NewSelftest(opts SelftestOptions) (*Selftest, error) {
 			return nil, fmt.Errorf("load xsk_selftest: set %s: %w", v.name, err)
 		}
 	}
+	if err := spec.Variables[XskSelftestVarAdjustTail].Set(opts.AdjustTail); err != nil {
+		return nil, fmt.Errorf("load xsk_selftest: set adjust_tail: %w", err)
+	}
 	if opts.Frags {
 		spec.Programs[XskSelftestProgXskSelftest].Flags |= unix.BPF_F_XDP_HAS_FRAGS
 	}
@@ -78,13 +87,13 @@ func (s *Selftest) SetSocket(key, fd int) error {
 
 // Counts reads the program's counts.
 func (s *Selftest) Counts() (SelftestCounts, error) {
-	var v [5]uint64
+	var v [7]uint64
 	for i := range v {
 		if err := s.counts.Lookup(uint32(i), &v[i]); err != nil {
 			return SelftestCounts{}, fmt.Errorf("read xsk_selftest counts: %w", err)
 		}
 	}
-	return SelftestCounts{Redirected: v[0], Dropped: v[1], OtherQueue: v[2], NoSocket: v[3], Seen: v[4]}, nil
+	return SelftestCounts{Redirected: v[0], Dropped: v[1], OtherQueue: v[2], NoSocket: v[3], Seen: v[4], AdjustFailed: v[5], AdjustErr: v[6]}, nil
 }
 
 // Close releases the program and maps.

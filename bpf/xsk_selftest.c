@@ -22,6 +22,9 @@ volatile const __u8 by_selector = 0;
 // Set at load time: put the frame's number among the test frames seen on
 // queue 0 in front of it, as 8 bytes of metadata (XDP_METADATA_COPY).
 volatile const __u8 metadata = 0;
+// Set at load time: grow (positive) or shrink (negative) every test frame by
+// this many bytes with bpf_xdp_adjust_tail (XDP_ADJUST_TAIL_*).
+volatile const __s32 adjust_tail = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
@@ -37,6 +40,8 @@ enum {
 	COUNT_OTHER_QUEUE, // arrived on another queue: passed to the stack
 	COUNT_NO_SOCKET,   // no socket at key 0: passed to the stack
 	COUNT_SEEN,        // every test frame on queue 0
+	COUNT_ADJUST_FAILED, // bpf_xdp_adjust_tail failed: passed to the stack
+	COUNT_ADJUST_ERR,  // the last error of bpf_xdp_adjust_tail, negated
 	COUNT_MAX,
 };
 
@@ -83,6 +88,19 @@ int xsk_selftest(struct xdp_md *ctx)
 	if (n & 1 && drop_half) {
 		count(COUNT_DROPPED);
 		return XDP_DROP;
+	}
+	if (adjust_tail) {
+		int err = bpf_xdp_adjust_tail(ctx, adjust_tail);
+
+		if (err) {
+			__u32 k = COUNT_ADJUST_ERR;
+			__u64 *e = bpf_map_lookup_elem(&counts, &k);
+
+			if (e)
+				*e = -err;
+			count(COUNT_ADJUST_FAILED);
+			return XDP_PASS;
+		}
 	}
 	if (metadata) {
 		__u64 *meta;

@@ -19,6 +19,7 @@ const (
 	XskSelftestMapCounts       = "counts"
 	XskSelftestMapXsks         = "xsks"
 	XskSelftestProgXskSelftest = "xsk_selftest"
+	XskSelftestVarAdjustTail   = "adjust_tail"
 	XskSelftestVarBySelector   = "by_selector"
 	XskSelftestVarDropHalf     = "drop_half"
 	XskSelftestVarMetadata     = "metadata"
@@ -81,6 +82,7 @@ type XskSelftestMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type XskSelftestVariableSpecs struct {
+	AdjustTail *ebpf.VariableSpec `ebpf:"adjust_tail"`
 	BySelector *ebpf.VariableSpec `ebpf:"by_selector"`
 	DropHalf   *ebpf.VariableSpec `ebpf:"drop_half"`
 	Metadata   *ebpf.VariableSpec `ebpf:"metadata"`
@@ -121,6 +123,7 @@ func (m *XskSelftestMaps) Close() error {
 //
 // It can be passed to LoadXskSelftestObjects or ebpf.CollectionSpec.LoadAndAssign.
 type XskSelftestVariables struct {
+	AdjustTail *ebpf.Variable `ebpf:"adjust_tail"`
 	BySelector *ebpf.Variable `ebpf:"by_selector"`
 	DropHalf   *ebpf.Variable `ebpf:"drop_half"`
 	Metadata   *ebpf.Variable `ebpf:"metadata"`

@@ -50,7 +50,9 @@ func checkFrame(b []byte, wantLen int, dst, src net.HardwareAddr, nb uint32) *mi
 	if len(b) != wantLen {
 		got := fmt.Sprintf("%d bytes", len(b))
 		if len(b) >= headerLen+4 {
-			got += fmt.Sprintf(" (frame %d)", binary.BigEndian.Uint32(b[headerLen:])>>16)
+			if other := binary.BigEndian.Uint32(b[headerLen:]) >> 16; other != nb {
+				got += fmt.Sprintf(" (frame %d)", other)
+			}
 		}
 		return &mismatch{"length", fmt.Sprintf("%d bytes", wantLen), got}
 	}

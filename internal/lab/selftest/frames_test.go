@@ -36,7 +36,8 @@ func TestFrameMismatches(t *testing.T) {
 		what   string
 		got    string
 	}{
-		{"short", func(b []byte) []byte { return b[:n-4] }, 5, "length", "126 bytes (frame 5)"},
+		{"short", func(b []byte) []byte { return b[:n-4] }, 5, "length", "126 bytes"},
+		{"short, of another frame", func(b []byte) []byte { return b[:n-4] }, 4, "length", "126 bytes (frame 5)"},
 		{"destination", func(b []byte) []byte { b[5] ^= 1; return b }, 5, "destination MAC", "02:00:00:00:00:03"},
 		{"source", func(b []byte) []byte { b[11] ^= 1; return b }, 5, "source MAC", ""},
 		{"EtherType", func(b []byte) []byte { b[12] = 8; return b }, 5, "EtherType", "0x0800"},

@@ -30,8 +30,18 @@ func TestSelftestOnBed(t *testing.T) {
 	if len(results) != 2*len(catalogue) || len(sums) != 2 {
 		t.Fatalf("%d results and %d summaries, want %d and 2", len(results), len(sums), 2*len(catalogue))
 	}
-	failed := map[string]int{}
+	failed, skipped := map[string]int{}, map[string]int{}
 	for _, r := range results {
+		if r.Status == Skip {
+			skipped[r.Mode]++
+		}
+		// Where bpf_xdp_adjust_tail cannot resize a frame depends on
+		// the driver and mode (veth: not grow fragments; in native
+		// mode, not frames without tailroom): those tests skip.
+		if r.Status == Skip && strings.HasPrefix(r.Test, "XDP_ADJUST_TAIL_GROW") && strings.HasPrefix(r.Detail, "bpf_xdp_adjust_tail by") {
+			t.Logf("%s %s: skip: %s", r.Mode, r.Test, r.Detail)
+			continue
+		}
 		if r.Status != Pass {
 			t.Errorf("%s %s: %s: %s (expected %s, got %s, frame %v)", r.Mode, r.Test, r.Status, r.Detail, r.Expected, r.Got, r.Frame)
 		}
@@ -40,7 +50,7 @@ func TestSelftestOnBed(t *testing.T) {
 		}
 	}
 	for _, s := range sums {
-		if s.Passed+s.Failed+s.Skipped != len(catalogue) || s.Failed != failed[s.Mode] || s.Skipped != 0 {
+		if s.Passed+s.Failed+s.Skipped != len(catalogue) || s.Failed != failed[s.Mode] || s.Skipped != skipped[s.Mode] {
 			t.Errorf("summary %+v: does not add up to the %d results (%d failed)", s, len(catalogue), failed[s.Mode])
 		}
 	}

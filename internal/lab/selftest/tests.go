@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
@@ -76,6 +78,8 @@ var catalogue = []Test{
 			f.rxStats.RxDropped = uint64(n - defaultFrames)
 		})
 	}},
+	{"XDP_PROG_CLEANUP", "two sockets on queue 0 sharing a buffer pool, at keys 0 and 1: traffic to the first; then the second alone at key 0 and traffic to it from a second sender sharing the first's pool: each time only the socket at key 0 receives, all frames whole and in order", (*tcase).progCleanup},
+	{"XDP_DROP_HALF", "the steering program drops every second frame (XDP_DROP): the others arrive in order, the program counts 2048 of each", (*tcase).dropHalf},
 	{"XDP_SHARED_UMEM", "two receiving sockets on queue 0 sharing one buffer pool, the program sending even frames to one and odd to the other; sent by a socket and then by a second one sharing its pool: each receiver gets its half, whole and in order", (*tcase).sharedUmem},
 	{"XDP_METADATA_COPY", "the program puts each frame's number in 8 bytes of metadata in front of it: the receiver finds it there, and the frame whole", func(t *tcase) (string, error) {
 		tx, rx, st, err := t.pair1(sockSpec{}, sockSpec{}, bpf.SelftestOptions{Metadata: true})
@@ -93,7 +97,18 @@ var catalogue = []Test{
 	{"SEND_RECEIVE_UNALIGNED_9K_PACKETS", "as SEND_RECEIVE_9K_PACKETS in unaligned chunk mode", func(t *tcase) (string, error) {
 		return t.jumbo(true, false)
 	}},
-	{"XDP_PROG_CLEANUP", "two sockets on queue 0 sharing a buffer pool, at keys 0 and 1: traffic to the first; then the second alone at key 0 and traffic to it from a second sender sharing the first's pool: each time only the socket at key 0 receives, all frames whole and in order", (*tcase).progCleanup},
+	{"XDP_ADJUST_TAIL_SHRINK", "the program shrinks each of 64 frames of 128 bytes by 4 (bpf_xdp_adjust_tail): each arrives as the first 124 bytes sent", func(t *tcase) (string, error) {
+		return t.adjustTail(-4, 2*minFrameLen, false)
+	}},
+	{"XDP_ADJUST_TAIL_SHRINK_MULTI_BUFF", "the program shrinks each of 64 frames of 6144 bytes, sent in two descriptors, by 4096: each arrives as the first 2048 bytes", func(t *tcase) (string, error) {
+		return t.adjustTail(-4096, 6144, true)
+	}},
+	{"XDP_ADJUST_TAIL_GROW", "the program grows each of 64 frames of 128 bytes by 4: each arrives whole with 4 zero bytes after it", func(t *tcase) (string, error) {
+		return t.adjustTail(4, 2*minFrameLen, false)
+	}},
+	{"XDP_ADJUST_TAIL_GROW_MULTI_BUFF", "the program grows each of 64 frames of 6144 bytes by 2047, within its last buffer: each arrives whole with 2047 zero bytes after it", func(t *tcase) (string, error) {
+		return t.adjustTail(2047, 6144, true)
+	}},
 	{"TX_QUEUE_CONSUMER", "33 frames in one batch: one sendto takes exactly the copy-mode budget of 32 descriptors off the tx ring, then all arrive whole and in order", func(t *tcase) (string, error) {
 		if t.mode == ZC {
 			return "", skipf("the budget of a sendto is copy mode's; xskxceiver does not run it in zero-copy either")
@@ -101,7 +116,6 @@ var catalogue = []Test{
 		n := txBudget + 1
 		return t.sendReceive(sockSpec{}, sockSpec{}, stream(n, minFrameLen), func(f *flow) { f.batch, f.checkConsumer = uint32(n), true })
 	}},
-	{"XDP_DROP_HALF", "the steering program drops every second frame (XDP_DROP): the others arrive in order, the program counts 2048 of each", (*tcase).dropHalf},
 }
 
 // pair opens a sender on the Tx end and a receiver on the Rx end, with
@@ -538,4 +552,44 @@ func (t *tcase) progCleanup() (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("to socket 0: %s; socket 1 alone at key 0, from a second sender: %s", first, second), nil
+}
+
+// adjustTail sends 64 frames of length bytes, which the program grows or
+// shrinks by delta.
+func (t *tcase) adjustTail(delta int32, length uint32, mb bool) (string, error) {
+	spec, opts := sockSpec{}, bpf.SelftestOptions{AdjustTail: delta}
+	if mb {
+		if err := t.multiBuffer(); err != nil {
+			return "", err
+		}
+		if err := t.needMTU(jumboMTU); err != nil {
+			return "", err
+		}
+		spec.sg, opts.Frags = true, true
+	}
+	tx, rx, st, err := t.pair1(spec, spec, opts)
+	if err != nil {
+		return "", err
+	}
+	pkts := fragmented(defaultBatch, length, defaultFrameSize)
+	f := t.newFlow(tx, rx, st, pkts, nil)
+	f.want = expected(pkts)
+	for i := range f.want {
+		f.want[i].sent = f.want[i].len
+		f.want[i].len = uint32(int32(length) + delta)
+	}
+	d, err := t.run(f)
+	if err != nil {
+		// Where the helper fails (EOPNOTSUPP: a driver that cannot
+		// grow fragments; EINVAL: a frame without the room) the
+		// program passes the frame to the stack. xskxceiver takes any
+		// failure of the helper for "not supported" and skips; so does
+		// this test, saying how many frames and why.
+		if c, cerr := st.prog.Counts(); cerr == nil && c.AdjustFailed > 0 {
+			return "", skipf("bpf_xdp_adjust_tail by %d failed on %d of %d frames here (%v): resizing is not supported for these frames in this mode",
+				delta, c.AdjustFailed, len(f.want), unix.Errno(c.AdjustErr))
+		}
+		return "", err
+	}
+	return d, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -269,6 +270,10 @@ func fragmented(n int, length, frameSize uint32) []txPkt {
 type rxWant struct {
 	nb  uint32 // its number: its packet's in the flow
 	len uint32
+	// sent, if not 0, is the frame's length as sent, when the program
+	// changed it: a frame grown arrives as sent with zeros after it, one
+	// shrunk as the start of what was sent.
+	sent uint32
 }
 
 // flow is one run of frames from one socket to another.
@@ -400,6 +405,14 @@ wait:
 		}
 	}
 	if rerr != nil {
+		// What the program did so far explains frames that went
+		// missing.
+		var fl *Failure
+		if f.prog != nil && errors.As(rerr, &fl) {
+			if c, err := f.prog.prog.Counts(); err == nil {
+				fl.DeviceCounters = "the program so far: " + countsString(countsDelta(c, progBefore))
+			}
+		}
 		return "", rerr
 	}
 	if err := t.settleExtra(f); err != nil {
@@ -812,7 +825,7 @@ func (t *tcase) receiveBatch(f *flow, sd *rxSide, received *atomic.Int64) (uint3
 		if d.Options&xsk.PacketContinues != 0 {
 			continue
 		}
-		if m := checkFrame(sd.frame, int(w.len), so.end.MAC, f.from.end.MAC, w.nb); m != nil {
+		if m := checkGrown(sd.frame, w, so.end.MAC, f.from.end.MAC); m != nil {
 			if sd.frags > 1 {
 				m.What += fmt.Sprintf(" (over %d buffers)", sd.frags)
 			}
@@ -901,7 +914,43 @@ func waitStats(s *xsk.Socket, role string, before, want xsk.Statistics) error {
 }
 
 func countsString(c bpf.SelftestCounts) string {
-	return fmt.Sprintf("redirected=%d dropped=%d other_queue=%d no_socket=%d", c.Redirected, c.Dropped, c.OtherQueue, c.NoSocket)
+	s := fmt.Sprintf("redirected=%d dropped=%d other_queue=%d no_socket=%d", c.Redirected, c.Dropped, c.OtherQueue, c.NoSocket)
+	if c.AdjustFailed != 0 {
+		s += fmt.Sprintf(" adjust_tail_failed=%d (error %d)", c.AdjustFailed, c.AdjustErr)
+	}
+	return s
+}
+
+// countsDelta is what the program counted from before to cur; the last
+// adjust_tail error is cur's, where it failed since.
+func countsDelta(cur, before bpf.SelftestCounts) bpf.SelftestCounts {
+	d := bpf.SelftestCounts{Redirected: cur.Redirected - before.Redirected, Dropped: cur.Dropped - before.Dropped,
+		OtherQueue: cur.OtherQueue - before.OtherQueue, NoSocket: cur.NoSocket - before.NoSocket,
+		AdjustFailed: cur.AdjustFailed - before.AdjustFailed}
+	if d.AdjustFailed != 0 {
+		d.AdjustErr = cur.AdjustErr
+	}
+	return d
+}
+
+// checkGrown checks a received frame against w, which the program may
+// have grown or shrunk.
+func checkGrown(b []byte, w rxWant, dst, src net.HardwareAddr) *mismatch {
+	if w.sent == 0 || w.sent >= w.len {
+		return checkFrame(b, int(w.len), dst, src, w.nb)
+	}
+	if len(b) != int(w.len) {
+		return &mismatch{"length", fmt.Sprintf("%d bytes (%d grown by %d)", w.len, w.sent, w.len-w.sent), fmt.Sprintf("%d bytes", len(b))}
+	}
+	if m := checkFrame(b[:w.sent], int(w.sent), dst, src, w.nb); m != nil {
+		return m
+	}
+	for j := w.sent; j < w.len; j++ {
+		if b[j] != 0 {
+			return &mismatch{fmt.Sprintf("byte %d, grown by the program", j), "0", fmt.Sprint(b[j])}
+		}
+	}
+	return nil
 }
 
 // waitCounts reads the program's counts until they are before+want.
@@ -912,8 +961,7 @@ func waitCounts(st *steer, before, want bpf.SelftestCounts) error {
 		if err != nil {
 			return err
 		}
-		d := bpf.SelftestCounts{Redirected: cur.Redirected - before.Redirected, Dropped: cur.Dropped - before.Dropped,
-			OtherQueue: cur.OtherQueue - before.OtherQueue, NoSocket: cur.NoSocket - before.NoSocket}
+		d := countsDelta(cur, before)
 		if d == want {
 			return nil
 		}
