@@ -256,7 +256,7 @@ func Run(ctx context.Context, cfg Config) ([]Summary, error) {
 				cfg.OnResult(r)
 			}
 		}
-		sum.Seconds = time.Since(start).Seconds()
+		sum.Seconds = seconds(time.Since(start))
 		sums = append(sums, sum)
 		if cfg.OnSummary != nil {
 			cfg.OnSummary(sum)
@@ -278,7 +278,7 @@ func runOne(ctx context.Context, p Pair, m Mode, t Test, modeSkip error) Result 
 			err = fmt.Errorf("clean up: %w", cerr)
 		}
 	}
-	r.Seconds = time.Since(start).Seconds()
+	r.Seconds = seconds(time.Since(start))
 	var sk *Skipped
 	var f *Failure
 	switch {
@@ -332,3 +332,6 @@ func LocalPair(dev, peer string) (Pair, error) {
 	}
 	return p, nil
 }
+
+// seconds is d in seconds, to the millisecond.
+func seconds(d time.Duration) float64 { return d.Round(time.Millisecond).Seconds() }

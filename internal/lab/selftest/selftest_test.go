@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -93,6 +94,19 @@ func TestResultJSON(t *testing.T) {
 	for _, k := range []string{"test", "mode", "result", "detail", "expected", "got", "frame", "seconds"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("%s: no %q", b, k)
+		}
+	}
+}
+
+// TestDocsListEveryTest: the manual's table names every test offered.
+func TestDocsListEveryTest(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/selftest.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range catalogue {
+		if !strings.Contains(string(doc), "| `"+tt.Name+"` | "+tt.Checks+" |") {
+			t.Errorf("docs/selftest.md has no row for %s with what it checks", tt.Name)
 		}
 	}
 }
