@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"slices"
 	"strings"
@@ -334,4 +335,4 @@ func LocalPair(dev, peer string) (Pair, error) {
 }
 
 // seconds is d in seconds, to the millisecond.
-func seconds(d time.Duration) float64 { return d.Round(time.Millisecond).Seconds() }
+func seconds(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 1000 }

@@ -78,16 +78,18 @@ func TestBrokenExpectations(t *testing.T) {
 	bed := testbedtest.New(t, 1, 1)
 	for _, tc := range []struct {
 		name   string
+		opts   bpf.SelftestOptions
 		break_ func(f *flow)
 		check  string
 		frame  int
 	}{
-		{"length", func(f *flow) { f.want[5].len = 65 }, "frame length", 5},
-		{"order", func(f *flow) { f.want[7], f.want[8] = f.want[8], f.want[7] }, "frame payload word 0", 8},
-		{"a frame too many", func(f *flow) { f.want = f.want[:len(f.want)-1] }, "frames received", -1},
-		{"headroom", func(f *flow) { f.to.spec.headroom = 64 }, "offset of the data in its buffer", 0},
-		{"counter", func(f *flow) { f.rxStats.RxDropped = 1 }, "XDP_STATISTICS of the receiving socket", -1},
-		{"program count", func(f *flow) { f.progWant.Redirected++ }, "steering program counts on dut0", -1},
+		{"frames missing", bpf.SelftestOptions{DropHalf: true}, func(f *flow) { f.progWant = bpf.SelftestCounts{Redirected: 32, Dropped: 32} }, "frames received on dut0", 1},
+		{"length", bpf.SelftestOptions{}, func(f *flow) { f.want[5].len = 65 }, "frame length", 5},
+		{"order", bpf.SelftestOptions{}, func(f *flow) { f.want[7], f.want[8] = f.want[8], f.want[7] }, "frame payload word 0", 8},
+		{"a frame too many", bpf.SelftestOptions{}, func(f *flow) { f.want = f.want[:len(f.want)-1] }, "frames received", -1},
+		{"headroom", bpf.SelftestOptions{}, func(f *flow) { f.to.spec.headroom = 64 }, "offset of the data in its buffer", 0},
+		{"counter", bpf.SelftestOptions{}, func(f *flow) { f.rxStats.RxDropped = 1 }, "XDP_STATISTICS of the receiving socket", -1},
+		{"program count", bpf.SelftestOptions{}, func(f *flow) { f.progWant.Redirected++ }, "steering program counts on dut0", -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tcs := &tcase{ctx: t.Context(), pair: BedPair(bed), mode: SKB}
@@ -96,7 +98,7 @@ func TestBrokenExpectations(t *testing.T) {
 					t.Error(err)
 				}
 			})
-			tx, rx, st, err := tcs.pair1(sockSpec{}, sockSpec{}, bpf.SelftestOptions{})
+			tx, rx, st, err := tcs.pair1(sockSpec{}, sockSpec{}, tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}

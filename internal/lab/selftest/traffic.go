@@ -115,13 +115,13 @@ func (so *sock) label() string {
 }
 
 // umemSize is the UMEM's size in bytes.
-func (s *sock) umemSize() uint64 {
-	return uint64(s.spec.frameSize) * uint64(s.spec.rxFrames+s.spec.txFrames)
+func (so *sock) umemSize() uint64 {
+	return uint64(so.spec.frameSize) * uint64(so.spec.rxFrames+so.spec.txFrames)
 }
 
 // txBase is the address of transmit frame k (of the UMEM's TxFrames).
-func (s *sock) txBase(k uint32) uint64 {
-	return uint64(s.spec.rxFrames+k%s.spec.txFrames) * uint64(s.spec.frameSize)
+func (so *sock) txBase(k uint32) uint64 {
+	return uint64(so.spec.rxFrames+k%so.spec.txFrames) * uint64(so.spec.frameSize)
 }
 
 // open makes a socket on end's queue 0 as spec says.
@@ -134,6 +134,8 @@ func (t *tcase) open(end End, spec sockSpec) (*sock, error) {
 		switch {
 		case err == nil && hp.Size > 0 && hp.Available() >= hp.PagesFor(size):
 			so.huge = true
+		case t.mode == ZC && (err != nil || hp.Size == 0):
+			return nil, skipf("unaligned chunks in zero-copy mode need the UMEM in huge pages, and this kernel has none")
 		case t.mode == ZC:
 			need := hp.PagesFor(size)
 			return nil, skipf("unaligned chunks in zero-copy mode need the UMEM in huge pages: %d free, %d needed (echo %d > /proc/sys/vm/nr_hugepages)",
@@ -408,9 +410,20 @@ wait:
 		// What the program did so far explains frames that went
 		// missing.
 		var fl *Failure
-		if f.prog != nil && errors.As(rerr, &fl) {
-			if c, err := f.prog.prog.Counts(); err == nil {
-				fl.DeviceCounters = "the program so far: " + countsString(countsDelta(c, progBefore))
+		if errors.As(rerr, &fl) {
+			var so []string
+			if f.prog != nil {
+				if c, err := f.prog.prog.Counts(); err == nil {
+					so = append(so, "the program: "+countsString(countsDelta(c, progBefore)))
+				}
+			}
+			if st, err := f.to.s.Statistics(); err == nil {
+				if c := statsString(statsDelta(st, rxBefore), true); c != "" {
+					so = append(so, "the receiver: "+c)
+				}
+			}
+			if len(so) > 0 {
+				fl.DeviceCounters = "so far " + strings.Join(so, "; ")
 			}
 		}
 		return "", rerr
@@ -513,8 +526,8 @@ func (t *tcase) send(f *flow, received *atomic.Int64) error {
 	}
 	var sent []submitted
 	// Pacing counts the frames sent that the receiver expects.
-	wanted := make(map[uint32]bool, len(f.want))
-	for _, w := range f.want {
+	wanted := make(map[uint32]bool, len(f.want)+len(f.alsoWant))
+	for _, w := range append(f.want[:len(f.want):len(f.want)], f.alsoWant...) {
 		wanted[w.nb] = true
 	}
 	pks := packets(f.pkts)
@@ -830,6 +843,10 @@ func (t *tcase) receiveBatch(f *flow, sd *rxSide, received *atomic.Int64) (uint3
 		if d.Options&xsk.PacketContinues != 0 {
 			continue
 		}
+		if later, ok := laterFrame(sd.frame, sd.want[sd.got:]); ok {
+			return 0, &Failure{Check: "frames received on " + so.label(), Expected: fmt.Sprintf("frame %d", w.nb),
+				Got: fmt.Sprintf("frame %d: %d frames before it missing", later, int(later)-int(w.nb)), Frame: int(w.nb)}
+		}
 		if m := checkGrown(sd.frame, w, so.end.MAC, f.from.end.MAC); m != nil {
 			if sd.frags > 1 {
 				m.What += fmt.Sprintf(" (over %d buffers)", sd.frags)
@@ -1127,4 +1144,24 @@ func (t *tcase) openShared(parent *sock, rx, tx bool, name string) (*sock, error
 	}
 	t.onClose(so.s.Close)
 	return so, nil
+}
+
+// laterFrame reports whether b is, by its first word, one of the frames
+// want expects after the first, with a higher number: the ones before it
+// went missing (a lower number is a frame out of order).
+func laterFrame(b []byte, want []rxWant) (uint32, bool) {
+	if len(b) < headerLen+4 || len(want) < 2 || binary.BigEndian.Uint16(b[12:14]) != etherType {
+		return 0, false
+	}
+	w0 := binary.BigEndian.Uint32(b[headerLen:])
+	if w0&0xffff != 0 {
+		return 0, false
+	}
+	nb := w0 >> 16
+	for _, w := range want[1:] {
+		if w.nb == nb && nb > want[0].nb {
+			return nb, true
+		}
+	}
+	return 0, false
 }
