@@ -98,7 +98,7 @@ func TestBrokenExpectations(t *testing.T) {
 					t.Error(err)
 				}
 			})
-			tx, rx, st, err := tcs.pair1(sockSpec{}, sockSpec{}, tc.opts)
+			tx, rx, st, err := tcs.openPair(sockSpec{}, sockSpec{}, tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}

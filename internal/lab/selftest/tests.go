@@ -82,7 +82,7 @@ var catalogue = []Test{
 	{"XDP_DROP_HALF", "the steering program drops every second frame (XDP_DROP): the others arrive in order, the program counts 2048 of each", (*tcase).dropHalf},
 	{"XDP_SHARED_UMEM", "two receiving sockets on queue 0 sharing one buffer pool, the program sending even frames to one and odd to the other; sent by a socket and then by a second one sharing its pool: each receiver gets its half, whole and in order", (*tcase).sharedUmem},
 	{"XDP_METADATA_COPY", "the program puts each frame's number in 8 bytes of metadata in front of it: the receiver finds it there, and the frame whole", func(t *tcase) (string, error) {
-		tx, rx, st, err := t.pair1(sockSpec{}, sockSpec{}, bpf.SelftestOptions{Metadata: true})
+		tx, rx, st, err := t.openPair(sockSpec{}, sockSpec{}, bpf.SelftestOptions{Metadata: true})
 		if err != nil {
 			return "", err
 		}
@@ -118,9 +118,9 @@ var catalogue = []Test{
 	}},
 }
 
-// pair opens a sender on the Tx end and a receiver on the Rx end, with
+// openPair opens a sender on the Tx end and a receiver on the Rx end, with
 // the steering program on the Rx end sending to the receiver.
-func (t *tcase) pair1(txSpec, rxSpec sockSpec, opts bpf.SelftestOptions) (tx, rx *sock, st *steer, err error) {
+func (t *tcase) openPair(txSpec, rxSpec sockSpec, opts bpf.SelftestOptions) (tx, rx *sock, st *steer, err error) {
 	if st, err = t.attach(t.pair.Rx, opts); err != nil {
 		return nil, nil, nil, err
 	}
@@ -138,7 +138,7 @@ func (t *tcase) pair1(txSpec, rxSpec sockSpec, opts bpf.SelftestOptions) (tx, rx
 // sendReceive runs pkts from a sender to a receiver, after adjust has
 // changed the flow's defaults.
 func (t *tcase) sendReceive(txSpec, rxSpec sockSpec, pkts []txPkt, adjust func(*flow)) (string, error) {
-	tx, rx, st, err := t.pair1(txSpec, rxSpec, bpf.SelftestOptions{})
+	tx, rx, st, err := t.openPair(txSpec, rxSpec, bpf.SelftestOptions{})
 	if err != nil {
 		return "", err
 	}
@@ -316,7 +316,7 @@ func (t *tcase) pollTxFull() (string, error) {
 
 // invalidDescs sends descriptors at the corners of the UMEM.
 func (t *tcase) invalidDescs(spec sockSpec) (string, error) {
-	tx, rx, st, err := t.pair1(spec, spec, bpf.SelftestOptions{})
+	tx, rx, st, err := t.openPair(spec, spec, bpf.SelftestOptions{})
 	if err != nil {
 		return "", err
 	}
@@ -424,7 +424,7 @@ func (t *tcase) statRxDropped() (string, error) {
 		pkts[i].len = big
 	}
 	rxSpec := sockSpec{headroom: xsk.MaxHeadroom(defaultFrameSize)}
-	tx, rx, st, err := t.pair1(sockSpec{}, rxSpec, bpf.SelftestOptions{})
+	tx, rx, st, err := t.openPair(sockSpec{}, rxSpec, bpf.SelftestOptions{})
 	if err != nil {
 		return "", err
 	}
@@ -442,7 +442,7 @@ func (t *tcase) statRxDropped() (string, error) {
 }
 
 func (t *tcase) dropHalf() (string, error) {
-	tx, rx, st, err := t.pair1(sockSpec{}, sockSpec{}, bpf.SelftestOptions{DropHalf: true})
+	tx, rx, st, err := t.openPair(sockSpec{}, sockSpec{}, bpf.SelftestOptions{DropHalf: true})
 	if err != nil {
 		return "", err
 	}
@@ -465,7 +465,7 @@ func (t *tcase) jumbo(unaligned, metadata bool) (string, error) {
 		return "", err
 	}
 	spec := sockSpec{sg: true, unaligned: unaligned}
-	tx, rx, st, err := t.pair1(spec, spec, bpf.SelftestOptions{Frags: true, Metadata: metadata})
+	tx, rx, st, err := t.openPair(spec, spec, bpf.SelftestOptions{Frags: true, Metadata: metadata})
 	if err != nil {
 		return "", err
 	}
@@ -476,7 +476,7 @@ func (t *tcase) jumbo(unaligned, metadata bool) (string, error) {
 }
 
 func (t *tcase) sharedUmem() (string, error) {
-	tx0, rx0, st, err := t.pair1(sockSpec{}, sockSpec{}, bpf.SelftestOptions{BySelector: true})
+	tx0, rx0, st, err := t.openPair(sockSpec{}, sockSpec{}, bpf.SelftestOptions{BySelector: true})
 	if err != nil {
 		return "", err
 	}
@@ -518,7 +518,7 @@ func (t *tcase) sharedUmem() (string, error) {
 }
 
 func (t *tcase) progCleanup() (string, error) {
-	tx0, rx0, st, err := t.pair1(sockSpec{}, sockSpec{}, bpf.SelftestOptions{})
+	tx0, rx0, st, err := t.openPair(sockSpec{}, sockSpec{}, bpf.SelftestOptions{})
 	if err != nil {
 		return "", err
 	}
@@ -567,7 +567,7 @@ func (t *tcase) adjustTail(delta int32, length uint32, mb bool) (string, error) 
 		}
 		spec.sg, opts.Frags = true, true
 	}
-	tx, rx, st, err := t.pair1(spec, spec, opts)
+	tx, rx, st, err := t.openPair(spec, spec, opts)
 	if err != nil {
 		return "", err
 	}
