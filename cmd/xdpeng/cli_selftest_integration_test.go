@@ -6,6 +6,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -53,6 +54,10 @@ func TestSelftestFlagErrors(t *testing.T) {
 		if err == nil || !strings.Contains(string(out), tc.want) || !strings.Contains(string(out), "usage: xdpeng selftest") {
 			t.Errorf("selftest %v: %v\n%s\nwant an error with %q and the usage", tc.args, err, out, tc.want)
 		}
+	}
+	if os.Geteuid() == 0 {
+		p := startCmd(t, exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", bin, "selftest", "--modes", "skb"))
+		checkRefused(t, p.wait(t), badInput{want: []string{"selftest needs root", "CAP_SYS_ADMIN", "sudo"}})
 	}
 }
 
