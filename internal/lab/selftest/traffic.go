@@ -845,7 +845,7 @@ func (t *tcase) receiveBatch(f *flow, sd *rxSide, received *atomic.Int64) (uint3
 		}
 		if later, ok := laterFrame(sd.frame, sd.want[sd.got:]); ok {
 			return 0, &Failure{Check: "frames received on " + so.label(), Expected: fmt.Sprintf("frame %d", w.nb),
-				Got: fmt.Sprintf("frame %d: %d frames before it missing", later, int(later)-int(w.nb)), Frame: int(w.nb)}
+				Got: fmt.Sprintf("frame %d: %d missing before it", later, int(later)-int(w.nb)), Frame: int(w.nb)}
 		}
 		if m := checkGrown(sd.frame, w, so.end.MAC, f.from.end.MAC); m != nil {
 			if sd.frags > 1 {
