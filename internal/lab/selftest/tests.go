@@ -59,13 +59,21 @@ var catalogue = []Test{
 		}
 		return t.sendReceive(sockSpec{}, sockSpec{}, pkts, func(f *flow) { f.txStats.TxInvalidDescs = defaultPackets / 2 })
 	}},
-	{"STAT_RX_FULL", "1536 frames to a receiver that never releases its rx ring of 1024: the first 1024 arrive, rx_ring_full counts each of the other 512", func(t *tcase) (string, error) {
+	{"STAT_RX_FULL", "1536 frames to a receiver that never releases its rx ring of 1024: the first 1024 arrive, rx_ring_full counts each of the other 512 (in zero-copy: some of them)", func(t *tcase) (string, error) {
 		n := defaultFrames + defaultFrames/2
 		pkts := stream(n, minFrameLen)
 		return t.sendReceive(sockSpec{}, sockSpec{rxRing: defaultFrames}, pkts, func(f *flow) {
 			f.want = expected(pkts)[:defaultFrames]
 			f.noRelease, f.rxCap = true, defaultFrames
 			f.rxStats.RxRingFull = uint64(n - defaultFrames)
+			if t.mode == ZC {
+				// The NIC may drop some of the 512 for want of a
+				// buffer in its own ring first, counted or not.
+				f.rxStatsMatch = func(d xsk.Statistics) bool {
+					return d.RxRingFull > 0 && d.RxRingFull <= uint64(n-defaultFrames) && d.RxInvalidDescs == 0 && d.TxInvalidDescs == 0
+				}
+				f.rxStatsExpected = fmt.Sprintf("rx_ring_full above 0 and at most %d, rx_dropped and rx_fill_ring_empty_descs any (in zero-copy the NIC drops what has no buffer), the others 0", n-defaultFrames)
+			}
 		})
 	}},
 	{"STAT_FILL_EMPTY", "1536 frames to a receiver that never refills its 1024 buffers: the first 1024 arrive, rx_fill_ring_empty_descs and rx_dropped count each of the other 512 (in zero-copy: rx_fill_ring_empty_descs above 0)", func(t *tcase) (string, error) {
