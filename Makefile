@@ -13,7 +13,7 @@ PKGS    := ./...
 # worker is mid-run (go.dev/issue/75804, fixed in Go 1.27).
 FUZZTIME ?= 20000x
 
-.PHONY: all build install uninstall test unit fuzz generate generate-check bench demo lint soak clean
+.PHONY: all build install uninstall test unit fuzz generate generate-check bench demo lint soak selftest clean
 
 all: build
 
@@ -92,6 +92,12 @@ bench: build
 
 demo: build
 	./$(BIN) demo
+
+# The kernel's AF_XDP conformance tests (xskxceiver's, as xdpeng selftest
+# runs them) on a veth bed of their own, in generic (skb) and native (drv)
+# mode; it needs root, and fails when a test fails.
+selftest: build
+	./$(BIN) selftest --modes skb,drv
 
 soak: build
 	XDPENG_SOAK=60s $(GO) test -count=1 -run Soak -v -timeout 30m ./engine/...

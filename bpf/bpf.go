@@ -10,3 +10,4 @@ package bpf
 //go:generate go tool bpf2go -tags linux -cflags "-O2 -g -Wall -Werror" -type gen_state Gen gen.c -- -I/usr/include/$MULTIARCH
 //go:generate go tool bpf2go -tags linux -cflags "-O2 -g -Wall -Werror" kern kern.c -- -I/usr/include/$MULTIARCH
 //go:generate go tool bpf2go -tags linux -cflags "-O2 -g -Wall -Werror -mcpu=v3" -type cpu_stats Latency latency.c -- -I/usr/include/$MULTIARCH
+//go:generate go tool bpf2go -tags linux -cflags "-O2 -g -Wall -Werror" XskSelftest xsk_selftest.c -- -I/usr/include/$MULTIARCH

@@ -15,7 +15,7 @@ import (
 // commands is every subcommand of xdpeng. TestCLICommands fails when the
 // binary has another one, so that a new command comes with its cases here
 // rather than being skipped by them.
-var commands = []string{"bench", "compare", "count", "demo", "fwd", "gen", "kern", "l2fwd", "latency", "probe", "progbench", "rxdrop", "stats", "testbed", "txonly"}
+var commands = []string{"bench", "compare", "count", "demo", "fwd", "gen", "kern", "l2fwd", "latency", "probe", "progbench", "rxdrop", "selftest", "stats", "testbed", "txonly"}
 
 func TestCLICommands(t *testing.T) {
 	var got []string

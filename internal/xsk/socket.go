@@ -53,6 +53,14 @@ type SocketConfig struct {
 	// such frames. A socket that shares its UMEM inherits it from the
 	// UMEM's first socket (Linux 6.6 and later).
 	MultiBuffer bool
+	// SharePool makes a socket that shares the UMEM's first socket's
+	// buffer pool: its fill and completion rings, on the same device and
+	// queue (XDP_SHARED_UMEM without rings of its own). Such a socket has
+	// no Fill, Completion or free frames of its own: the first socket's
+	// feed both, and frames received on either are returned through the
+	// first socket's fill ring. FillSize, CompletionSize, FirstFrame and
+	// NumFrames are not used.
+	SharePool bool
 }
 
 // PacketContinues is set in a descriptor's Options when the packet goes
@@ -80,6 +88,12 @@ func CheckRingSize(name string, size uint32) error {
 // means the socket has no such ring (a socket that only receives, or only
 // transmits).
 func (c SocketConfig) Validate(u *Umem) error {
+	if c.SharePool {
+		if u.sockets == 0 {
+			return errors.New("a socket that shares the buffer pool needs the UMEM's first socket, on the same device and queue")
+		}
+		c.FillSize, c.CompletionSize, c.FirstFrame, c.NumFrames = 1, 1, 0, 0
+	}
 	for _, r := range []struct {
 		name     string
 		size     uint32
@@ -153,7 +167,7 @@ func NewSocket(u *Umem, cfg SocketConfig) (_ *Socket, err error) {
 		{"rx", unix.XDP_RX_RING, cfg.RxSize},
 		{"tx", unix.XDP_TX_RING, cfg.TxSize},
 	} {
-		if o.size == 0 {
+		if o.size == 0 || (cfg.SharePool && o.opt != unix.XDP_RX_RING && o.opt != unix.XDP_TX_RING) {
 			continue
 		}
 		if err := unix.SetsockoptInt(s.fd, unix.SOL_XDP, o.opt, int(o.size)); err != nil {
@@ -176,7 +190,7 @@ func NewSocket(u *Umem, cfg SocketConfig) (_ *Socket, err error) {
 		{unix.XDP_PGOFF_RX_RING, off.Rx, cfg.RxSize, descSize, &s.Rx.ring},
 		{unix.XDP_PGOFF_TX_RING, off.Tx, cfg.TxSize, descSize, &s.Tx.ring},
 	} {
-		if m.size == 0 {
+		if m.size == 0 || (cfg.SharePool && m.elem == 8) {
 			continue
 		}
 		mp, err := mmapRing(s.fd, m.pgoff, m.off, m.size, m.elem, m.r)
@@ -204,6 +218,11 @@ func NewSocket(u *Umem, cfg SocketConfig) (_ *Socket, err error) {
 		sa.Flags |= unix.XDP_SHARED_UMEM
 		sa.SharedUmemFD = uint32(u.fd)
 	}
+	if cfg.SharePool {
+		// The pool's socket chose copy or zero-copy and need_wakeup;
+		// the kernel refuses them on a socket that joins its pool.
+		sa.Flags = unix.XDP_SHARED_UMEM
+	}
 	if err := bind(s.fd, sa); err != nil {
 		return nil, bindError(cfg, err)
 	}
@@ -218,6 +237,16 @@ func NewSocket(u *Umem, cfg SocketConfig) (_ *Socket, err error) {
 // setup makes the typed views of the rings and gives the kernel every frame
 // the fill ring has room for, before bind, so reception can start at once.
 func (s *Socket) setup() {
+	if s.cfg.SharePool {
+		s.Frames = NewFrameStack(0, s.umem.frameSize, 0)
+		if s.Rx.size > 0 {
+			s.Rx.descs = descSlice(&s.Rx.ring)
+		}
+		if s.Tx.size > 0 {
+			s.Tx.descs = descSlice(&s.Tx.ring)
+		}
+		return
+	}
 	s.Fill.addrs = addrSlice(&s.Fill.ring)
 	s.Completion.addrs = addrSlice(&s.Completion.ring)
 	if s.Rx.size > 0 {

@@ -198,3 +198,22 @@ func TestAuditUnaligned(t *testing.T) {
 		t.Fatalf("count %+v: %v", c, err)
 	}
 }
+
+// TestSharePoolNeedsFirstSocket: a socket cannot share the buffer pool of
+// a UMEM that has no socket yet.
+func TestSharePoolNeedsFirstSocket(t *testing.T) {
+	u, err := NewMemUmem(UmemConfig{FrameSize: 4096, NumFrames: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := SocketConfig{RxSize: 8, SharePool: true}
+	if err := cfg.Validate(u); err == nil || !strings.Contains(err.Error(), "first socket") {
+		t.Errorf("Validate: %v, want an error about the first socket", err)
+	}
+	if _, err := NewMemSocket(u, SocketConfig{FillSize: 8, CompletionSize: 8, RxSize: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(u); err != nil {
+		t.Errorf("Validate after the first socket, without fill and completion sizes: %v", err)
+	}
+}

@@ -1,0 +1,613 @@
+package selftest
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xdpeng/xdpeng/bpf"
+	"github.com/xdpeng/xdpeng/internal/xsk"
+)
+
+// catalogue is every test offered, in xskxceiver's order where it has one.
+var catalogue = []Test{
+	{"SEND_RECEIVE", "4096 frames of 64 bytes, 4 KiB frames: each received whole and in order, each completion in order, every counter 0", func(t *tcase) (string, error) {
+		return t.sendReceive(sockSpec{}, sockSpec{}, stream(defaultPackets, minFrameLen), nil)
+	}},
+	{"SEND_RECEIVE_2K_FRAME", "as SEND_RECEIVE with 2 KiB UMEM frames on both sides", func(t *tcase) (string, error) {
+		return t.sendReceive(sockSpec{frameSize: 2048}, sockSpec{frameSize: 2048}, stream(defaultPackets, minFrameLen), nil)
+	}},
+	{"SEND_RECEIVE_SINGLE_PKT", "a single frame of 64 bytes arrives, and nothing else", func(t *tcase) (string, error) {
+		return t.sendReceive(sockSpec{}, sockSpec{}, stream(1, minFrameLen), nil)
+	}},
+	{"POLL_RX", "as SEND_RECEIVE, the receiver waiting in poll(POLLIN)", func(t *tcase) (string, error) {
+		return t.sendReceive(sockSpec{}, sockSpec{}, stream(defaultPackets, minFrameLen), func(f *flow) { f.rxPoll = true })
+	}},
+	{"POLL_TX", "as SEND_RECEIVE, the sender waking the kernel with poll(POLLOUT), which must report room after every batch", func(t *tcase) (string, error) {
+		return t.sendReceive(sockSpec{}, sockSpec{}, stream(defaultPackets, minFrameLen), func(f *flow) { f.txPoll = true })
+	}},
+	{"POLL_RXQ_FULL", "poll(POLLIN) on a socket nothing is sent to times out; its rx ring stays empty, its counters 0", (*tcase).pollRxTimeout},
+	{"POLL_TXQ_FULL", "with the completion ring full and a full tx ring, poll(POLLOUT) times out and the kernel takes no descriptor; once completions are reaped, poll sends again and reports room when at most half the ring is pending; all 4096 complete in order", (*tcase).pollTxFull},
+	{"SEND_RECEIVE_UNALIGNED", "unaligned chunk mode: every second frame sent from 32 bytes before a frame boundary, straddling it", func(t *tcase) (string, error) {
+		pkts := stream(defaultPackets, minFrameLen)
+		for i := 1; i < len(pkts); i += 2 {
+			pkts[i].off = -minFrameLen / 2
+		}
+		return t.sendReceive(sockSpec{unaligned: true}, sockSpec{unaligned: true}, pkts, nil)
+	}},
+	{"ALIGNED_INV_DESC", "tx descriptors at the corners of the UMEM (address 0, its last bytes, past its end, straddling its start or end or a frame, too long): the valid ones arrive in order, tx_invalid_descs counts each invalid one", func(t *tcase) (string, error) {
+		return t.invalidDescs(sockSpec{})
+	}},
+	{"ALIGNED_INV_DESC_2K_FRAME_SIZE", "as ALIGNED_INV_DESC with 2 KiB frames (a descriptor straddling 2 KiB is then invalid)", func(t *tcase) (string, error) {
+		return t.invalidDescs(sockSpec{frameSize: 2048})
+	}},
+	{"UNALIGNED_INV_DESC", "as ALIGNED_INV_DESC in unaligned chunk mode (straddling a frame is then valid)", func(t *tcase) (string, error) {
+		return t.invalidDescs(sockSpec{unaligned: true})
+	}},
+	{"UMEM_HEADROOM", "as SEND_RECEIVE with a UMEM headroom of 128 bytes on the receiver: each frame's data starts 128 + 256 bytes into its buffer", func(t *tcase) (string, error) {
+		return t.sendReceive(sockSpec{}, sockSpec{headroom: 128}, stream(defaultPackets, minFrameLen), nil)
+	}},
+	{"TEARDOWN", "SEND_RECEIVE 10 times, the sockets and UMEMs made and closed each time", (*tcase).teardown},
+	{"BIDIRECTIONAL", "sockets with rx and tx rings on both devices: SEND_RECEIVE one way, then back the other way on the same sockets", (*tcase).bidirectional},
+	{"STAT_RX_DROPPED", "every second frame (1024 bytes) does not fit the receiver's buffers after its largest UMEM headroom: the others arrive, rx_dropped counts each of those", (*tcase).statRxDropped},
+	{"STAT_TX_INVALID", "every second descriptor is longer than a frame (9001 bytes): the others arrive, tx_invalid_descs counts each long one", func(t *tcase) (string, error) {
+		pkts := stream(defaultPackets, minFrameLen)
+		for i := 1; i < len(pkts); i += 2 {
+			pkts[i] = txPkt{len: 9001}
+		}
+		return t.sendReceive(sockSpec{}, sockSpec{}, pkts, func(f *flow) { f.txStats.TxInvalidDescs = defaultPackets / 2 })
+	}},
+	{"STAT_RX_FULL", "1536 frames to a receiver that never releases its rx ring of 1024: the first 1024 arrive, rx_ring_full counts each of the other 512 (in zero-copy: some of them)", func(t *tcase) (string, error) {
+		n := defaultFrames + defaultFrames/2
+		pkts := stream(n, minFrameLen)
+		return t.sendReceive(sockSpec{}, sockSpec{rxRing: defaultFrames}, pkts, func(f *flow) {
+			f.want = expected(pkts)[:defaultFrames]
+			f.noRelease, f.rxCap = true, defaultFrames
+			f.rxStats.RxRingFull = uint64(n - defaultFrames)
+			if t.mode == ZC {
+				// The NIC may drop some of the 512 for want of a
+				// buffer in its own ring first, counted or not.
+				f.rxStatsMatch = func(d xsk.Statistics) bool {
+					return d.RxRingFull > 0 && d.RxRingFull <= uint64(n-defaultFrames) && d.RxInvalidDescs == 0 && d.TxInvalidDescs == 0
+				}
+				f.rxStatsExpected = fmt.Sprintf("rx_ring_full above 0 and at most %d, rx_dropped and rx_fill_ring_empty_descs any (in zero-copy the NIC drops what has no buffer), the others 0", n-defaultFrames)
+			}
+		})
+	}},
+	{"STAT_FILL_EMPTY", "1536 frames to a receiver that never refills its 1024 buffers: the first 1024 arrive, rx_fill_ring_empty_descs and rx_dropped count each of the other 512 (in zero-copy: rx_fill_ring_empty_descs above 0)", func(t *tcase) (string, error) {
+		n := defaultFrames + defaultFrames/2
+		pkts := stream(n, minFrameLen)
+		return t.sendReceive(sockSpec{}, sockSpec{}, pkts, func(f *flow) {
+			f.want = expected(pkts)[:defaultFrames]
+			f.noRefill, f.rxCap = true, defaultFrames
+			f.rxStats.RxFillRingEmptyDescs = uint64(n - defaultFrames)
+			f.rxStats.RxDropped = uint64(n - defaultFrames)
+			if t.mode == ZC {
+				// A zero-copy driver finds the fill ring empty as
+				// often as it tries to refill its own ring, and the
+				// NIC drops the frames it has no buffer for before
+				// the socket sees them: xskxceiver checks the same.
+				f.rxStatsMatch = func(d xsk.Statistics) bool {
+					return d.RxFillRingEmptyDescs > 0 && d.RxInvalidDescs == 0 && d.RxRingFull == 0 && d.TxInvalidDescs == 0
+				}
+				f.rxStatsExpected = "rx_fill_ring_empty_descs above 0, rx_dropped any (in zero-copy the NIC drops what has no buffer), the others 0"
+			}
+		})
+	}},
+	{"XDP_PROG_CLEANUP", "two sockets on queue 0 sharing a buffer pool, at keys 0 and 1: traffic to the first; then the second alone at key 0 and traffic to it from a second sender sharing the first's pool: each time only the socket at key 0 receives, all frames whole and in order", (*tcase).progCleanup},
+	{"XDP_DROP_HALF", "the steering program drops every second frame (XDP_DROP): the others arrive in order, the program counts 2048 of each", (*tcase).dropHalf},
+	{"XDP_SHARED_UMEM", "two receiving sockets on queue 0 sharing one buffer pool, the program sending even frames to one and odd to the other; sent by a socket and then by a second one sharing its pool: each receiver gets its half, whole and in order", (*tcase).sharedUmem},
+	{"XDP_METADATA_COPY", "the program puts each frame's number in 8 bytes of metadata in front of it: the receiver finds it there, and the frame whole", func(t *tcase) (string, error) {
+		tx, rx, st, err := t.openPair(sockSpec{}, sockSpec{}, bpf.SelftestOptions{Metadata: true})
+		if err != nil {
+			return "", err
+		}
+		return t.run(t.newFlow(tx, rx, st, stream(defaultPackets, minFrameLen), func(f *flow) { f.metadata = true }))
+	}},
+	{"XDP_METADATA_COPY_MULTI_BUFF", "as XDP_METADATA_COPY with the frames of SEND_RECEIVE_9K_PACKETS", func(t *tcase) (string, error) {
+		return t.jumbo(false, true)
+	}},
+	{"SEND_RECEIVE_9K_PACKETS", "4096 frames of 9000 bytes at MTU 9000 on multi-buffer sockets: each sent in three descriptors and received over several buffers, whole and in order", func(t *tcase) (string, error) {
+		return t.jumbo(false, false)
+	}},
+	{"SEND_RECEIVE_UNALIGNED_9K_PACKETS", "as SEND_RECEIVE_9K_PACKETS in unaligned chunk mode", func(t *tcase) (string, error) {
+		return t.jumbo(true, false)
+	}},
+	{"XDP_ADJUST_TAIL_SHRINK", "the program shrinks each of 64 frames of 128 bytes by 4 (bpf_xdp_adjust_tail): each arrives as the first 124 bytes sent", func(t *tcase) (string, error) {
+		return t.adjustTail(-4, 2*minFrameLen, false)
+	}},
+	{"XDP_ADJUST_TAIL_SHRINK_MULTI_BUFF", "the program shrinks each of 64 frames of 6144 bytes, sent in two descriptors, by 4096: each arrives as the first 2048 bytes", func(t *tcase) (string, error) {
+		return t.adjustTail(-4096, 6144, true)
+	}},
+	{"XDP_ADJUST_TAIL_GROW", "the program grows each of 64 frames of 128 bytes by 4: each arrives whole with 4 zero bytes after it", func(t *tcase) (string, error) {
+		return t.adjustTail(4, 2*minFrameLen, false)
+	}},
+	{"XDP_ADJUST_TAIL_GROW_MULTI_BUFF", "the program grows each of 64 frames of 6144 bytes by 2047, within its last buffer: each arrives whole with 2047 zero bytes after it", func(t *tcase) (string, error) {
+		return t.adjustTail(2047, 6144, true)
+	}},
+	{"TX_QUEUE_CONSUMER", "33 frames in one batch: one sendto takes exactly the copy-mode budget of 32 descriptors off the tx ring, then all arrive whole and in order", func(t *tcase) (string, error) {
+		if t.mode == ZC {
+			return "", skipf("the budget of a sendto is copy mode's; xskxceiver does not run it in zero-copy either")
+		}
+		n := txBudget + 1
+		return t.sendReceive(sockSpec{}, sockSpec{}, stream(n, minFrameLen), func(f *flow) { f.batch, f.checkConsumer = uint32(n), true })
+	}},
+}
+
+// openPair opens a sender on the Tx end and a receiver on the Rx end, with
+// the steering program on the Rx end sending to the receiver.
+func (t *tcase) openPair(txSpec, rxSpec sockSpec, opts bpf.SelftestOptions) (tx, rx *sock, st *steer, err error) {
+	if st, err = t.attach(t.pair.Rx, opts); err != nil {
+		return nil, nil, nil, err
+	}
+	txSpec.tx = true
+	if tx, err = t.open(t.pair.Tx, txSpec); err != nil {
+		return nil, nil, nil, err
+	}
+	rxSpec.rx = true
+	if rx, err = t.open(t.pair.Rx, rxSpec); err != nil {
+		return nil, nil, nil, err
+	}
+	return tx, rx, st, st.to(rx)
+}
+
+// sendReceive runs pkts from a sender to a receiver, after adjust has
+// changed the flow's defaults.
+func (t *tcase) sendReceive(txSpec, rxSpec sockSpec, pkts []txPkt, adjust func(*flow)) (string, error) {
+	tx, rx, st, err := t.openPair(txSpec, rxSpec, bpf.SelftestOptions{})
+	if err != nil {
+		return "", err
+	}
+	return t.run(t.newFlow(tx, rx, st, pkts, adjust))
+}
+
+// newFlow is the flow of pkts from tx to rx: the program redirects every
+// valid frame.
+func (t *tcase) newFlow(tx, rx *sock, st *steer, pkts []txPkt, adjust func(*flow)) *flow {
+	f := &flow{from: tx, to: rx, pkts: pkts, prog: st}
+	for _, p := range packets(pkts) {
+		if p.valid {
+			f.progWant.Redirected++
+		}
+	}
+	if adjust != nil {
+		adjust(f)
+	}
+	return f
+}
+
+func (t *tcase) pollRxTimeout() (string, error) {
+	st, err := t.attach(t.pair.Rx, bpf.SelftestOptions{})
+	if err != nil {
+		return "", err
+	}
+	rx, err := t.open(t.pair.Rx, sockSpec{rx: true})
+	if err != nil {
+		return "", err
+	}
+	if err := st.to(rx); err != nil {
+		return "", err
+	}
+	const wait = 200
+	start := time.Now()
+	ready, err := rx.s.Poll(wait, false)
+	if err != nil {
+		return "", err
+	}
+	if ready {
+		return "", &Failure{Check: "poll(POLLIN) with nothing sent", Expected: fmt.Sprintf("a time-out after %d ms", wait), Got: fmt.Sprintf("ready after %v", time.Since(start).Round(time.Millisecond)), Frame: -1}
+	}
+	if n := rx.s.Rx.Pending(); n != 0 {
+		return "", &Failure{Check: "rx ring", Expected: "empty", Got: fmt.Sprintf("%d descriptors", n), Frame: -1}
+	}
+	if err := waitStats(rx.s, "receiving", xsk.Statistics{}, xsk.Statistics{}); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("poll(POLLIN) timed out after %d ms; rx ring empty; counters 0", wait), nil
+}
+
+func (t *tcase) pollTxFull() (string, error) {
+	st, err := t.attach(t.pair.Rx, bpf.SelftestOptions{})
+	if err != nil {
+		return "", err
+	}
+	tx, err := t.open(t.pair.Tx, sockSpec{tx: true})
+	if err != nil {
+		return "", err
+	}
+	s := tx.s
+	mem := tx.u.Mem()
+	var sent []uint64
+	fill := func() error {
+		idx, got := s.Tx.Reserve(defaultRing)
+		if got != defaultRing {
+			return fmt.Errorf("tx ring: room for %d of %d descriptors", got, defaultRing)
+		}
+		for k := uint32(0); k < got; k++ {
+			addr := tx.txBase(uint32(len(sent)))
+			writeFrame(mem[addr:addr+minFrameLen], t.pair.Rx.MAC, t.pair.Tx.MAC, uint32(len(sent)))
+			s.Tx.Set(idx+k, addr, minFrameLen)
+			sent = append(sent, addr)
+		}
+		s.Tx.Submit(got)
+		return nil
+	}
+	until := func(what string, done func() bool) error {
+		for start := time.Now(); !done(); {
+			if err := s.WakeTx(); err != nil {
+				return err
+			}
+			if err := t.ctx.Err(); err != nil {
+				return err
+			}
+			if time.Since(start) > idleTimeout {
+				return &Failure{Check: what, Expected: "reached", Got: fmt.Sprintf("tx ring pending %d, completion ring %d after %v", s.Tx.Pending(), s.Completion.Pending(), idleTimeout), Frame: -1}
+			}
+			time.Sleep(10 * time.Microsecond)
+		}
+		return nil
+	}
+	// The completion ring fills up: the first ring's worth is sent and
+	// not reaped.
+	if err := fill(); err != nil {
+		return "", err
+	}
+	if err := until("the first 2048 descriptors sent", func() bool { return s.Completion.Pending() == defaultRing }); err != nil {
+		return "", err
+	}
+	if n := s.Tx.Pending(); n != 0 {
+		return "", &Failure{Check: "tx ring after the first 2048 completed", Expected: "empty", Got: fmt.Sprintf("%d pending", n), Frame: -1}
+	}
+	if err := fill(); err != nil {
+		return "", err
+	}
+	const wait = 200
+	ready, err := s.Poll(wait, true)
+	if err != nil {
+		return "", err
+	}
+	if ready {
+		return "", &Failure{Check: "poll(POLLOUT) with the completion ring full", Expected: fmt.Sprintf("a time-out after %d ms", wait), Got: "ready", Frame: -1}
+	}
+	if n, c := s.Tx.Pending(), s.Completion.Pending(); n != defaultRing || c != defaultRing {
+		return "", &Failure{Check: "rings while the completion ring is full", Expected: "2048 pending on tx, 2048 completions",
+			Got: fmt.Sprintf("%d pending on tx, %d completions", n, c), Frame: -1}
+	}
+	done := 0
+	reap := func() error {
+		idx, n := s.Completion.Peek(defaultRing)
+		for k := uint32(0); k < n; k++ {
+			if a := s.Completion.Addr(idx + k); done >= len(sent) || a != sent[done] {
+				return &Failure{Check: "completion ring order", Expected: fmt.Sprintf("address %#x", sent[min(done, len(sent)-1)]), Got: fmt.Sprintf("address %#x", a), Frame: done}
+			}
+			done++
+		}
+		s.Completion.Release(n)
+		return nil
+	}
+	if err := reap(); err != nil {
+		return "", err
+	}
+	// Each poll sends a budget of descriptors; it reports room once no
+	// more than half the tx ring is pending.
+	polls := 0
+	for {
+		ready, err := s.Poll(100, true)
+		if err != nil {
+			return "", err
+		}
+		polls++
+		if ready {
+			break
+		}
+		if err := reap(); err != nil {
+			return "", err
+		}
+		if polls > defaultRing {
+			return "", &Failure{Check: "poll(POLLOUT) after reaping", Expected: "ready", Got: fmt.Sprintf("not ready after %d polls, %d pending", polls, s.Tx.Pending()), Frame: -1}
+		}
+	}
+	if n := s.Tx.Pending(); n > defaultRing/2 {
+		return "", &Failure{Check: "poll(POLLOUT) reported room", Expected: fmt.Sprintf("at most %d descriptors pending", defaultRing/2), Got: fmt.Sprint(n), Frame: -1}
+	}
+	if err := until("all 4096 descriptors sent", func() bool {
+		if reap() != nil {
+			return true
+		}
+		return done == len(sent)
+	}); err != nil {
+		return "", err
+	}
+	if err := reap(); err != nil {
+		return "", err
+	}
+	if err := waitStats(s, "sending", xsk.Statistics{}, xsk.Statistics{}); err != nil {
+		return "", err
+	}
+	if err := waitCounts(st, bpf.SelftestCounts{}, bpf.SelftestCounts{NoSocket: uint64(len(sent))}); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("poll(POLLOUT) timed out with 2048 completions unreaped and 2048 descriptors pending, none taken; after reaping, ready after %d polls; %d completions in order; the peer's program saw all %d", polls, done, len(sent)), nil
+}
+
+// invalidDescs sends descriptors at the corners of the UMEM.
+func (t *tcase) invalidDescs(spec sockSpec) (string, error) {
+	tx, rx, st, err := t.openPair(spec, spec, bpf.SelftestOptions{})
+	if err != nil {
+		return "", err
+	}
+	fs := uint64(tx.spec.frameSize)
+	end := tx.umemSize()
+	un := tx.spec.unaligned
+	pkts := []txPkt{
+		{abs: true, addr: 0, len: minFrameLen, valid: true},                                                // address 0
+		{abs: true, addr: tx.txBase(1), len: minFrameLen, valid: true},                                     // an ordinary frame
+		{abs: true, addr: ^uint64(1), len: minFrameLen},                                                    // straddling the start of the UMEM
+		{abs: true, addr: tx.txBase(2), len: 9001},                                                         // longer than a frame
+		{abs: true, addr: end - minFrameLen, len: minFrameLen, valid: true},                                // up to the end of the UMEM
+		{abs: true, addr: end, len: minFrameLen},                                                           // past its end
+		{abs: true, addr: end - minFrameLen/2, len: minFrameLen},                                           // straddling its end
+		{abs: true, addr: tx.txBase(4) - minFrameLen/2, len: minFrameLen, valid: un},                       // straddling a frame (and a 4 KiB page)
+		{abs: true, addr: tx.txBase(5) + 0x800 - minFrameLen/2, len: minFrameLen, valid: un || fs > 0x800}, // straddling 2 KiB
+		{abs: true, addr: tx.txBase(6), len: minFrameLen, valid: true},                                     // a last valid one
+	}
+	invalid := 0
+	for _, p := range pkts {
+		if !p.valid {
+			invalid++
+		}
+	}
+	return t.run(t.newFlow(tx, rx, st, pkts, func(f *flow) { f.txStats.TxInvalidDescs = uint64(invalid) }))
+}
+
+func (t *tcase) teardown() (string, error) {
+	st, err := t.attach(t.pair.Rx, bpf.SelftestOptions{})
+	if err != nil {
+		return "", err
+	}
+	const rounds = 10
+	for i := 0; i < rounds; i++ {
+		sub := &tcase{ctx: t.ctx, pair: t.pair, mode: t.mode}
+		_, err := func() (string, error) {
+			defer sub.close()
+			tx, err := sub.open(t.pair.Tx, sockSpec{tx: true})
+			if err != nil {
+				return "", err
+			}
+			rx, err := sub.open(t.pair.Rx, sockSpec{rx: true})
+			if err != nil {
+				return "", err
+			}
+			if err := st.to(rx); err != nil {
+				return "", err
+			}
+			return sub.run(sub.newFlow(tx, rx, st, stream(defaultPackets, minFrameLen), nil))
+		}()
+		if err != nil {
+			if f, ok := err.(*Failure); ok {
+				f.Check = fmt.Sprintf("round %d: %s", i+1, f.Check)
+			}
+			return "", err
+		}
+	}
+	return fmt.Sprintf("%d rounds of %d frames, each received whole and in order with sockets made anew", rounds, defaultPackets), nil
+}
+
+func (t *tcase) bidirectional() (string, error) {
+	stA, err := t.attach(t.pair.Tx, bpf.SelftestOptions{})
+	if err != nil {
+		return "", err
+	}
+	stB, err := t.attach(t.pair.Rx, bpf.SelftestOptions{})
+	if err != nil {
+		return "", err
+	}
+	a, err := t.open(t.pair.Tx, sockSpec{rx: true, tx: true})
+	if err != nil {
+		return "", err
+	}
+	b, err := t.open(t.pair.Rx, sockSpec{rx: true, tx: true})
+	if err != nil {
+		return "", err
+	}
+	if err := stA.to(a); err != nil {
+		return "", err
+	}
+	if err := stB.to(b); err != nil {
+		return "", err
+	}
+	there, err := t.run(t.newFlow(a, b, stB, stream(defaultPackets, minFrameLen), nil))
+	if err != nil {
+		return "", err
+	}
+	back, err := t.run(t.newFlow(b, a, stA, stream(defaultPackets, minFrameLen), nil))
+	if err != nil {
+		if f, ok := err.(*Failure); ok {
+			f.Check = "way back: " + f.Check
+		}
+		return "", err
+	}
+	return fmt.Sprintf("%s to %s: %s; back: %s", t.pair.Tx.Name, t.pair.Rx.Name, there, back), nil
+}
+
+func (t *tcase) statRxDropped() (string, error) {
+	if t.mode == ZC {
+		return "", skipf("in zero-copy mode the driver sizes the receive buffers; xskxceiver does not run it there either")
+	}
+	const big = 1024
+	pkts := stream(defaultPackets, minFrameLen)
+	for i := 1; i < len(pkts); i += 2 {
+		pkts[i].len = big
+	}
+	rxSpec := sockSpec{headroom: xsk.MaxHeadroom(defaultFrameSize)}
+	tx, rx, st, err := t.openPair(sockSpec{}, rxSpec, bpf.SelftestOptions{})
+	if err != nil {
+		return "", err
+	}
+	if room := defaultFrameSize - rxSpec.headroom - xsk.KernelHeadroom; room >= big || room < minFrameLen {
+		return "", fmt.Errorf("STAT_RX_DROPPED: a buffer with headroom %d has room for %d bytes, not between %d and %d", rxSpec.headroom, room, minFrameLen, big)
+	}
+	f := t.newFlow(tx, rx, st, pkts, nil)
+	var want []rxWant
+	for i := 0; i < len(pkts); i += 2 {
+		want = append(want, rxWant{nb: uint32(i), len: minFrameLen})
+	}
+	f.want = want
+	f.rxStats.RxDropped = defaultPackets / 2
+	return t.run(f)
+}
+
+func (t *tcase) dropHalf() (string, error) {
+	tx, rx, st, err := t.openPair(sockSpec{}, sockSpec{}, bpf.SelftestOptions{DropHalf: true})
+	if err != nil {
+		return "", err
+	}
+	pkts := stream(defaultPackets, minFrameLen)
+	f := t.newFlow(tx, rx, st, pkts, nil)
+	f.want = nil
+	for i := 0; i < len(pkts); i += 2 {
+		f.want = append(f.want, rxWant{nb: uint32(i), len: minFrameLen})
+	}
+	f.progWant = bpf.SelftestCounts{Redirected: defaultPackets / 2, Dropped: defaultPackets / 2}
+	return t.run(f)
+}
+
+// jumbo sends 9000-byte frames over multi-buffer sockets.
+func (t *tcase) jumbo(unaligned, metadata bool) (string, error) {
+	if err := t.multiBuffer(); err != nil {
+		return "", err
+	}
+	if err := t.needMTU(jumboMTU); err != nil {
+		return "", err
+	}
+	spec := sockSpec{sg: true, unaligned: unaligned}
+	tx, rx, st, err := t.openPair(spec, spec, bpf.SelftestOptions{Frags: true, Metadata: metadata})
+	if err != nil {
+		return "", err
+	}
+	pkts := fragmented(defaultPackets, jumboMTU, defaultFrameSize)
+	// Each frame takes three receive buffers: a window of 64 frames
+	// keeps well within the receiver's 1024.
+	return t.run(t.newFlow(tx, rx, st, pkts, func(f *flow) { f.window, f.metadata = 64, metadata }))
+}
+
+func (t *tcase) sharedUmem() (string, error) {
+	tx0, rx0, st, err := t.openPair(sockSpec{}, sockSpec{}, bpf.SelftestOptions{BySelector: true})
+	if err != nil {
+		return "", err
+	}
+	rx0.name, tx0.name = t.pair.Rx.Name+" socket 0", t.pair.Tx.Name+" socket 0"
+	rx1, err := t.openShared(rx0, true, false, t.pair.Rx.Name+" socket 1")
+	if err != nil {
+		return "", err
+	}
+	if err := st.prog.SetSocket(1, rx1.s.FD()); err != nil {
+		return "", err
+	}
+	tx1, err := t.openShared(tx0, false, true, t.pair.Tx.Name+" socket 1")
+	if err != nil {
+		return "", err
+	}
+	var out []string
+	for _, tx := range []*sock{tx0, tx1} {
+		pkts := stream(defaultPackets, minFrameLen)
+		f := t.newFlow(tx, rx0, st, pkts, nil)
+		f.selector = func(nb uint32) byte { return byte(nb & 1) }
+		f.want, f.also, f.alsoWant = nil, rx1, nil
+		for _, w := range expected(pkts) {
+			if w.nb&1 == 0 {
+				f.want = append(f.want, w)
+			} else {
+				f.alsoWant = append(f.alsoWant, w)
+			}
+		}
+		d, err := t.run(f)
+		if err != nil {
+			if fl, ok := err.(*Failure); ok {
+				fl.Check = "from " + tx.label() + ": " + fl.Check
+			}
+			return "", err
+		}
+		out = append(out, fmt.Sprintf("from %s: %s", tx.label(), d))
+	}
+	return strings.Join(out, "; "), nil
+}
+
+func (t *tcase) progCleanup() (string, error) {
+	tx0, rx0, st, err := t.openPair(sockSpec{}, sockSpec{}, bpf.SelftestOptions{})
+	if err != nil {
+		return "", err
+	}
+	rx0.name, tx0.name = t.pair.Rx.Name+" socket 0", t.pair.Tx.Name+" socket 0"
+	rx1, err := t.openShared(rx0, true, false, t.pair.Rx.Name+" socket 1")
+	if err != nil {
+		return "", err
+	}
+	if err := st.prog.SetSocket(1, rx1.s.FD()); err != nil {
+		return "", err
+	}
+	tx1, err := t.openShared(tx0, false, true, t.pair.Tx.Name+" socket 1")
+	if err != nil {
+		return "", err
+	}
+	first, err := t.run(t.newFlow(tx0, rx0, st, stream(defaultPackets, minFrameLen), func(f *flow) { f.also = rx1 }))
+	if err != nil {
+		return "", err
+	}
+	if err := st.prog.Xsks.Delete(uint32(1)); err != nil {
+		return "", fmt.Errorf("remove socket 1 from key 1: %w", err)
+	}
+	if err := st.to(rx1); err != nil {
+		return "", err
+	}
+	second, err := t.run(t.newFlow(tx1, rx1, st, stream(defaultPackets, minFrameLen), func(f *flow) { f.also = rx0 }))
+	if err != nil {
+		if fl, ok := err.(*Failure); ok {
+			fl.Check = "after the swap: " + fl.Check
+		}
+		return "", err
+	}
+	return fmt.Sprintf("to socket 0: %s; socket 1 alone at key 0, from a second sender: %s", first, second), nil
+}
+
+// adjustTail sends 64 frames of length bytes, which the program grows or
+// shrinks by delta.
+func (t *tcase) adjustTail(delta int32, length uint32, mb bool) (string, error) {
+	spec, opts := sockSpec{}, bpf.SelftestOptions{AdjustTail: delta}
+	if mb {
+		if err := t.multiBuffer(); err != nil {
+			return "", err
+		}
+		if err := t.needMTU(jumboMTU); err != nil {
+			return "", err
+		}
+		spec.sg, opts.Frags = true, true
+	}
+	tx, rx, st, err := t.openPair(spec, spec, opts)
+	if err != nil {
+		return "", err
+	}
+	pkts := fragmented(defaultBatch, length, defaultFrameSize)
+	f := t.newFlow(tx, rx, st, pkts, nil)
+	f.want = expected(pkts)
+	for i := range f.want {
+		f.want[i].sent = f.want[i].len
+		f.want[i].len = uint32(int32(length) + delta)
+	}
+	d, err := t.run(f)
+	if err != nil {
+		// Where the helper fails (EOPNOTSUPP: a driver that cannot
+		// grow fragments; EINVAL: a frame without the room) the
+		// program passes the frame to the stack. xskxceiver takes any
+		// failure of the helper for "not supported" and skips; so does
+		// this test, saying how many frames and why.
+		if c, cerr := st.prog.Counts(); cerr == nil && c.AdjustFailed > 0 {
+			return "", skipf("bpf_xdp_adjust_tail by %d failed on %d of %d frames here (%v): resizing is not supported for these frames in this mode",
+				delta, c.AdjustFailed, len(f.want), unix.Errno(c.AdjustErr))
+		}
+		return "", err
+	}
+	return d, nil
+}
