@@ -129,7 +129,7 @@ with the receiver threads.`,
 	fs.BoolVar(&f.force, "force", false, "with -i: measure DEV even if it carries the default route")
 	fs.BoolVar(&f.ndr, "ndr", false, "test bed, two hosts: also search each path's zero-loss rate (NDR)")
 	fs.Float64Var(&f.loss, "loss", 0, "with --ndr: also search the rate that loses at most this percentage (PDR)")
-	fs.DurationVar(&f.trial, "trial", compare.DefaultNDR.Trial, "with --ndr: length of each trial")
+	secondsVarP(fs, &f.trial, "trial", "", compare.DefaultNDR.Trial, "with --ndr: length of each trial (seconds, or a duration like 500ms)")
 	fs.Float64Var(&f.resolution, "resolution", compare.DefaultNDR.Resolution*100, "with --ndr: stop when pass and fail are this percentage of the full-load rate apart")
 	f.dut.register(fs)
 	return cmd
