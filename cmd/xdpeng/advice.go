@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
@@ -94,4 +96,61 @@ func mtuHint(e *engine.MTUError) string {
 		hint += fmt.Sprintf(" and use --frame-size %d", largest)
 	}
 	return hint
+}
+
+// bedAdvice is, for an error about a device missing from this namespace
+// that a test bed's namespace has, where it is and the command line args
+// run there: "dut0 is in test bed t1's namespace t1-dut: ip netns exec
+// t1-dut xdpeng rxdrop -i dut0". A bed the caller runs in comes first;
+// other beds that have one are named after it. "" for other errors, or
+// when no bed has the device.
+func bedAdvice(err error, args []string) string {
+	var (
+		ni  *netdev.NoInterfaceError
+		de  *engine.DeviceError
+		dev string
+	)
+	switch {
+	case errors.As(err, &ni):
+		dev = ni.Name
+	case errors.As(err, &de):
+		dev = de.Name
+	default:
+		return ""
+	}
+	places, _ := testbed.FindInterface(dev)
+	if len(places) == 0 {
+		return ""
+	}
+	for i, p := range places {
+		if p.SameBed {
+			places[0], places[i] = places[i], places[0]
+			break
+		}
+	}
+	p := places[0]
+	s := fmt.Sprintf("%s is in test bed %s's namespace %s: ip netns exec %s xdpeng %s", dev, p.Bed, p.Namespace, p.Namespace, shellJoin(args))
+	if len(places) > 1 {
+		var others []string
+		for _, o := range places[1:] {
+			others = append(others, o.Namespace)
+		}
+		if len(others) > 3 {
+			others = append(others[:3], fmt.Sprintf("%d more", len(others)-3))
+		}
+		s += fmt.Sprintf(" (%s is also in %s)", dev, strings.Join(others, ", "))
+	}
+	return s
+}
+
+// shellJoin quotes the words that a shell would split or expand.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`*?[]{}()<>|&;#~!") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		q[i] = a
+	}
+	return strings.Join(q, " ")
 }

@@ -56,3 +56,11 @@ func TestAdvise(t *testing.T) {
 		t.Errorf("advise changed an error it has no advice for: %v", got)
 	}
 }
+
+// TestShellJoin: bedAdvice quotes the words a shell would split or expand.
+func TestShellJoin(t *testing.T) {
+	got := shellJoin([]string{"rxdrop", "-i", "dut0", "--udp-port", "", "-w", "a b.pcap", "it's"})
+	if want := `rxdrop -i dut0 --udp-port '' -w 'a b.pcap' 'it'\''s'`; got != want {
+		t.Errorf("shellJoin = %s, want %s", got, want)
+	}
+}
