@@ -260,7 +260,8 @@ func btoi(b bool) int {
 // runCompare runs cfg for the command cmd (compare or demo) and prints the
 // result: the table and chart, or JSON, or CSV; with dut given it first
 // reaches the DUT. It fails if a path failed, after printing what was
-// measured.
+// measured. Stopped by Ctrl-C or SIGTERM, it prints the rows that finished,
+// marked as interrupted.
 func runCompare(cmd *cobra.Command, cfg compare.Config, dut *dutFlags, asJSON, asCSV, explain bool) error {
 	out := cmd.OutOrStdout()
 	ctx, stop, err := dut.startMeasuring(cmd, cfg.Remote, cfg.Progress)
@@ -273,7 +274,9 @@ func runCompare(cmd *cobra.Command, cfg compare.Config, dut *dutFlags, asJSON, a
 		if ctx.Err() == nil && errors.Is(err, compare.ErrDefaultRoute) {
 			return fmt.Errorf("%w: measure another interface (a test bed: --testbed), or pass --force if you mean it", err)
 		}
-		return measureErr(ctx, err)
+		if ctx.Err() == nil || len(res.Rows) == 0 {
+			return measureErr(ctx, err)
+		}
 	}
 	switch {
 	case asJSON:
@@ -291,6 +294,9 @@ func runCompare(cmd *cobra.Command, cfg compare.Config, dut *dutFlags, asJSON, a
 		if explain {
 			fmt.Fprint(out, howToRead)
 		}
+	}
+	if err != nil {
+		return stoppedAfter(cmd, err, len(res.Rows), "row", res.Unfinished)
 	}
 	if bad := res.Failed(); len(bad) > 0 {
 		return fmt.Errorf("%d path(s) failed: %s", len(bad), strings.Join(bad, ", "))

@@ -190,7 +190,7 @@ func runLatency(cmd *cobra.Command, cfg compare.LatencyConfig, dut *dutFlags, as
 	}
 	defer stop()
 	res, err := compare.RunLatency(ctx, cfg)
-	if err != nil {
+	if err != nil && (ctx.Err() == nil || len(res.Rows) == 0) {
 		return measureErr(ctx, err)
 	}
 	if asJSON {
@@ -199,6 +199,9 @@ func runLatency(cmd *cobra.Command, cfg compare.LatencyConfig, dut *dutFlags, as
 		}
 	} else {
 		compare.WriteLatencyTable(out, &res)
+	}
+	if err != nil {
+		return stoppedAfter(cmd, err, len(res.Rows), "row", res.Unfinished)
 	}
 	if bad := res.Failed(); len(bad) > 0 {
 		return fmt.Errorf("%d row(s) failed: %s", len(bad), strings.Join(bad, ", "))
