@@ -13,7 +13,8 @@ import (
 
 // advise adds to an error of the engine what to do about it on the command
 // line: the library says what is wrong, the CLI which flag or command fixes
-// it.
+// it. A device that does not exist is taken for -i's (see inputOrOutput
+// for a command with outputs).
 func advise(err error) error {
 	var (
 		de *engine.DeviceError
@@ -30,7 +31,7 @@ func advise(err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &de):
-		return fmt.Errorf("%w (list them with: ip link)", err)
+		return deviceFlag(err)
 	case errors.As(err, &oq):
 		return fmt.Errorf("%w, so bind fewer queues with -q or give %s more queues", err, oq.Output)
 	case errors.As(err, &qe):
@@ -153,4 +154,38 @@ func shellJoin(args []string) string {
 		q[i] = a
 	}
 	return strings.Join(q, " ")
+}
+
+// deviceFlag is the error of a device that does not exist as every
+// command says it: the flag first, "-i: interface "x" not found in this
+// network namespace (list them with: ip link)". The flag is -i unless err
+// already names one ("-o: ...").
+func deviceFlag(err error) error {
+	if strings.HasPrefix(err.Error(), "-") {
+		return fmt.Errorf("%w (list them with: ip link)", err)
+	}
+	return fmt.Errorf("-i: %w (list them with: ip link)", err)
+}
+
+// inputOrOutput names the flag of a device that does not exist in the
+// error of a command that reads in and sends to outputs: -o for an output,
+// -i for in; other errors are returned as they are.
+func inputOrOutput(err error, in string) error {
+	var (
+		ni *netdev.NoInterfaceError
+		de *engine.DeviceError
+	)
+	name := ""
+	switch {
+	case errors.As(err, &ni):
+		name = ni.Name
+	case errors.As(err, &de):
+		name = de.Name
+	default:
+		return err
+	}
+	if name != in && !strings.HasPrefix(err.Error(), "-") {
+		return fmt.Errorf("-o: %w", err)
+	}
+	return err
 }

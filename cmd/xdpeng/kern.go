@@ -205,10 +205,8 @@ func kernError(err error, iface string) error {
 	var nf *netdev.NoInterfaceError
 	var fe *netdev.ForeignXDPError
 	switch {
-	case errors.As(err, &nf) && nf.Name == iface:
-		return fmt.Errorf("-i: %w", err)
 	case errors.As(err, &nf):
-		return fmt.Errorf("-o: %w", err)
+		return deviceFlag(inputOrOutput(err, iface))
 	case errors.As(err, &fe):
 		return advise(err)
 	case errors.Is(err, kern.ErrNoNativeXDP):
@@ -451,7 +449,7 @@ func (p *kernPrinter) interval(prev, cur kernSnapshot) {
 			line["xdp_tx_errors_pps"] = float64(failed) / dt
 		}
 		p.watch.interval(p.w, line, dt)
-		writeJSON(p.w, line)
+		writeJSON(p.w, orderedLine{line, jsonFields(kernSummary{})})
 		return
 	}
 	fmt.Fprintf(p.w, "[%7.2fs] %-14s %12s %12s %14d total\n", elapsed, "rx", units.PPS(float64(pkts)/dt), units.BPS(float64(bytes)*8/dt), total)
