@@ -14,8 +14,14 @@ export PATH := $(GODIR):$(PATH)
 endif
 BIN     := bin/xdpeng
 # make install puts the binary in $(DESTDIR)$(PREFIX)/bin, where sudo's PATH
-# (secure_path) finds it.
+# (secure_path) finds it, the manual pages (generated from the commands'
+# help: man xdpeng, man xdpeng-rxdrop, ...) in $(MANDIR)/man1 and the bash,
+# zsh and fish completion files where those shells look under $(PREFIX).
 PREFIX  ?= /usr/local
+MANDIR  ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 PKGS    := ./...
 # Fuzz targets run briefly in `make test`; longer with `make fuzz FUZZTIME=5m`.
 # The default is a count, not a duration: Go 1.26's fuzzer can fail a target
@@ -23,18 +29,32 @@ PKGS    := ./...
 # worker is mid-run (go.dev/issue/75804, fixed in Go 1.27).
 FUZZTIME ?= 20000x
 
-.PHONY: all build install uninstall deps test unit fuzz generate generate-check bench demo lint soak clean
+.PHONY: all build docs install uninstall deps test unit fuzz generate generate-check bench demo lint soak clean
 
 all: build
 
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/xdpeng
 
-install: build
+# The manual pages and completion files, from the commands themselves
+# (xdpeng docs), beside the binary: bin/man, bin/completion.
+GENDIR = $(dir $(BIN))
+docs: build
+	rm -rf $(GENDIR)man $(GENDIR)completion
+	$(abspath $(BIN)) docs --man $(GENDIR)man --completion $(GENDIR)completion
+
+install: build docs
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/xdpeng
+	install -d $(DESTDIR)$(MANDIR)/man1
+	install -m 0644 $(GENDIR)man/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -D -m 0644 $(GENDIR)completion/xdpeng $(DESTDIR)$(BASHCOMPDIR)/xdpeng
+	install -D -m 0644 $(GENDIR)completion/_xdpeng $(DESTDIR)$(ZSHCOMPDIR)/_xdpeng
+	install -D -m 0644 $(GENDIR)completion/xdpeng.fish $(DESTDIR)$(FISHCOMPDIR)/xdpeng.fish
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/xdpeng
+	rm -f $(DESTDIR)$(MANDIR)/man1/xdpeng.1 $(DESTDIR)$(MANDIR)/man1/xdpeng-*.1
+	rm -f $(DESTDIR)$(BASHCOMPDIR)/xdpeng $(DESTDIR)$(ZSHCOMPDIR)/_xdpeng $(DESTDIR)$(FISHCOMPDIR)/xdpeng.fish
 
 # Install with apt what .ci/packages lists and this machine lacks, saying
 # what (DEPS_DRY_RUN=1: only say it); check that Go is new enough.
