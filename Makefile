@@ -1,11 +1,27 @@
-# xdpeng — the only entry points a user needs. `make build` needs only Go;
-# `make generate` needs clang, llvm and libbpf-dev; `make demo`, `make test`,
-# `make bench`, `make soak` and `make install` need root (sudo).
-GO      ?= go
+# xdpeng — the only entry points a user needs. `make build` and `make demo`
+# need only Go; `make test` installs with apt what else it needs (`make deps`,
+# the list in .ci/packages); `make generate` needs clang, llvm and libbpf-dev
+# (also installed by `make deps`); `make demo`, `make test`, `make bench`,
+# `make soak` and `make install` need root (sudo).
+#
+# Go from PATH, else where go.dev's tarball puts it (sudo's secure_path
+# leaves /usr/local/go/bin out).
+GO      ?= $(or $(shell command -v go 2>/dev/null),$(wildcard /usr/local/go/bin/go),go)
+# The tests and go generate run `go` too: the same one.
+GODIR   := $(patsubst %/,%,$(dir $(GO)))
+ifneq ($(GODIR),.)
+export PATH := $(GODIR):$(PATH)
+endif
 BIN     := bin/xdpeng
 # make install puts the binary in $(DESTDIR)$(PREFIX)/bin, where sudo's PATH
-# (secure_path) finds it.
+# (secure_path) finds it, the manual pages (generated from the commands'
+# help: man xdpeng, man xdpeng-rxdrop, ...) in $(MANDIR)/man1 and the bash,
+# zsh and fish completion files where those shells look under $(PREFIX).
 PREFIX  ?= /usr/local
+MANDIR  ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 PKGS    := ./...
 # Fuzz targets run briefly in `make test`; longer with `make fuzz FUZZTIME=5m`.
 # The default is a count, not a duration: Go 1.26's fuzzer can fail a target
@@ -13,18 +29,37 @@ PKGS    := ./...
 # worker is mid-run (go.dev/issue/75804, fixed in Go 1.27).
 FUZZTIME ?= 20000x
 
-.PHONY: all build install uninstall test unit fuzz generate generate-check bench demo lint soak selftest clean
+.PHONY: all build docs install uninstall deps test unit fuzz generate generate-check bench demo lint soak selftest clean
 
 all: build
 
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/xdpeng
 
-install: build
+# The manual pages and completion files, from the commands themselves
+# (xdpeng docs), beside the binary: bin/man, bin/completion.
+GENDIR = $(dir $(BIN))
+docs: build
+	rm -rf $(GENDIR)man $(GENDIR)completion
+	$(abspath $(BIN)) docs --man $(GENDIR)man --completion $(GENDIR)completion
+
+install: build docs
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/xdpeng
+	install -d $(DESTDIR)$(MANDIR)/man1
+	install -m 0644 $(GENDIR)man/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -D -m 0644 $(GENDIR)completion/xdpeng $(DESTDIR)$(BASHCOMPDIR)/xdpeng
+	install -D -m 0644 $(GENDIR)completion/_xdpeng $(DESTDIR)$(ZSHCOMPDIR)/_xdpeng
+	install -D -m 0644 $(GENDIR)completion/xdpeng.fish $(DESTDIR)$(FISHCOMPDIR)/xdpeng.fish
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/xdpeng
+	rm -f $(DESTDIR)$(MANDIR)/man1/xdpeng.1 $(DESTDIR)$(MANDIR)/man1/xdpeng-*.1
+	rm -f $(DESTDIR)$(BASHCOMPDIR)/xdpeng $(DESTDIR)$(ZSHCOMPDIR)/_xdpeng $(DESTDIR)$(FISHCOMPDIR)/xdpeng.fish
+
+# Install with apt what .ci/packages lists and this machine lacks, saying
+# what (DEPS_DRY_RUN=1: only say it); check that Go is new enough.
+deps:
+	@GO=$(GO) .ci/deps $(if $(DEPS_DRY_RUN),-n)
 
 # Unit and integration tests, all under the race detector, then the fuzz
 # targets briefly. The integration tests need root; here (and so in CI) one
@@ -36,11 +71,13 @@ uninstall:
 # measure rates on the machine's few CPUs, and a package running beside them
 # takes those CPUs (a paced generator then falls behind its rate).
 # Without root, `go test ./...` runs the unit tests and skips the others.
-test: build lint
+# First it installs what the tests need (make deps).
+test:
 	@if [ "$$(id -u)" != 0 ]; then \
-		echo "make test: the integration tests need root (network namespaces, BPF programs, AF_XDP sockets): run sudo make test (go test ./... runs the unit tests alone and skips the rest)" >&2; \
+		echo "make test: the integration tests need root (network namespaces, BPF programs, AF_XDP sockets): run it as root (sudo make test); make unit runs the unit tests alone and skips the rest" >&2; \
 		exit 1; \
 	fi
+	@$(MAKE) --no-print-directory deps build lint
 	@report=$$(mktemp) && trap 'rm -f "$$report"' EXIT && \
 	XDPENG_REQUIRE_PRIV=1 XDPENG_PRIV_REPORT="$$report" $(GO) test -race -p 1 -count=1 -timeout 30m $(PKGS); status=$$?; \
 	sort -s -k2,2 "$$report"; \
@@ -71,6 +108,7 @@ MULTIARCH ?= $(or $(shell gcc -print-multiarch 2>/dev/null),$(shell dpkg-archite
 
 # Regenerate the BPF objects and their Go bindings (committed).
 generate:
+	@command -v clang >/dev/null && command -v llvm-strip >/dev/null || { echo "make generate needs clang and llvm (llvm-strip): run make deps as root, or apt-get install clang llvm libbpf-dev" >&2; exit 1; }
 	@test -d /usr/include/$(MULTIARCH)/asm || { echo "no /usr/include/$(MULTIARCH)/asm: install linux-libc-dev, or set MULTIARCH=..." >&2; exit 1; }
 	cd bpf && MULTIARCH=$(MULTIARCH) $(GO) generate ./...
 
@@ -91,6 +129,10 @@ bench: build
 	@if [ -n "$(BENCH_JSON)" ]; then ./$(BIN) bench --runs 1 --json > "$(BENCH_JSON)"; fi
 
 demo: build
+	@if [ "$$(id -u)" != 0 ]; then \
+		echo "make demo: the demo makes network namespaces and attaches BPF programs: run it as root (sudo make demo)" >&2; \
+		exit 1; \
+	fi
 	./$(BIN) demo
 
 # The kernel's AF_XDP conformance tests (xskxceiver's, as xdpeng selftest

@@ -4,14 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
 // advise adds to an error of the engine what to do about it on the command
 // line: the library says what is wrong, the CLI which flag or command fixes
-// it.
+// it. A device that does not exist is taken for -i's (see inputOrOutput
+// for a command with outputs).
 func advise(err error) error {
 	var (
 		de *engine.DeviceError
@@ -28,7 +31,7 @@ func advise(err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &de):
-		return fmt.Errorf("%w (list them with: ip link)", err)
+		return deviceFlag(err)
 	case errors.As(err, &oq):
 		return fmt.Errorf("%w, so bind fewer queues with -q or give %s more queues", err, oq.Output)
 	case errors.As(err, &qe):
@@ -94,4 +97,95 @@ func mtuHint(e *engine.MTUError) string {
 		hint += fmt.Sprintf(" and use --frame-size %d", largest)
 	}
 	return hint
+}
+
+// bedAdvice is, for an error about a device missing from this namespace
+// that a test bed's namespace has, where it is and the command line args
+// run there: "dut0 is in test bed t1's namespace t1-dut: ip netns exec
+// t1-dut xdpeng rxdrop -i dut0". A bed the caller runs in comes first;
+// other beds that have one are named after it. "" for other errors, or
+// when no bed has the device.
+func bedAdvice(err error, args []string) string {
+	var (
+		ni  *netdev.NoInterfaceError
+		de  *engine.DeviceError
+		dev string
+	)
+	switch {
+	case errors.As(err, &ni):
+		dev = ni.Name
+	case errors.As(err, &de):
+		dev = de.Name
+	default:
+		return ""
+	}
+	places, _ := testbed.FindInterface(dev)
+	if len(places) == 0 {
+		return ""
+	}
+	for i, p := range places {
+		if p.SameBed {
+			places[0], places[i] = places[i], places[0]
+			break
+		}
+	}
+	p := places[0]
+	s := fmt.Sprintf("%s is in test bed %s's namespace %s: ip netns exec %s xdpeng %s", dev, p.Bed, p.Namespace, p.Namespace, shellJoin(args))
+	if len(places) > 1 {
+		var others []string
+		for _, o := range places[1:] {
+			others = append(others, o.Namespace)
+		}
+		if len(others) > 3 {
+			others = append(others[:3], fmt.Sprintf("%d more", len(others)-3))
+		}
+		s += fmt.Sprintf(" (%s is also in %s)", dev, strings.Join(others, ", "))
+	}
+	return s
+}
+
+// shellJoin quotes the words that a shell would split or expand.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`*?[]{}()<>|&;#~!") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		q[i] = a
+	}
+	return strings.Join(q, " ")
+}
+
+// deviceFlag is the error of a device that does not exist as every
+// command says it: the flag first, "-i: interface "x" not found in this
+// network namespace (list them with: ip link)". The flag is -i unless err
+// already names one ("-o: ...").
+func deviceFlag(err error) error {
+	if strings.HasPrefix(err.Error(), "-") {
+		return fmt.Errorf("%w (list them with: ip link)", err)
+	}
+	return fmt.Errorf("-i: %w (list them with: ip link)", err)
+}
+
+// inputOrOutput names the flag of a device that does not exist in the
+// error of a command that reads in and sends to outputs: -o for an output,
+// -i for in; other errors are returned as they are.
+func inputOrOutput(err error, in string) error {
+	var (
+		ni *netdev.NoInterfaceError
+		de *engine.DeviceError
+	)
+	name := ""
+	switch {
+	case errors.As(err, &ni):
+		name = ni.Name
+	case errors.As(err, &de):
+		name = de.Name
+	default:
+		return err
+	}
+	if name != in && !strings.HasPrefix(err.Error(), "-") {
+		return fmt.Errorf("-o: %w", err)
+	}
+	return err
 }

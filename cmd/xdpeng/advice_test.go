@@ -34,7 +34,9 @@ func TestAdvise(t *testing.T) {
 			"queue 5 does not exist on dut0: it has 2 receive queues (0-1); veth queues are set at creation: recreate the pair with numrxqueues 6 numtxqueues 6 (for the test bed: xdpeng testbed up --queues 6)"},
 		{fmt.Errorf("output device: %w", &engine.QueueError{Device: "eth1", Driver: "ice", Queue: 3, RxQueues: 1}),
 			"output device: queue 3 does not exist on eth1: it has 1 receive queue (0); add queues with: ethtool -L eth1 combined 4"},
-		{&engine.DeviceError{Name: "nosuch0"}, `interface "nosuch0" not found in this network namespace (list them with: ip link)`},
+		{&engine.DeviceError{Name: "nosuch0"}, `-i: interface "nosuch0" not found in this network namespace (list them with: ip link)`},
+		{inputOrOutput(&engine.DeviceError{Name: "nosuch1"}, "nosuch0"), `-o: interface "nosuch1" not found in this network namespace (list them with: ip link)`},
+		{inputOrOutput(&engine.DeviceError{Name: "nosuch0"}, "nosuch0"), `-i: interface "nosuch0" not found in this network namespace (list them with: ip link)`},
 		{&engine.AttachedError{Device: "dut0", ProgramID: 42, Mode: "native"},
 			"interface dut0 already has XDP program id 42 (native mode) attached by someone else: detach it (ip link set dev dut0 xdp off), or pass --force to replace it"},
 		{&engine.AttachedError{Device: "dut0", ProgramID: 42, Mode: "native", LinkID: 7, OwnerPID: 99, OwnerComm: "xdpeng"},
@@ -54,5 +56,13 @@ func TestAdvise(t *testing.T) {
 	plain := fmt.Errorf("something else")
 	if got := advise(plain); got != plain || !strings.Contains(got.Error(), "something else") {
 		t.Errorf("advise changed an error it has no advice for: %v", got)
+	}
+}
+
+// TestShellJoin: bedAdvice quotes the words a shell would split or expand.
+func TestShellJoin(t *testing.T) {
+	got := shellJoin([]string{"rxdrop", "-i", "dut0", "--udp-port", "", "-w", "a b.pcap", "it's"})
+	if want := `rxdrop -i dut0 --udp-port '' -w 'a b.pcap' 'it'\''s'`; got != want {
+		t.Errorf("shellJoin = %s, want %s", got, want)
 	}
 }

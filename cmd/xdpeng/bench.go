@@ -114,13 +114,19 @@ here; B, B-full, L-rps, 1q, 2q, 4q and progbench (this host's CPU) are left out.
 			}
 			defer stop()
 			res, err := bench.Run(ctx, bc)
-			if err != nil {
+			if err != nil && (ctx.Err() == nil || len(res.Paths) == 0) {
 				return measureErr(ctx, err)
 			}
 			if asJSON {
-				return bench.WriteJSON(cmd.OutOrStdout(), &res)
+				if err := bench.WriteJSON(cmd.OutOrStdout(), &res); err != nil {
+					return err
+				}
+			} else {
+				printBench(cmd.OutOrStdout(), res)
 			}
-			printBench(cmd.OutOrStdout(), res)
+			if err != nil {
+				return stoppedAfter(cmd, err, len(res.Scenarios), "scenario", res.Unfinished)
+			}
 			return nil
 		},
 	}
@@ -142,6 +148,10 @@ func printEnv(w io.Writer, header string) {
 }
 
 func printBench(w io.Writer, r bench.Result) {
+	if r.Interrupted() {
+		fmt.Fprintf(w, "INTERRUPTED (Ctrl-C or SIGTERM): the %d scenario(s) below finished; not finished: %s; no target judged\n",
+			len(r.Scenarios), strings.Join(r.Unfinished, ", "))
+	}
 	fmt.Fprintf(w, "xdpeng bench: %d runs of %.1f s per path; medians\n", r.Runs, r.DurationS)
 	printEnv(w, r.Env.Header())
 	for _, sc := range r.Scenarios {
@@ -222,6 +232,9 @@ func printBench(w io.Writer, r bench.Result) {
 			fmt.Fprintf(w, "; %s over drop %+.1f ns (lower quartiles)", d.Program, d.Ns)
 		}
 		fmt.Fprintln(w)
+	}
+	if r.Interrupted() {
+		return
 	}
 	fmt.Fprintf(w, "\ntargets (measured in this run; the reference is the figure the target was set against, not measured here)\n")
 	width := 0

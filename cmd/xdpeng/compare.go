@@ -136,7 +136,7 @@ with the receiver threads.`,
 	fs.BoolVar(&f.force, "force", false, "with -i: measure DEV even if it carries the default route")
 	fs.BoolVar(&f.ndr, "ndr", false, "test bed, two hosts: also search each path's zero-loss rate (NDR)")
 	fs.Float64Var(&f.loss, "loss", 0, "with --ndr: also search the rate that loses at most this percentage (PDR)")
-	fs.DurationVar(&f.trial, "trial", compare.DefaultNDR.Trial, "with --ndr: length of each trial")
+	secondsVarP(fs, &f.trial, "trial", "", compare.DefaultNDR.Trial, "with --ndr: length of each trial (seconds, or a duration like 500ms)")
 	fs.Float64Var(&f.resolution, "resolution", compare.DefaultNDR.Resolution*100, "with --ndr: stop when pass and fail are this percentage of the full-load rate apart")
 	fs.IntVar(&f.verify, "verify", compare.DefaultNDR.Verify, "with --ndr: `trials` at the answer, each of which must pass for it to stand")
 	f.dut.register(fs)
@@ -271,7 +271,8 @@ func btoi(b bool) int {
 // runCompare runs cfg for the command cmd (compare or demo) and prints the
 // result: the table and chart, or JSON, or CSV; with dut given it first
 // reaches the DUT. It fails if a path failed, after printing what was
-// measured.
+// measured. Stopped by Ctrl-C or SIGTERM, it prints the rows that finished,
+// marked as interrupted.
 func runCompare(cmd *cobra.Command, cfg compare.Config, dut *dutFlags, asJSON, asCSV, explain bool) error {
 	out := cmd.OutOrStdout()
 	ctx, stop, err := dut.startMeasuring(cmd, cfg.Remote, cfg.Progress)
@@ -284,7 +285,9 @@ func runCompare(cmd *cobra.Command, cfg compare.Config, dut *dutFlags, asJSON, a
 		if ctx.Err() == nil && errors.Is(err, compare.ErrDefaultRoute) {
 			return fmt.Errorf("%w: measure another interface (a test bed: --testbed), or pass --force if you mean it", err)
 		}
-		return measureErr(ctx, err)
+		if ctx.Err() == nil || len(res.Rows) == 0 {
+			return measureErr(ctx, err)
+		}
 	}
 	switch {
 	case asJSON:
@@ -302,6 +305,9 @@ func runCompare(cmd *cobra.Command, cfg compare.Config, dut *dutFlags, asJSON, a
 		if explain {
 			fmt.Fprint(out, howToRead)
 		}
+	}
+	if err != nil {
+		return stoppedAfter(cmd, err, len(res.Rows), "row", res.Unfinished)
 	}
 	if bad := res.Failed(); len(bad) > 0 {
 		return fmt.Errorf("%d path(s) failed: %s", len(bad), strings.Join(bad, ", "))

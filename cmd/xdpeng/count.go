@@ -125,6 +125,7 @@ func countHooks(g *handler.CountGroup, top int) xskHooks {
 				fmt.Fprintf(w, "    non-IP by EtherType: %s\n", strings.Join(ets, ", "))
 			}
 		},
+		summary: countSummary{},
 		summaryJSON: func(sum xskSummary) any {
 			s := g.Stats()
 			return countSummary{xskSummary: sum, ByProtocol: s.ByProtocol, ByPort: s.ByPort, ByEtherType: s.ByEtherType, Malformed: s.Malformed}

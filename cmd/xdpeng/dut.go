@@ -168,6 +168,44 @@ func measureErr(ctx context.Context, err error) error {
 	return dutAdvice(err)
 }
 
+// stoppedAfter is what a measuring command returns for the error of a run
+// that Ctrl-C or SIGTERM stopped after some of it finished, once it has
+// printed those rows (done of them, each a what; unfinished, the rest): a note on
+// stderr and success, as every long-running command ends on Ctrl-C, or
+// interrupted when anything besides the cancel failed (removing a test
+// bed).
+func stoppedAfter(cmd *cobra.Command, err error, done int, what string, unfinished []string) error {
+	if !onlyCanceled(err) {
+		return interrupted{err}
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "xdpeng: %s interrupted: %d %s(s) finished and printed, not finished: %s; everything the run set up has been removed\n",
+		cmd.Name(), done, what, strings.Join(unfinished, ", "))
+	return nil
+}
+
+// onlyCanceled reports whether err, through its wrapping and joining,
+// is context.Canceled alone.
+func onlyCanceled(err error) bool {
+	switch e := err.(type) {
+	case nil:
+		return true
+	case interface{ Unwrap() []error }:
+		for _, sub := range e.Unwrap() {
+			if !onlyCanceled(sub) {
+				return false
+			}
+		}
+		return true
+	}
+	if err == context.Canceled {
+		return true
+	}
+	if u := errors.Unwrap(err); u != nil {
+		return onlyCanceled(u)
+	}
+	return false
+}
+
 // dutAdvice adds to an error of reaching the DUT what to do about it.
 func dutAdvice(err error) error {
 	var me *remote.MismatchError

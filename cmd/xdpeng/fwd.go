@@ -94,7 +94,7 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 	if dstMAC == nil {
 		out, err := engine.LookupDevice(f.out)
 		if err != nil {
-			return advise(fmt.Errorf("output device: %w", err))
+			return advise(fmt.Errorf("-o: %w", err))
 		}
 		if dstMAC, _, err = netdev.DstMAC(out.Index, netip.Addr{}); err != nil {
 			return fmt.Errorf("destination MAC for %s: %w: give it with --dst-mac", out.Name, err)
@@ -118,7 +118,7 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 	if out.Copy {
 		umem = "copy"
 	}
-	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "fwd", f: &f.xskFlags, eng: eng, run: eng, links: links, watch: w}
+	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "fwd", f: &f.xskFlags, eng: eng, run: eng, links: links, watch: w, summaryOf: fwdSummary{}}
 	if !f.json {
 		fmt.Fprintf(p.w, "fwd %s (%s) -> %s (%s): %s, XDP %s, %s, umem %s, dst MAC %s, batch %d, rings fill/comp/rx/tx %d/%d/%d/%d, need_wakeup %v, wait %s\n",
 			ecfg.Interface, driverLabel(eng.Device().Driver), out.Device.Name, driverLabel(out.Device.Driver), queuesOnCPUs(ecfg.Queues, ecfg.CPUs),

@@ -308,7 +308,7 @@ func resolveAddrs(iface string, frame packet.UDPConfig) (packet.UDPConfig, *netd
 	var nf *netdev.NoInterfaceError
 	switch {
 	case errors.As(err, &nf):
-		return frame, nil, fmt.Errorf("-i: %w", err)
+		return frame, nil, deviceFlag(err)
 	case errors.Is(err, netdev.ErrNoDstMAC):
 		return frame, nil, fmt.Errorf("%w: give the receiver's address with --dst-mac", err)
 	case err == nil && len(frame.SrcMAC) == 0:

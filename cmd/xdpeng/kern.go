@@ -14,6 +14,7 @@ import (
 	"github.com/xdpeng/xdpeng/engine/handler"
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/kern"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/metrics"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/privilege"
@@ -204,10 +205,8 @@ func kernError(err error, iface string) error {
 	var nf *netdev.NoInterfaceError
 	var fe *netdev.ForeignXDPError
 	switch {
-	case errors.As(err, &nf) && nf.Name == iface:
-		return fmt.Errorf("-i: %w", err)
 	case errors.As(err, &nf):
-		return fmt.Errorf("-o: %w", err)
+		return deviceFlag(inputOrOutput(err, iface))
 	case errors.As(err, &fe):
 		return advise(err)
 	case errors.Is(err, kern.ErrNoNativeXDP):
@@ -450,7 +449,7 @@ func (p *kernPrinter) interval(prev, cur kernSnapshot) {
 			line["xdp_tx_errors_pps"] = float64(failed) / dt
 		}
 		p.watch.interval(p.w, line, dt)
-		writeJSON(p.w, line)
+		writeJSON(p.w, orderedLine{line, jsonFields(kernSummary{})})
 		return
 	}
 	fmt.Fprintf(p.w, "[%7.2fs] %-14s %12s %12s %14d total\n", elapsed, "rx", units.PPS(float64(pkts)/dt), units.BPS(float64(bytes)*8/dt), total)
@@ -507,9 +506,11 @@ type kernSummary struct {
 	PerProto   []kernRate `json:"per_proto,omitempty"`
 	CountProto bool       `json:"count_proto,omitempty"`
 	// XDPTx and XDPTxErrors are, for tx on a veth, the frames the driver
-	// sent back out and those it could not.
+	// put on the peer's receive ring and those it could not; XDPTxNote
+	// says why frames failed, when some did.
 	XDPTx       *uint64 `json:"xdp_tx,omitempty"`
 	XDPTxErrors *uint64 `json:"xdp_tx_errors,omitempty"`
+	XDPTxNote   string  `json:"xdp_tx_note,omitempty"`
 	watchJSON
 }
 
@@ -534,6 +535,9 @@ func (p *kernPrinter) summary(first, last kernSnapshot) {
 	sent, failed, ok := xdpTxSince(first, last)
 	if ok {
 		sum.XDPTx, sum.XDPTxErrors = &sent, &failed
+		if failed > 0 {
+			sum.XDPTxNote = xdpTxNote(sum.Interface)
+		}
 	}
 	if p.f.json {
 		writeJSON(p.w, sum)
@@ -542,10 +546,9 @@ func (p *kernPrinter) summary(first, last kernSnapshot) {
 	fmt.Fprintf(p.w, "\n%s on %s: %.2f s, rx %d packets, %d bytes (%s on average)\n",
 		p.name(), sum.Interface, dur, pkts, bytes, units.PPS(sum.RxPPS))
 	if sum.XDPTx != nil {
-		fmt.Fprintf(p.w, "  xdp_tx: %d sent back, %d failed\n", sent, failed)
-		if failed > 0 {
-			fmt.Fprintf(p.w, "  (a veth delivers XDP_TX frames only to a peer that runs an XDP program: attach one there, e.g. xdpeng kern pass -i %s in the peer's namespace)\n",
-				peerHint(sum.Interface))
+		fmt.Fprintf(p.w, "  xdp_tx: %d sent back (put on the veth peer's receive ring), %d failed\n", sent, failed)
+		if sum.XDPTxNote != "" {
+			fmt.Fprintf(p.w, "  (%s)\n", sum.XDPTxNote)
 		}
 	}
 	p.rows(perQueue, perCPU, outs, protos, false)
@@ -561,12 +564,29 @@ func xdpTxSince(prev, cur kernSnapshot) (sent, failed uint64, ok bool) {
 	return cur.XDPTx.Sent - prev.XDPTx.Sent, cur.XDPTx.Failed - prev.XDPTx.Failed, true
 }
 
-// peerHint names the test bed peer of a dutK interface, or says "the peer".
-func peerHint(name string) string {
-	if strings.HasPrefix(name, "dut") {
-		return "gen" + strings.TrimPrefix(name, "dut")
+// xdpTxNote says why XDP_TX frames on the veth dev failed: its peer has no
+// XDP program, so nothing empties the peer's receive ring once it is full
+// (with the command that attaches one, in the peer's test bed namespace
+// where it has one), or the peer has one and took them more slowly than
+// they came. "" when the peer cannot be read.
+func xdpTxNote(dev string) string {
+	peer, err := netdev.VethPeer(dev)
+	if err != nil {
+		return ""
 	}
-	return "PEER"
+	if peer.XDPProgID != 0 {
+		return fmt.Sprintf("the failed frames found %s's receive ring full: %s, which runs XDP program id %d, took them more slowly than they came back", peer.Name, peer.Name, peer.XDPProgID)
+	}
+	run := fmt.Sprintf("xdpeng kern pass -i %s in its namespace", peer.Name)
+	if places, _ := testbed.FindInterface(peer.Name); len(places) > 0 {
+		for _, p := range places {
+			if p.SameBed {
+				run = fmt.Sprintf("ip netns exec %s xdpeng kern pass -i %s", p.Namespace, peer.Name)
+			}
+		}
+	}
+	return fmt.Sprintf("%s has no XDP program: a veth wakes its peer for XDP_TX frames only while the peer runs one (GRO is not enough), so they wait on %s's receive ring, and once it is full every one fails; attach one there, e.g. %s",
+		peer.Name, peer.Name, run)
 }
 
 // kernProtoName names a protocol count of kern's as count names its keys:

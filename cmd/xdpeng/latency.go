@@ -83,7 +83,7 @@ and xsk-fwd.`,
 	fs := cmd.Flags()
 	fs.StringVar(&f.paths, "paths", "", "comma-separated paths (default: "+strings.Join(compare.DefaultLatencyPaths, ",")+")")
 	fs.StringVar(&f.waits, "waits", "", "wait modes of the xsk-* paths: adaptive, busy, poll, busy-poll (default: all)")
-	fs.DurationVarP(&f.duration, "duration", "d", 2*time.Second, "how long each path gets stamped frames")
+	secondsVarP(fs, &f.duration, "duration", "d", 2*time.Second, "how long each path gets stamped frames (seconds, or a duration like 500ms)")
 	fs.Uint64Var(&f.rate, "rate", compare.DefaultLatencyRate, "offered load in frames per second")
 	fs.IntVar(&f.size, "size", 64, "frame size in bytes, without FCS")
 	fs.StringVar(&f.name, "name", "", "test bed name (default: a unique one)")
@@ -190,7 +190,7 @@ func runLatency(cmd *cobra.Command, cfg compare.LatencyConfig, dut *dutFlags, as
 	}
 	defer stop()
 	res, err := compare.RunLatency(ctx, cfg)
-	if err != nil {
+	if err != nil && (ctx.Err() == nil || len(res.Rows) == 0) {
 		return measureErr(ctx, err)
 	}
 	if asJSON {
@@ -199,6 +199,9 @@ func runLatency(cmd *cobra.Command, cfg compare.LatencyConfig, dut *dutFlags, as
 		}
 	} else {
 		compare.WriteLatencyTable(out, &res)
+	}
+	if err != nil {
+		return stoppedAfter(cmd, err, len(res.Rows), "row", res.Unfinished)
 	}
 	if bad := res.Failed(); len(bad) > 0 {
 		return fmt.Errorf("%d row(s) failed: %s", len(bad), strings.Join(bad, ", "))

@@ -127,6 +127,9 @@ func run(args []string, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintf(stderr, "xdpeng: %v\n", err)
+	if s := bedAdvice(err, args); s != "" {
+		fmt.Fprintf(stderr, "xdpeng: %s\n", s)
+	}
 	var hp *engine.HandlerPanicError
 	if errors.As(err, &hp) {
 		// A panic in one of xdpeng's own handlers is a bug: its stack

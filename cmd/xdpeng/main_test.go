@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/cpustat"
@@ -157,4 +158,30 @@ func TestStatsCPU(t *testing.T) {
 			t.Errorf("line %d is a %s", i, v.Type)
 		}
 	}
+}
+
+// TestEveryDurationTakesSeconds: every duration and interval flag of every
+// command takes bare seconds as well as Go's units (parseSeconds), so none
+// is a plain pflag duration, which refuses "5" with "missing unit".
+func TestEveryDurationTakesSeconds(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			switch f.Value.Type() {
+			case "duration":
+				t.Errorf("%s --%s is a pflag duration, which refuses bare seconds: define it with secondsVarP", c.CommandPath(), f.Name)
+			case "seconds":
+				defer func() { _ = f.Value.Set(f.DefValue) }()
+				for in, want := range map[string]string{"2": "2s", "0.25": "250ms", "1m": "1m0s"} {
+					if err := f.Value.Set(in); err != nil || f.Value.String() != want {
+						t.Errorf("%s --%s %s: %q, %v; want %s", c.CommandPath(), f.Name, in, f.Value.String(), err, want)
+					}
+				}
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(rootCmd)
 }

@@ -11,42 +11,38 @@ import (
 	"testing"
 )
 
-// TestREADMEProgram builds the Go API section's program and runs its test
-// in a module of their own that requires xdpeng through a replace, as a
-// user would: they must compile unchanged, be gofmt'ed, and the test pass
-// (it needs no root).
-func TestREADMEProgram(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a module of its own")
-	}
-	root, err := filepath.Abs("../..")
+// goMainBlocks returns the ```go blocks of package main in the Markdown
+// file at path (relative to the top of the checkout).
+func goMainBlocks(t *testing.T, root, path string) [][]byte {
+	t.Helper()
+	text, err := os.ReadFile(filepath.Join(root, path))
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllSubmatch(readme, -1)
 	var files [][]byte
-	for _, b := range blocks {
+	for _, b := range regexp.MustCompile("(?s)```go\n(.*?)```").FindAllSubmatch(text, -1) {
 		if bytes.HasPrefix(b[1], []byte("package main")) || bytes.Contains(b[1], []byte("\npackage main\n")) {
 			files = append(files, b[1])
 		}
 	}
-	if len(files) != 2 || !bytes.Contains(files[1], []byte("func Test")) {
-		t.Fatalf("the README has %d Go blocks of package main, want the program and its test", len(files))
-	}
+	return files
+}
+
+// buildInModule writes files (name to source) into a module of their own
+// that requires xdpeng through a replace, as a user would, checks that each
+// is gofmt'ed, and runs each go command of cmds there.
+func buildInModule(t *testing.T, root, what string, files map[string][]byte, cmds ...[]string) {
+	t.Helper()
 	dir := t.TempDir()
-	for i, name := range []string{"main.go", "main_test.go"} {
-		if f, err := format.Source(files[i]); err != nil || !bytes.Equal(f, files[i]) {
-			t.Errorf("the README's %s is not gofmt'ed (%v)", name, err)
+	for name, src := range files {
+		if f, err := format.Source(src); err != nil || !bytes.Equal(f, src) {
+			t.Errorf("%s: %s is not gofmt'ed (%v)", what, name, err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), files[i], 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), src, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	mod := "module example.com/router\n\ngo 1.26\n\nrequire github.com/xdpeng/xdpeng v0.0.0\n\nreplace github.com/xdpeng/xdpeng => " + root + "\n"
+	mod := "module example.com/prog\n\ngo 1.26\n\nrequire github.com/xdpeng/xdpeng v0.0.0\n\nreplace github.com/xdpeng/xdpeng => " + root + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(mod), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -57,14 +53,41 @@ func TestREADMEProgram(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"vet", "."}, {"test", "-count=1", "."}} {
+	for _, args := range cmds {
 		cmd := exec.Command("go", args...)
 		cmd.Dir = dir
 		// Offline: everything comes from xdpeng's own go.sum and the module
 		// cache that built xdpeng.
 		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go %s in a fresh module: %v\n%s", strings.Join(args, " "), err, out)
+			t.Fatalf("%s: go %s in a fresh module: %v\n%s", what, strings.Join(args, " "), err, out)
 		}
 	}
+}
+
+// TestREADMEProgram builds the README's program, and the Go API manual's
+// program with its test, each in a module of its own: they must compile
+// unchanged, be gofmt'ed, and the manual's test pass (it needs no root).
+func TestREADMEProgram(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds modules of their own")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("README.md", func(t *testing.T) {
+		files := goMainBlocks(t, root, "README.md")
+		if len(files) == 0 {
+			t.Fatal("the README has no Go block of package main, want a complete program")
+		}
+		buildInModule(t, root, "README.md", map[string][]byte{"main.go": files[0]}, []string{"vet", "."}, []string{"build", "-o", os.DevNull, "."})
+	})
+	t.Run("docs/go-api.md", func(t *testing.T) {
+		files := goMainBlocks(t, root, "docs/go-api.md")
+		if len(files) != 2 || !bytes.Contains(files[1], []byte("func Test")) {
+			t.Fatalf("docs/go-api.md has %d Go blocks of package main, want the program and its test", len(files))
+		}
+		buildInModule(t, root, "docs/go-api.md", map[string][]byte{"main.go": files[0], "main_test.go": files[1]}, []string{"vet", "."}, []string{"test", "-count=1", "."})
+	})
 }

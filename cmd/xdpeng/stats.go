@@ -214,6 +214,9 @@ func statsRates(prev, cur []netdev.DevStats) ([]devRatesJSON, error) {
 	return out, nil
 }
 
+// statsFields is the order of the keys of stats' JSON lines.
+var statsFields = []string{"type", "mode", "duration_s", "devices", "cpu", "cpu_times"}
+
 func printStatsInterval(w io.Writer, asJSON bool, start time.Time, prev, cur statsRead) error {
 	rates, err := statsRates(prev.devs, cur.devs)
 	if err != nil {
@@ -226,7 +229,7 @@ func printStatsInterval(w io.Writer, asJSON bool, start time.Time, prev, cur sta
 			line["cpu"] = cpuShares(prev.cpu, cur.cpu)
 			line["cpu_times"] = cur.cpu
 		}
-		writeJSON(w, line)
+		writeJSON(w, orderedLine{line, statsFields})
 		return nil
 	}
 	for _, d := range rates {
@@ -267,7 +270,7 @@ func printStatsSummary(w io.Writer, asJSON bool, first, last statsRead) error {
 			line["cpu"] = cpuShares(first.cpu, last.cpu)
 			line["cpu_times"] = last.cpu
 		}
-		writeJSON(w, line)
+		writeJSON(w, orderedLine{line, statsFields})
 		return nil
 	}
 	for _, d := range rates {

@@ -200,7 +200,7 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 		return err
 	}
 	defer w.stopServing()
-	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "txonly", f: &f.xskFlags, run: g, links: links, watch: w}
+	p := &xskPrinter{w: cmd.OutOrStdout(), mode: "txonly", f: &f.xskFlags, run: g, links: links, watch: w, summaryOf: txOnlySummary{}}
 	if !f.json {
 		fmt.Fprintf(p.w, "txonly on %s (%s): %s, %s, batch %d, %d-byte frames (%d bytes + FCS), UDP %s:%d -> %s:%d (%s)%s, %d port(s), count %s, rate %s, need_wakeup %v\n",
 			info.Name, info.DriverLabel(), queuesOnCPUs(g.Config().Queues, g.Config().CPUs), bindModeName(g.ZeroCopy()), cfg.Batch,

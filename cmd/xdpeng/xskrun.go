@@ -272,8 +272,10 @@ type xskHooks struct {
 	// summaryText writes lines after the text summary.
 	summaryText func(w io.Writer)
 	// summaryJSON returns what to print as the JSON summary in place of
-	// sum; it should embed sum so that the common fields stay.
+	// sum; it should embed sum so that the common fields stay. summary is
+	// a value of its type, whose field order the interval lines follow.
 	summaryJSON func(sum xskSummary) any
+	summary     any
 	// collectors export the mode's own counters with --metrics.
 	collectors []prometheus.Collector
 }
@@ -285,7 +287,7 @@ func openEngine(f *xskFlags, cfg engine.Config) (eng *engine.Engine, links <-cha
 	links, onLink := linkChanges()
 	cfg.OnLinkChange = onLink
 	if w, err = f.watch.startWatch(cfg.Interface); err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, nil, inputOrOutput(err, cfg.Interface)
 	}
 	if err := w.tap(&cfg); err != nil {
 		w.close()
@@ -293,7 +295,7 @@ func openEngine(f *xskFlags, cfg engine.Config) (eng *engine.Engine, links <-cha
 	}
 	if eng, err = engine.New(cfg); err != nil {
 		w.close()
-		return nil, nil, nil, nil, advise(err)
+		return nil, nil, nil, nil, advise(inputOrOutput(err, cfg.Interface))
 	}
 	return eng, links, w, func() { eng.Close(); w.close() }, nil
 }
@@ -388,7 +390,24 @@ type xskPrinter struct {
 	hooks xskHooks
 	links <-chan engine.LinkChange // the engine's OnLinkChange; nil if none
 	watch *watcher                 // what the observability flags add, nil without them
+	// summaryOf is a value of the mode's JSON summary type where it is not
+	// xskSummary (fwd, txonly); its interval lines follow its field order.
+	summaryOf any
 }
+
+// summaryType is a value of the mode's JSON summary type.
+func (p *xskPrinter) summaryType() any {
+	switch {
+	case p.summaryOf != nil:
+		return p.summaryOf
+	case p.hooks.summary != nil:
+		return p.hooks.summary
+	}
+	return xskSummary{}
+}
+
+// txOnly says the mode only sends: its lines have no receive columns.
+func (p *xskPrinter) txOnly() bool { return p.mode == "txonly" }
 
 func (p *xskPrinter) header() {
 	cfg := p.eng.Config()
@@ -482,6 +501,29 @@ type queueRates struct {
 	NapsS      *float64 `json:"naps_per_s,omitempty"`
 }
 
+// txQueueRates is a queue's part of txonly's interval line: queueRates
+// without what a transmit-only socket never counts.
+type txQueueRates struct {
+	Queue      int                `json:"queue"`
+	CPU        int                `json:"cpu"`
+	TxPPS      float64            `json:"tx_pps"`
+	TxBPS      float64            `json:"tx_bps"`
+	TxPackets  uint64             `json:"tx_packets"`
+	XDP        map[string]float64 `json:"xdp_stats_per_s,omitempty"`
+	TxWakeupsS *float64           `json:"tx_wakeups_per_s,omitempty"`
+	PollsS     *float64           `json:"polls_per_s,omitempty"`
+	BatchesS   *float64           `json:"batches_per_s,omitempty"`
+}
+
+func txRates(rows []queueRates) []txQueueRates {
+	out := make([]txQueueRates, len(rows))
+	for i, r := range rows {
+		out[i] = txQueueRates{Queue: r.Queue, CPU: r.CPU, TxPPS: r.TxPPS, TxBPS: r.TxBPS, TxPackets: r.TxPackets, XDP: r.XDP,
+			TxWakeupsS: r.TxWakeupsS, PollsS: r.PollsS, BatchesS: r.BatchesS}
+	}
+	return out
+}
+
 func rates(prev, cur engine.QueueStats, dt float64, f *xskFlags) queueRates {
 	r := queueRates{
 		Queue: cur.Queue, CPU: cur.CPU,
@@ -535,6 +577,11 @@ func (p *xskPrinter) interval(prev, cur engine.Snapshot) {
 			"rx_pps": total.RxPPS, "tx_pps": total.TxPPS, "rx_packets": total.RxPackets, "tx_packets": total.TxPackets,
 			"per_queue": rows,
 		}
+		if p.txOnly() {
+			delete(obj, "rx_pps")
+			delete(obj, "rx_packets")
+			obj["per_queue"] = txRates(rows)
+		}
 		if p.eng != nil {
 			// The receiving modes' totals since the start, as the
 			// summary has them, so that a reader of the lines (compare
@@ -547,10 +594,14 @@ func (p *xskPrinter) interval(prev, cur engine.Snapshot) {
 			p.hooks.intervalJSON(obj, dt)
 		}
 		p.watch.interval(p.w, obj, dt)
-		writeJSON(p.w, obj)
+		writeJSON(p.w, orderedLine{obj, jsonFields(p.summaryType())})
 		return
 	}
-	fmt.Fprintf(p.w, "[%7.2fs] %-5s %3s %12s %14s %12s %14s\n", elapsed, "queue", "cpu", "rx pps", "rx total", "tx pps", "tx total")
+	if p.txOnly() {
+		fmt.Fprintf(p.w, "[%7.2fs] %-5s %3s %12s %14s\n", elapsed, "queue", "cpu", "tx pps", "tx total")
+	} else {
+		fmt.Fprintf(p.w, "[%7.2fs] %-5s %3s %12s %14s %12s %14s\n", elapsed, "queue", "cpu", "rx pps", "rx total", "tx pps", "tx total")
+	}
 	if len(rows) > 1 {
 		rows = append(rows, total)
 	}
@@ -560,13 +611,21 @@ func (p *xskPrinter) interval(prev, cur engine.Snapshot) {
 		if r.Queue < 0 {
 			q, cpu = "all", ""
 		}
-		fmt.Fprintf(p.w, "%10s %-5s %3s %12s %14d %12s %14d\n", "", q, cpu, units.PPS(r.RxPPS), r.RxPackets, units.PPS(r.TxPPS), r.TxPackets)
+		if p.txOnly() {
+			fmt.Fprintf(p.w, "%10s %-5s %3s %12s %14d\n", "", q, cpu, units.PPS(r.TxPPS), r.TxPackets)
+		} else {
+			fmt.Fprintf(p.w, "%10s %-5s %3s %12s %14d %12s %14d\n", "", q, cpu, units.PPS(r.RxPPS), r.RxPackets, units.PPS(r.TxPPS), r.TxPackets)
+		}
+		// The names of the summary's xdp_stats and app_stats.
 		if r.XDP != nil {
-			fmt.Fprintf(p.w, "%16s xdp/s: rx_dropped %.0f rx_invalid %.0f tx_invalid %.0f rx_ring_full %.0f fill_ring_empty %.0f tx_ring_empty %.0f\n", "",
+			fmt.Fprintf(p.w, "%16s xdp/s: rx_dropped %.0f rx_invalid_descs %.0f tx_invalid_descs %.0f rx_ring_full %.0f rx_fill_ring_empty_descs %.0f tx_ring_empty_descs %.0f\n", "",
 				r.XDP["rx_dropped"], r.XDP["rx_invalid_descs"], r.XDP["tx_invalid_descs"], r.XDP["rx_ring_full"],
 				r.XDP["rx_fill_ring_empty_descs"], r.XDP["tx_ring_empty_descs"])
 		}
-		if p.f.appStats {
+		switch {
+		case p.f.appStats && p.txOnly():
+			fmt.Fprintf(p.w, "%16s app/s: tx_wakeups %.0f polls %.0f batches %.0f\n", "", *r.TxWakeupsS, *r.PollsS, *r.BatchesS)
+		case p.f.appStats:
 			fmt.Fprintf(p.w, "%16s app/s: rx_wakeups %.0f tx_wakeups %.0f polls %.0f naps %.0f batches %.0f\n", "",
 				*r.RxWakeupsS, *r.TxWakeupsS, *r.PollsS, *r.NapsS, *r.BatchesS)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,5 +73,109 @@ func TestBusyPollAdvice(t *testing.T) {
 	}
 	if got := busyPollAdvice("veth0", off, false); got != "" {
 		t.Errorf("advice for a device without an interrupt: %q", got)
+	}
+}
+
+// keyOrder returns the top-level keys of the JSON object b in the order
+// they are written.
+func keyOrder(t *testing.T, b []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("%s: not an object (%v)", b, err)
+	}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		keys = append(keys, tok.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+	}
+	return keys
+}
+
+// TestIntervalKeyOrder: an interval line's keys come in the order of its
+// summary's fields ("type" first, "t" where the summary has duration_s),
+// for rxdrop, count's extra keys and txonly, which has no receive keys; the
+// text lines name the XDP statistics as the summary does.
+func TestIntervalKeyOrder(t *testing.T) {
+	start := time.Now()
+	for _, c := range []struct {
+		mode    string
+		summary any
+		hooks   xskHooks
+	}{
+		{"rxdrop", xskSummary{}, xskHooks{}},
+		{"count", countSummary{}, xskHooks{summary: countSummary{}, intervalJSON: func(obj map[string]any, _ float64) {
+			obj["by_protocol_pps"], obj["by_port_pps"] = map[string]uint64{}, map[string]uint64{}
+		}}},
+		{"txonly", txOnlySummary{}, xskHooks{}},
+	} {
+		var out bytes.Buffer
+		p := &xskPrinter{w: &out, mode: c.mode, f: &xskFlags{iface: "dut0", json: true, extraStats: true, appStats: true}, run: fixedRunner{start}, hooks: c.hooks}
+		if c.mode == "txonly" {
+			p.summaryOf = txOnlySummary{}
+		}
+		q := engine.QueueStats{Queue: 0, CPU: 1}
+		p.interval(engine.Snapshot{Time: start, Queues: []engine.QueueStats{q}}, engine.Snapshot{Time: start.Add(time.Second), Queues: []engine.QueueStats{q}})
+		keys := keyOrder(t, out.Bytes())
+		fields := jsonFields(c.summary)
+		last := -1
+		for _, k := range keys {
+			like := map[string]string{"t": "duration_s", "by_protocol_pps": "by_protocol", "by_port_pps": "by_port"}[k]
+			i := slices.Index(fields, k)
+			if i < 0 {
+				i = slices.Index(fields, like)
+			}
+			if i < 0 {
+				t.Errorf("%s: interval key %s is not in the summary (%v)", c.mode, k, fields)
+				continue
+			}
+			if i < last {
+				t.Errorf("%s: interval keys %v are not in the summary's order %v", c.mode, keys, fields)
+			}
+			last = i
+		}
+		if keys[0] != "type" {
+			t.Errorf("%s: interval keys %v: want type first", c.mode, keys)
+		}
+		if s := out.String(); c.mode == "txonly" && (strings.Contains(s, `"rx_pps"`) || strings.Contains(s, `"rx_packets"`) || strings.Contains(s, `"rx_bps"`) || strings.Contains(s, `"rx_wakeups`)) {
+			t.Errorf("txonly's interval line has receive keys: %s", out.String())
+		}
+
+		out.Reset()
+		p.f.json = false
+		p.interval(engine.Snapshot{Time: start, Queues: []engine.QueueStats{q}}, engine.Snapshot{Time: start.Add(time.Second), Queues: []engine.QueueStats{q}})
+		if !strings.Contains(out.String(), "rx_invalid_descs 0 tx_invalid_descs 0 rx_ring_full 0 rx_fill_ring_empty_descs 0 tx_ring_empty_descs 0") {
+			t.Errorf("%s -x: want the summary's names of the XDP statistics:\n%s", c.mode, out.String())
+		}
+		if rx := strings.Contains(out.String(), "rx pps") || strings.Contains(out.String(), "rx_wakeups"); rx == (c.mode == "txonly") {
+			t.Errorf("%s: receive columns %v in\n%s", c.mode, rx, out.String())
+		}
+	}
+}
+
+// TestJSONFields: the JSON names of a struct's fields, in order, those of
+// an embedded struct in place, without the ones left out.
+func TestJSONFields(t *testing.T) {
+	type inner struct {
+		B int `json:"b,omitempty"`
+		C int
+	}
+	type outer struct {
+		A int `json:"a"`
+		inner
+		D int `json:"-"`
+		E int `json:"e"`
+		f int
+	}
+	_ = outer{}.f
+	if got := jsonFields(outer{}); !slices.Equal(got, []string{"a", "b", "C", "e"}) {
+		t.Errorf("jsonFields = %v, want a b C e", got)
 	}
 }

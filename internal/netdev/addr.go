@@ -7,8 +7,6 @@ import (
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netlink/nl"
-	"golang.org/x/sys/unix"
 )
 
 // AddrIn returns the first address of the interface ifindex that lies in
@@ -70,39 +68,14 @@ func DstMAC(ifindex int, dst netip.Addr) (mac net.HardwareAddr, how string, err 
 	return nil, "", fmt.Errorf("%s is not a veth and has no neighbour entry for %s: %w", link.Attrs().Name, dst, ErrNoDstMAC)
 }
 
-// vethPeerMAC returns the address of a veth's peer. Netlink gives the peer's
-// ifindex (IFLA_LINK) and, when the peer is in another namespace, that
-// namespace's id as seen from ours (IFLA_LINK_NETNSID); RTM_GETLINK with
-// IFLA_TARGET_NETNSID then reads the peer without entering its namespace.
+// vethPeerMAC returns the address of a veth's peer.
 func vethPeerMAC(link netlink.Link) (net.HardwareAddr, error) {
-	attrs := link.Attrs()
-	if attrs.ParentIndex <= 0 {
-		return nil, fmt.Errorf("veth %s: peer index unknown", attrs.Name)
-	}
-	var peer netlink.Link
-	var err error
-	if attrs.NetNsID < 0 {
-		peer, err = netlink.LinkByIndex(attrs.ParentIndex)
-	} else {
-		req := nl.NewNetlinkRequest(unix.RTM_GETLINK, unix.NLM_F_ACK)
-		msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
-		msg.Index = int32(attrs.ParentIndex)
-		req.AddData(msg)
-		req.AddData(nl.NewRtAttr(unix.IFLA_TARGET_NETNSID, nl.Uint32Attr(uint32(attrs.NetNsID))))
-		var msgs [][]byte
-		msgs, err = req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWLINK)
-		if err == nil && len(msgs) != 1 {
-			err = fmt.Errorf("%d answers", len(msgs))
-		}
-		if err == nil {
-			peer, err = netlink.LinkDeserialize(nil, msgs[0])
-		}
-	}
+	peer, err := vethPeerLink(link)
 	if err != nil {
-		return nil, fmt.Errorf("veth %s: read peer %d: %w", attrs.Name, attrs.ParentIndex, err)
+		return nil, err
 	}
 	if mac := peer.Attrs().HardwareAddr; len(mac) == 6 {
 		return mac, nil
 	}
-	return nil, fmt.Errorf("veth %s: peer has no Ethernet address", attrs.Name)
+	return nil, fmt.Errorf("veth %s: peer has no Ethernet address", link.Attrs().Name)
 }

@@ -222,7 +222,15 @@ type Result struct {
 	// layout-A scenarios (see CPU0Costs).
 	Costs   []Cost   `json:"cpu0_ns_per_frame"`
 	Targets []Target `json:"targets"`
+	// Unfinished are the scenarios (and "progbench") a cancelled run did
+	// not finish, the one it was running first; nil when it ran to the
+	// end. Scenarios and Paths are then those that finished, and no
+	// target is judged.
+	Unfinished []string `json:"unfinished,omitempty"`
 }
+
+// Interrupted reports whether the run was cancelled before it finished.
+func (r *Result) Interrupted() bool { return len(r.Unfinished) > 0 }
 
 // Cost is the time one path takes per frame on the saturated CPU 0 of a
 // layout-A scenario, and how much more that is than a reference path.
@@ -299,7 +307,9 @@ func (r *Result) Path(scenario, path string) (PathResult, bool) {
 }
 
 // Run runs every scenario cfg.Runs times, then progbench, and computes the
-// targets. Each scenario makes its own test bed and removes it.
+// targets. Each scenario makes its own test bed and removes it. When ctx
+// is cancelled it returns, with ctx's error, the scenarios that finished
+// and in Unfinished the others.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Runs < 1 {
 		cfg.Runs = 3
@@ -313,6 +323,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}
 	res := Result{Env: labenv.Collect(), Runs: cfg.Runs, DurationS: cfg.Duration.Seconds()}
+	var todo []Scenario
 	for _, sc := range Scenarios() {
 		if len(cfg.Scenarios) > 0 && !slices.Contains(cfg.Scenarios, sc.Name) {
 			continue
@@ -325,12 +336,32 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			sc = onDUT(sc, cfg.Remote)
 		}
 		sc.Command += " -d " + cfg.Duration.String()
-		res.Scenarios = append(res.Scenarios, sc)
+		todo = append(todo, sc)
+	}
+	// cancelled keeps what finished before scenario i when ctx ended the
+	// run, and says what did not.
+	cancelled := func(i int, err error) (Result, error) {
+		for _, sc := range todo[i:] {
+			res.Unfinished = append(res.Unfinished, sc.Name)
+		}
+		if cfg.Remote == nil {
+			res.Unfinished = append(res.Unfinished, "progbench")
+		}
+		return res, err
+	}
+	for si, sc := range todo {
+		if ctx.Err() != nil {
+			return cancelled(si, ctx.Err())
+		}
 		if sc.Latency {
 			ps, err := runLatency(ctx, sc, cfg, say)
 			if err != nil {
+				if ctx.Err() != nil {
+					return cancelled(si, err)
+				}
 				return res, err
 			}
+			res.Scenarios = append(res.Scenarios, sc)
 			res.Paths = append(res.Paths, ps...)
 			continue
 		}
@@ -339,6 +370,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			say("scenario %s, run %d of %d: %s", sc.Name, i+1, cfg.Runs, sc.Command)
 			r, err := compare.Run(ctx, compareConfig(sc, cfg))
 			if err != nil {
+				if ctx.Err() != nil {
+					return cancelled(si, fmt.Errorf("scenario %s: %w", sc.Name, err))
+				}
 				return res, fmt.Errorf("scenario %s: %w", sc.Name, err)
 			}
 			for _, row := range r.Rows {
@@ -353,9 +387,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				}
 			}
 			if ctx.Err() != nil {
-				return res, ctx.Err()
+				return cancelled(si, ctx.Err())
 			}
 		}
+		res.Scenarios = append(res.Scenarios, sc)
 		for _, p := range sc.Paths {
 			if len(runs[p]) == 0 {
 				continue // skipped by compare (a missing dpdk-testpmd), with a note
@@ -378,6 +413,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	pb, err := progbench.Run(ctx, progbench.Config{Programs: []string{progbench.Drop, progbench.XskRedirect}, Sizes: []int{64},
 		Repeat: progbench.DefaultRepeat, Rounds: 11, CPU: online[len(online)-1]}, nil)
 	if err != nil {
+		if ctx.Err() != nil {
+			return cancelled(len(todo), fmt.Errorf("progbench: %w", err))
+		}
 		return res, fmt.Errorf("progbench: %w", err)
 	}
 	res.ProgBench = pb
@@ -576,6 +614,11 @@ type (
 		OverDrop  []progbench.Delta  `json:"progbench_over_drop"`
 		Costs     []Cost             `json:"cpu0_ns_per_frame"`
 		Targets   []Target           `json:"targets"`
+		// Interrupted says Ctrl-C or SIGTERM stopped the run: the rows
+		// are the scenarios that finished, Unfinished the rest, and no
+		// target is judged.
+		Interrupted bool     `json:"interrupted"`
+		Unfinished  []string `json:"unfinished,omitempty"`
 	}
 )
 
@@ -588,7 +631,8 @@ func WriteJSON(w io.Writer, r *Result) error {
 	for _, p := range r.Paths {
 		lines = append(lines, RowLine{Type: "row", PathResult: p})
 	}
-	lines = append(lines, SummaryLine{Type: "summary", ProgBench: r.ProgBench, OverDrop: r.OverDrop, Costs: r.Costs, Targets: r.Targets})
+	lines = append(lines, SummaryLine{Type: "summary", ProgBench: r.ProgBench, OverDrop: r.OverDrop, Costs: r.Costs, Targets: r.Targets,
+		Interrupted: r.Interrupted(), Unfinished: r.Unfinished})
 	for _, l := range lines {
 		if err := enc.Encode(l); err != nil {
 			return fmt.Errorf("encode JSON: %w", err)

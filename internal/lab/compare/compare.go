@@ -421,7 +421,14 @@ type Result struct {
 	Rows  []Row `json:"rows"`
 	// Notes are remarks on the run (paths left out, and why).
 	Notes []string `json:"notes,omitempty"`
+	// Unfinished are the paths a cancelled run did not finish, the one
+	// it was measuring first; nil when it ran to the end.
+	Unfinished []string `json:"unfinished,omitempty"`
 }
+
+// Interrupted reports whether the run was cancelled before its last path
+// finished: Rows are those that did.
+func (r *Result) Interrupted() bool { return len(r.Unfinished) > 0 }
 
 // Row is one path's figures.
 type Row struct {
@@ -503,7 +510,8 @@ func (c *Config) progress(format string, args ...any) {
 // cfg.Testbed it makes a test bed first and removes it before returning,
 // also when ctx is cancelled. A path that fails gets a row with Error and
 // the others still run; Run itself fails only on bad input, when the bed
-// cannot be made or removed, or when ctx is cancelled.
+// cannot be made or removed, or when ctx is cancelled: then res holds the
+// rows of the paths that finished, and Unfinished the others.
 func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	if err := cfg.Check(); err != nil {
 		return res, err
@@ -529,15 +537,16 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		}
 	}
 
-	for _, name := range cfg.Paths {
+	for i, name := range cfg.Paths {
 		if err := ctx.Err(); err != nil {
+			res.Unfinished = cfg.Paths[i:]
 			return res, err
 		}
 		info, _ := LookupPath(name)
-		cfg.progress("%-20s measuring for %v", name, cfg.Duration)
 		row, perr := measure(ctx, e, &cfg, info, res.Setup.Env)
 		if perr != nil {
 			if ctx.Err() != nil {
+				res.Unfinished = cfg.Paths[i:]
 				return res, ctx.Err()
 			}
 			if se := (*SkipError)(nil); errors.As(perr, &se) {

@@ -169,7 +169,15 @@ type LatencyResult struct {
 	// Frames is how many stamped frames each row's run sends.
 	Frames uint64   `json:"frames_per_row"`
 	Notes  []string `json:"notes,omitempty"`
+	// Unfinished are the rows (path and wait mode, as Name) a cancelled
+	// run did not finish, the one it was measuring first; nil when it ran
+	// to the end.
+	Unfinished []string `json:"unfinished,omitempty"`
 }
+
+// Interrupted reports whether the run was cancelled before its last row
+// finished: Rows are those that did.
+func (r *LatencyResult) Interrupted() bool { return len(r.Unfinished) > 0 }
 
 // Failed lists the rows with an error.
 func (r *LatencyResult) Failed() []string {
@@ -186,7 +194,8 @@ func (r *LatencyResult) Failed() []string {
 // in turn, each with a run of stamped frames of its own, and returns their
 // rows. Like Run it makes a test bed unless given one, removes it before
 // returning, gives a path that fails a row with Error, and fails itself only
-// on bad input, a bed that cannot be made or removed, or a cancelled ctx.
+// on bad input, a bed that cannot be made or removed, or a cancelled ctx
+// (then with the rows that finished, and Unfinished the others).
 func RunLatency(ctx context.Context, cfg LatencyConfig) (res LatencyResult, err error) {
 	if err := cfg.Check(); err != nil {
 		return res, err
@@ -203,35 +212,50 @@ func RunLatency(ctx context.Context, cfg LatencyConfig) (res LatencyResult, err 
 	}
 	res.Setup.Env.Generator += ", stamped (sequence number and send time in each frame)"
 	res.Setup.CPUNote = ""
+	type job struct {
+		row  LatencyRow
+		wait engine.WaitMode
+	}
+	var todo []job // every path, the xsk-* ones in each wait mode
 	for _, name := range cfg.Paths {
-		waits := []engine.WaitMode{engine.WaitAdaptive}
-		if usesEngine(name) {
-			waits = cfg.Waits
+		info, _ := LookupPath(name)
+		if !usesEngine(name) {
+			todo = append(todo, job{LatencyRow{Path: name, Family: info.Family}, engine.WaitAdaptive})
+			continue
 		}
-		for _, w := range waits {
-			if err := ctx.Err(); err != nil {
-				return res, err
-			}
-			info, _ := LookupPath(name)
-			row := LatencyRow{Path: name, Family: info.Family, RatePPS: cfg.Rate, Env: res.Setup.Env}
-			if usesEngine(name) {
-				row.Wait = w.String()
-			}
-			cfg.progress("%-20s %d stamped frames at %d pps", row.Name(), res.Frames, cfg.Rate)
-			if err := measureLatency(ctx, e, &cfg, info, pathOpts{wait: w}, &row); err != nil {
-				if ctx.Err() != nil {
-					return res, ctx.Err()
-				}
-				if se := (*SkipError)(nil); errors.As(err, &se) {
-					res.Notes = append(res.Notes, se.Error())
-					cfg.progress("%s", se)
-					continue
-				}
-				row.Error = err.Error()
-				cfg.progress("%-20s failed: %v", row.Name(), err)
-			}
-			res.Rows = append(res.Rows, row)
+		for _, w := range cfg.Waits {
+			todo = append(todo, job{LatencyRow{Path: name, Family: info.Family, Wait: w.String()}, w})
 		}
+	}
+	unfinished := func(i int) []string {
+		var names []string
+		for _, j := range todo[i:] {
+			names = append(names, j.row.Name())
+		}
+		return names
+	}
+	for i, j := range todo {
+		if err := ctx.Err(); err != nil {
+			res.Unfinished = unfinished(i)
+			return res, err
+		}
+		info, _ := LookupPath(j.row.Path)
+		row := j.row
+		row.RatePPS, row.Env = cfg.Rate, res.Setup.Env
+		if err := measureLatency(ctx, e, &cfg, info, pathOpts{wait: j.wait}, &row); err != nil {
+			if ctx.Err() != nil {
+				res.Unfinished = unfinished(i)
+				return res, ctx.Err()
+			}
+			if se := (*SkipError)(nil); errors.As(err, &se) {
+				res.Notes = append(res.Notes, se.Error())
+				cfg.progress("%s", se)
+				continue
+			}
+			row.Error = err.Error()
+			cfg.progress("%-20s failed: %v", row.Name(), err)
+		}
+		res.Rows = append(res.Rows, row)
 	}
 	return res, nil
 }
@@ -251,6 +275,7 @@ func measureLatency(ctx context.Context, e *env, cfg *LatencyConfig, info PathIn
 	}
 	tr := newRow(info, row.Env)
 	s.describe(&tr)
+	cfg.progress("%-20s %d stamped frames at %d pps", row.Name(), n, cfg.Rate)
 	row.Env.XDPMode = tr.Env.XDPMode
 	h := latencyHooks[info.Name]
 	row.Receiver = fmt.Sprintf("%s on %s", map[sinkKind]string{xdpFrames: "xdp", skbFrames: "tc ingress"}[h.kind], e.links[h.link].Gen)

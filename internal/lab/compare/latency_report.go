@@ -21,6 +21,7 @@ import (
 // percentiles, a picture of each row's distribution, and what the figures
 // include.
 func WriteLatencyTable(w io.Writer, r *LatencyResult) {
+	writeInterrupted(w, len(r.Rows), r.Unfinished)
 	s := r.Setup
 	if s.Mode == "remote" {
 		fmt.Fprintf(w, "two hosts: %s; generator here on CPU %s, receiver on the DUT's CPU %s; %d queue(s), %d-byte frames; %d stamped frames per row at %d pps (%.1fs)\n",
@@ -196,7 +197,7 @@ func WriteLatencyJSON(w io.Writer, r *LatencyResult) error {
 	if failed == nil {
 		failed = []string{}
 	}
-	lines = append(lines, SummaryLine{Type: "summary", Paths: paths, Failed: failed, Notes: r.Notes})
+	lines = append(lines, SummaryLine{Type: "summary", Paths: paths, Failed: failed, Notes: r.Notes, Interrupted: r.Interrupted(), Unfinished: r.Unfinished})
 	for _, l := range lines {
 		if err := enc.Encode(l); err != nil {
 			return fmt.Errorf("encode JSON: %w", err)

@@ -346,6 +346,7 @@ func measure(ctx context.Context, e *env, cfg *Config, info PathInfo, shared lab
 		return row, err
 	}
 	s.describe(&row)
+	cfg.progress("%-20s measuring for %v", info.Name, cfg.Duration)
 	var gcfg *gen.Config
 	if e.generates() {
 		g := e.genConfig(info.Family, cfg)

@@ -19,8 +19,9 @@ import (
 )
 
 // WriteTable prints the setup, one line per path and the footer that says
-// what the figures include.
+// what the figures include; an interrupted run's table says so first.
 func WriteTable(w io.Writer, r *Result) {
+	writeInterrupted(w, len(r.Rows), r.Unfinished)
 	s := r.Setup
 	switch s.Mode {
 	case "testbed":
@@ -390,8 +391,20 @@ type (
 		Paths  []string `json:"paths"`
 		Failed []string `json:"failed"`
 		Notes  []string `json:"notes,omitempty"`
+		// Interrupted says Ctrl-C or SIGTERM stopped the run: the rows
+		// are those that finished, Unfinished the rest.
+		Interrupted bool     `json:"interrupted"`
+		Unfinished  []string `json:"unfinished,omitempty"`
 	}
 )
+
+// writeInterrupted says, first in a table of an interrupted run, that the
+// rows below are those that finished, n of them, and which did not.
+func writeInterrupted(w io.Writer, n int, unfinished []string) {
+	if len(unfinished) > 0 {
+		fmt.Fprintf(w, "INTERRUPTED (Ctrl-C or SIGTERM): the %d row(s) below finished; not finished: %s\n", n, strings.Join(unfinished, ", "))
+	}
+}
 
 // WriteJSON writes r as JSON lines, one object per line as the other
 // commands print them: a "setup" line, a "row" line per path, then a
@@ -408,7 +421,7 @@ func WriteJSON(w io.Writer, r *Result) error {
 	if failed == nil {
 		failed = []string{}
 	}
-	lines = append(lines, SummaryLine{Type: "summary", Paths: paths, Failed: failed, Notes: r.Notes})
+	lines = append(lines, SummaryLine{Type: "summary", Paths: paths, Failed: failed, Notes: r.Notes, Interrupted: r.Interrupted(), Unfinished: r.Unfinished})
 	for _, l := range lines {
 		if err := enc.Encode(l); err != nil {
 			return fmt.Errorf("encode JSON: %w", err)

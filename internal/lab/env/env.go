@@ -9,12 +9,15 @@ package env
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
@@ -76,12 +79,88 @@ func Collect() Env {
 		var u unix.Utsname
 		err := unix.Uname(&u)
 		return u, err
-	})
+	}, readJIT)
+}
+
+// readJIT reads the BPF JIT sysctl /proc/sys/net/core/name. The JIT
+// sysctls exist only in the initial network namespace (net/core's sysctl
+// table registers them for init_net alone), so in another one, such as a
+// test bed's, they are read on a thread that enters the initial one: PID
+// 1's, or else kthreadd's (PID 2), where PID 1's cannot be opened; kernel
+// threads always run in the initial namespace.
+func readJIT(name string) (string, error) {
+	s, err := readLine(os.DirFS("/"), jitDir+name)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return s, err
+	}
+	var errs []error
+	for _, ns := range []string{"/proc/1/ns/net", "/proc/2/ns/net"} {
+		var rerr error
+		in, nerr := inNetns(ns, func() { s, rerr = readLine(os.DirFS("/"), jitDir+name) })
+		switch {
+		case nerr != nil:
+			errs = append(errs, nerr)
+		case in && rerr == nil:
+			return s, nil
+		case in:
+			errs = append(errs, fmt.Errorf("in %s: %w", ns, rerr))
+		}
+	}
+	if len(errs) == 0 {
+		return "", err // this is the namespace of both: the file is missing
+	}
+	return "", fmt.Errorf("/%s%s is in the initial network namespace only, and this process runs in another: %w", jitDir, name, errors.Join(errs...))
+}
+
+// inNetns runs fn on a locked OS thread switched into the network
+// namespace at path, unless the caller is in it already (then in is false
+// and fn does not run).
+func inNetns(path string, fn func()) (in bool, err error) {
+	type result struct {
+		in  bool
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		target, err := netns.GetFromPath(path)
+		if err != nil {
+			runtime.UnlockOSThread()
+			res <- result{err: err}
+			return
+		}
+		defer target.Close()
+		here, err := netns.Get()
+		if err != nil {
+			runtime.UnlockOSThread()
+			res <- result{err: err}
+			return
+		}
+		defer here.Close()
+		if here.Equal(target) {
+			runtime.UnlockOSThread()
+			res <- result{}
+			return
+		}
+		if err := netns.Set(target); err != nil {
+			runtime.UnlockOSThread()
+			res <- result{err: fmt.Errorf("enter %s: %w", path, err)}
+			return
+		}
+		fn()
+		if netns.Set(here) == nil {
+			runtime.UnlockOSThread()
+		} // else the thread stays locked, and Go ends it with the goroutine
+		res <- result{in: true}
+	}()
+	r := <-res
+	return r.in, r.err
 }
 
 // collect reads the machine's fields from root (a file system laid out as
-// / is) and uname.
-func collect(root fs.FS, uname func() (unix.Utsname, error)) Env {
+// / is), uname and jit (a BPF JIT sysctl by its name under
+// /proc/sys/net/core).
+func collect(root fs.FS, uname func() (unix.Utsname, error), jit func(name string) (string, error)) Env {
 	var e Env
 	unknown := func(field string, err error) {
 		e.Unknown = append(e.Unknown, fmt.Sprintf("%s: %v", field, err))
@@ -99,7 +178,7 @@ func collect(root fs.FS, uname func() (unix.Utsname, error)) Env {
 	if s, err := readLine(root, onlinePath); err != nil {
 		unknown("online_cpus", err)
 	} else if ids, err := cpuset.Parse(s, "online CPU"); err != nil {
-		unknown("online_cpus", fmt.Errorf("%s: %w", onlinePath, err))
+		unknown("online_cpus", fmt.Errorf("/%s: %w", onlinePath, err))
 	} else {
 		e.OnlineCPUs, e.OnlineCount = s, len(ids)
 	}
@@ -116,7 +195,7 @@ func collect(root fs.FS, uname func() (unix.Utsname, error)) Env {
 		{"harden", &e.BPFJIT.Harden},
 		{"kallsyms", &e.BPFJIT.Kallsyms},
 	} {
-		if s, err := readLine(root, jitDir+"bpf_jit_"+f.name); err != nil {
+		if s, err := jit("bpf_jit_" + f.name); err != nil {
 			unknown("bpf_jit."+f.name, err)
 		} else {
 			*f.dst = s
@@ -136,7 +215,7 @@ func cString(b []byte) string {
 func readLine(root fs.FS, name string) (string, error) {
 	b, err := fs.ReadFile(root, name)
 	if err != nil {
-		return "", err
+		return "", absPath(err)
 	}
 	s := strings.TrimRight(string(b), "\n")
 	if s == "" {
@@ -145,11 +224,21 @@ func readLine(root fs.FS, name string) (string, error) {
 	return s, nil
 }
 
+// absPath gives a path error of a root-relative name the absolute path
+// ("open /proc/cpuinfo: ..."), as the user knows the file.
+func absPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && !strings.HasPrefix(pe.Path, "/") {
+		return &fs.PathError{Op: pe.Op, Path: "/" + pe.Path, Err: pe.Err}
+	}
+	return err
+}
+
 // cpuModel returns the "model name" of the first processor in /proc/cpuinfo.
 func cpuModel(root fs.FS) (string, error) {
 	f, err := root.Open(cpuinfoPath)
 	if err != nil {
-		return "", err
+		return "", absPath(err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)

@@ -3,6 +3,7 @@ package env
 import (
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"reflect"
 	"strings"
@@ -43,8 +44,13 @@ func fakeUname() (unix.Utsname, error) {
 	return u, nil
 }
 
+// rootJIT reads the BPF JIT sysctls from root, as Collect does from /.
+func rootJIT(root fs.FS) func(string) (string, error) {
+	return func(name string) (string, error) { return readLine(root, jitDir+name) }
+}
+
 func TestCollectFromFakeRoot(t *testing.T) {
-	e := collect(fakeRoot(), fakeUname)
+	e := collect(fakeRoot(), fakeUname, rootJIT(fakeRoot()))
 	want := Env{
 		Kernel: "6.18.0-1-amd64", KernelBuild: "#1 SMP PREEMPT_DYNAMIC Debian 6.18.1-1", Arch: "x86_64",
 		CPUModel:   "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz",
@@ -63,11 +69,12 @@ func TestCollectNamesWhatItCannotRead(t *testing.T) {
 	root["proc/cpuinfo"] = &fstest.MapFile{Data: []byte("processor\t: 0\nCPU part\t: 0xd0c\n")}
 	root["sys/devices/system/cpu/online"] = &fstest.MapFile{Data: []byte("zero\n")}
 	root["proc/sys/net/core/bpf_jit_harden"] = &fstest.MapFile{Data: []byte("")}
-	e := collect(root, func() (unix.Utsname, error) { return unix.Utsname{}, errors.New("no uname") })
+	delete(root, "proc/sys/net/core/bpf_jit_kallsyms")
+	e := collect(root, func() (unix.Utsname, error) { return unix.Utsname{}, errors.New("no uname") }, rootJIT(root))
 	got := strings.Join(e.Unknown, "\n")
 	for _, want := range []string{"kernel: uname: no uname", "cpu_model: /proc/cpuinfo has no \"model name\" line",
-		"online_cpus: sys/devices/system/cpu/online:", "spectre_v2: open sys/devices/system/cpu/vulnerabilities/spectre_v2",
-		"bpf_jit.harden: /proc/sys/net/core/bpf_jit_harden is empty"} {
+		"online_cpus: /sys/devices/system/cpu/online:", "spectre_v2: open /sys/devices/system/cpu/vulnerabilities/spectre_v2",
+		"bpf_jit.harden: /proc/sys/net/core/bpf_jit_harden is empty", "bpf_jit.kallsyms: open /proc/sys/net/core/bpf_jit_kallsyms: file does not exist"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("Unknown = %q, want it to say %q", e.Unknown, want)
 		}
@@ -100,7 +107,7 @@ func TestCollectMatchesThisMachine(t *testing.T) {
 }
 
 func TestJSONIsOneObject(t *testing.T) {
-	e := collect(fakeRoot(), fakeUname)
+	e := collect(fakeRoot(), fakeUname, rootJIT(fakeRoot()))
 	e.Layout, e.Driver, e.XDPMode, e.Queues, e.FrameSize = "A", "veth", "native", 1, 64
 	row := struct {
 		Path string `json:"path"`
@@ -127,7 +134,7 @@ func TestJSONIsOneObject(t *testing.T) {
 }
 
 func TestHeader(t *testing.T) {
-	e := collect(fakeRoot(), fakeUname)
+	e := collect(fakeRoot(), fakeUname, rootJIT(fakeRoot()))
 	e.Layout, e.CPUs, e.Driver, e.XDPMode, e.Queues, e.FrameSize, e.Generator = "A", "generator 0, worker 1", "veth", "native", 1, 64, "xdpeng live frames"
 	want := `kernel 6.18.0-1-amd64 #1 SMP PREEMPT_DYNAMIC Debian 6.18.1-1 (x86_64); CPU Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz; online CPUs 0-3 (4)
 BPF JIT: enable 1, harden 0, kallsyms 1; spectre_v2: Mitigation: Enhanced / Automatic IBRS; IBPB: conditional; RSB filling; PBRSB-eIBRS: SW sequence; BHI: BHI_DIS_S
@@ -139,7 +146,7 @@ layout A; CPUs generator 0, worker 1; driver veth; XDP mode native; 1 queue(s); 
 }
 
 func TestComparable(t *testing.T) {
-	base := collect(fakeRoot(), fakeUname)
+	base := collect(fakeRoot(), fakeUname, rootJIT(fakeRoot()))
 	base.Layout, base.Queues, base.FrameSize = "A", 1, 64
 	if err := base.Comparable(base); err != nil {
 		t.Errorf("an environment is not comparable with itself: %v", err)
@@ -167,7 +174,7 @@ func TestComparable(t *testing.T) {
 	// Neither could read the mitigation: not shown to be the same.
 	root := fakeRoot()
 	delete(root, "sys/devices/system/cpu/vulnerabilities/spectre_v2")
-	a, b := collect(root, fakeUname), collect(root, fakeUname)
+	a, b := collect(root, fakeUname, rootJIT(root)), collect(root, fakeUname, rootJIT(root))
 	if err := a.Comparable(b); err == nil || !strings.Contains(err.Error(), `spectre_v2 "not read"`) {
 		t.Errorf("two environments without spectre_v2: %v", err)
 	}

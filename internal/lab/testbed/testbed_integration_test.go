@@ -499,3 +499,28 @@ func TestGenRPS(t *testing.T) {
 		}
 	}
 }
+
+// TestFindInterface: a bed's interfaces are found in its namespaces, from
+// the generator's namespace as from here, and a name no bed has is not.
+func TestFindInterface(t *testing.T) {
+	bed := testbedtest.New(t, 1, 2)
+	has := func(places []testbed.Place, ns string, same bool) bool {
+		return slices.Contains(places, testbed.Place{Bed: bed.Name, Namespace: ns, SameBed: same})
+	}
+	places, err := testbed.FindInterface("dut1")
+	if err != nil || !has(places, bed.DUTNS, false) || has(places, bed.GenNS, false) {
+		t.Errorf("FindInterface(dut1) = %+v, %v; want %s among them, not %s", places, err, bed.DUTNS, bed.GenNS)
+	}
+	if err := bed.InGen(func() error {
+		places, err := testbed.FindInterface("dut0")
+		if err != nil || !has(places, bed.DUTNS, true) {
+			return fmt.Errorf("FindInterface(dut0) = %+v, %v; want %s, the same bed", places, err, bed.DUTNS)
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
+	}
+	if places, err := testbed.FindInterface("xdpeng-none0"); err != nil || len(places) != 0 {
+		t.Errorf("FindInterface(xdpeng-none0) = %+v, %v; want none", places, err)
+	}
+}

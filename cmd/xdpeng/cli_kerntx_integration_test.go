@@ -1,0 +1,73 @@
+package main
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
+)
+
+// TestCLIKernTxNote: kern tx on a veth says why frames failed only as it
+// applies: with no XDP program on the peer, that one is needed there (and
+// the command, in the peer's namespace); with one (kern pass on gen0),
+// never that, and every frame that did not fail was taken by the peer.
+func TestCLIKernTxNote(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	bin := buildCLI(t)
+	header := func(s string) bool { return strings.Contains(s, "Ctrl-C to stop") }
+	noProgram := "gen0 has no XDP program"
+	run := func(t *testing.T) result {
+		t.Helper()
+		tx := startIn(t, bed.DUTNS, bin, "kern", "tx", "-i", "dut0", "-Q")
+		if !tx.waitOutput(20*time.Second, false, header) {
+			t.Fatalf("kern tx did not start: %v", tx.wait(t))
+		}
+		if r := runIn(t, 30*time.Second, bed.GenNS, bin, "gen", "-i", "gen0", "--count", "1000", "--rate", "10000", "-Q"); r.code != 0 {
+			t.Fatalf("gen: %v", r)
+		}
+		tx.signal(t, syscall.SIGINT)
+		return tx.wait(t)
+	}
+
+	t.Run("no program on the peer", func(t *testing.T) {
+		r := run(t)
+		want := "attach one there, e.g. ip netns exec " + bed.GenNS + " xdpeng kern pass -i gen0"
+		if r.code != 0 || !strings.Contains(r.stdout, "failed") || !strings.Contains(r.stdout, noProgram) || !strings.Contains(r.stdout, want) {
+			t.Errorf("want %q and %q:\n%v", noProgram, want, r)
+		}
+	})
+	t.Run("kern pass on the peer", func(t *testing.T) {
+		pass := startIn(t, bed.GenNS, bin, "kern", "pass", "-i", "gen0", "-Q")
+		if !pass.waitOutput(20*time.Second, false, header) {
+			t.Fatalf("kern pass did not start: %v", pass.wait(t))
+		}
+		r := run(t)
+		pass.signal(t, syscall.SIGINT)
+		pr := pass.wait(t)
+		if r.code != 0 || strings.Contains(r.stdout, noProgram) || !strings.Contains(r.stdout, "sent back (put on the veth peer's receive ring)") {
+			t.Errorf("kern tx with kern pass on gen0: want no %q:\n%v", noProgram, r)
+		}
+		if strings.Contains(r.stdout, ", 0 failed") == strings.Contains(r.stdout, "receive ring full") {
+			t.Errorf("kern tx: a note on a full ring exactly when frames failed:\n%v", r)
+		}
+		if pr.code != 0 {
+			t.Errorf("kern pass: %v", pr)
+		}
+		// What tx put on gen0's ring, gen0's program took (and what an
+		// earlier run left there besides).
+		sent := regexp.MustCompile(`xdp_tx: (\d+) sent back`).FindStringSubmatch(r.stdout)
+		got := regexp.MustCompile(`kern-pass on gen0: \S+ s, rx (\d+) packets`).FindStringSubmatch(pr.stdout)
+		if sent == nil || got == nil {
+			t.Fatalf("no counts in\n%v\n%v", r, pr)
+		}
+		s, _ := strconv.Atoi(sent[1])
+		n, _ := strconv.Atoi(got[1])
+		if s == 0 || n < s {
+			t.Errorf("kern tx sent back %s, kern pass on gen0 received %s: want all of them", sent[1], got[1])
+		}
+	})
+}
