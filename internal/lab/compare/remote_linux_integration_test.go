@@ -7,7 +7,6 @@ import (
 	"errors"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -57,7 +56,16 @@ func twoHosts(t *testing.T, links int) (*testbed.Bed, *remotetest.Server, *Remot
 	remotetest.RequireOpenSSH(t)
 	bed := testbedtest.New(t, 1, links)
 	srv := remotetest.StartOn(t, bed, links-1)
-	rc := &Remote{Runner: srv.Runner(t), Binary: xdpengBinary(t), GenNamespace: bed.GenNS}
+	r := srv.Runner(t)
+	built, err := remote.HashFile(xdpengBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := r.Install(context.Background(), built, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &Remote{Runner: r, Binary: bin, GenNamespace: bed.GenNS}
 	for _, l := range bed.Links[:links-1] {
 		rc.DUTInterfaces = append(rc.DUTInterfaces, l.DUT)
 		rc.GenInterfaces = append(rc.GenInterfaces, l.Gen)
@@ -237,7 +245,8 @@ func TestTwoHostsErrors(t *testing.T) {
 		{"wrong key", with(func(c *Remote) {
 			c.Runner = srv.RunnerWith(t, srv.Target(), remotetest.NewKey(t, t.TempDir(), "wrong"), srv.KnownHosts)
 		}), remote.ErrAuth, "Permission denied"},
-		{"missing binary", with(func(c *Remote) { c.Binary = filepath.Join(t.TempDir(), "xdpeng") }), remote.ErrNotFound, "xdpeng"},
+		{"missing binary", with(func(c *Remote) { c.Binary.Path = "/root/no/xdpeng" }), remote.ErrNotFound, "xdpeng"},
+		{"binary replaced", with(func(c *Remote) { c.Binary.SHA256 = strings.Repeat("0", 64) }), remote.ErrMismatch, "no longer the build that was checked"},
 		{"missing port", with(func(c *Remote) { c.DUTInterfaces = []string{"nosuch0"} }), nil, `"nosuch0" not found`},
 	} {
 		err := run(tc.rc)
