@@ -250,8 +250,12 @@ func TestRemoteHostileLines(t *testing.T) {
 			r.onStats(statsInterval(t, "eth7", map[string]uint64{"rx_queue_0_drops": 1}, nil))
 		}}, `a line about "eth7", which is none of the ports watched (eth1)`},
 		{"stats wrapping", []func(r *remoteRunner){
-			func(r *remoteRunner) { r.onStats(statsInterval(t, "eth1", map[string]uint64{"rx_queue_0_drops": 1 << 63}, nil)) },
-			func(r *remoteRunner) { r.onStats(statsInterval(t, "eth1", map[string]uint64{"rx_queue_0_drops": 1 << 63}, nil)) }},
+			func(r *remoteRunner) {
+				r.onStats(statsInterval(t, "eth1", map[string]uint64{"rx_queue_0_drops": 1 << 63}, nil))
+			},
+			func(r *remoteRunner) {
+				r.onStats(statsInterval(t, "eth1", map[string]uint64{"rx_queue_0_drops": 1 << 63}, nil))
+			}},
 			"would pass 2^64"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
