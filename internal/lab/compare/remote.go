@@ -189,7 +189,11 @@ func remoteEnv(ctx context.Context, cfg *Config) (*env, error) {
 			return nil, fmt.Errorf("compare: %w", err) // it names the DUT
 		}
 		var p remotePort
-		if err := json.Unmarshal(out, &p); err != nil || p.Interface != dev || p.Env == nil {
+		err = plainStrings(out)
+		if err == nil {
+			err = json.Unmarshal(out, &p)
+		}
+		if err != nil || p.Interface != dev || p.Env == nil {
 			return nil, fmt.Errorf("compare: DUT %s: xdpeng probe -i %s --json printed %q (%v): not the probe of this build", rc.Runner.Target, dev, shown(out), err)
 		}
 		if p.RxQueues < 1 || p.RxQueues > maxQueues || p.Index < 1 {
@@ -569,14 +573,50 @@ func lineMode(args []string) string {
 	return args[0]
 }
 
+// plainStrings checks that no string (nor key) of a DUT's JSON holds a
+// control character: the strings end up in this host's report and
+// terminal, where one could be an escape sequence.
+func plainStrings(b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	var walk func(v any) error
+	walk = func(v any) error {
+		switch x := v.(type) {
+		case string:
+			if remote.Printable(x) != x {
+				return fmt.Errorf("the string %q holds control characters", x)
+			}
+		case []any:
+			for _, e := range x {
+				if err := walk(e); err != nil {
+					return err
+				}
+			}
+		case map[string]any:
+			for k, e := range x {
+				if err := walk(k); err != nil {
+					return err
+				}
+				if err := walk(e); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(v)
+}
+
 // maxShown bounds how much of a DUT's line an error quotes.
 const maxShown = 300
 
 func shown(b []byte) string {
 	if len(b) > maxShown {
-		return string(b[:maxShown]) + "..."
+		b = b[:maxShown]
 	}
-	return string(b)
+	return remote.Printable(string(b))
 }
 
 // The DUT's lines are data: a line that does not parse, that is from
@@ -587,7 +627,10 @@ func (r *remoteRunner) onPath(l remote.Line) {
 		return
 	}
 	var v pathLine
-	err := json.Unmarshal(l.JSON, &v)
+	err := plainStrings(l.JSON)
+	if err == nil {
+		err = json.Unmarshal(l.JSON, &v)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err == nil {
@@ -645,7 +688,10 @@ func (r *remoteRunner) onStats(l remote.Line) {
 		return
 	}
 	var v statsLine
-	err := json.Unmarshal(l.JSON, &v)
+	err := plainStrings(l.JSON)
+	if err == nil {
+		err = json.Unmarshal(l.JSON, &v)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err == nil {

@@ -249,6 +249,9 @@ func TestRemoteHostileLines(t *testing.T) {
 		{"stats of another port", []func(r *remoteRunner){func(r *remoteRunner) {
 			r.onStats(statsInterval(t, "eth7", map[string]uint64{"rx_queue_0_drops": 1}, nil))
 		}}, `a line about "eth7", which is none of the ports watched (eth1)`},
+		{"an escape sequence", []func(r *remoteRunner){func(r *remoteRunner) {
+			r.onPath(line(t, map[string]any{"type": "interval", "mode": "rxdrop", "interface": "eth1", "xdp_mode": "\x1b]0;owned\a"}))
+		}}, "holds control characters"},
 		{"stats wrapping", []func(r *remoteRunner){
 			func(r *remoteRunner) {
 				r.onStats(statsInterval(t, "eth1", map[string]uint64{"rx_queue_0_drops": 1 << 63}, nil))

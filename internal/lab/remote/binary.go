@@ -73,13 +73,18 @@ func checkRemotePath(p string) error {
 	return nil
 }
 
-// safeFunc defines the remote scripts' shell function safe: `safe PATH`
-// succeeds if PATH (made absolute, its symbolic links resolved) and every
-// directory above it are owned by root or by the ssh user and are not
-// writable by group or others; otherwise it prints
-// "xdpeng-unsafe UID MODE OWNER PATH" about the first that is not and
-// fails. Exit 99: id or stat is missing.
-const safeFunc = `me=$(id -u) || exit 99
+// safeFunc begins every script that checks or runs a binary. It keeps the
+// ssh user's PATH in upath and runs the scripts' own tools (id, stat,
+// readlink, sha256sum, cp, mktemp) from the system's directories only, so
+// that a directory of the user's PATH that others can write cannot stand
+// in for them. It defines the shell function safe: `safe PATH` succeeds
+// if PATH (made absolute, its symbolic links resolved) and every directory
+// above it are owned by root or by the ssh user and are not writable by
+// group or others; otherwise it prints "xdpeng-unsafe UID MODE OWNER PATH"
+// about the first that is not and fails. Exit 99: id or stat is missing.
+const safeFunc = `upath=$PATH
+PATH=/usr/sbin:/usr/bin:/sbin:/bin
+me=$(id -u) || exit 99
 safe() {
 	f=$(readlink -f "$1") || return 1
 	while :; do
@@ -107,7 +112,7 @@ safe() {
 const findScript = safeFunc + `for p in "$@"; do
 	case $p in
 	*/*) r=$p ;;
-	*) r=$(command -v "$p" 2>/dev/null) || r= ;;
+	*) r=$(PATH=$upath; command -v "$p" 2>/dev/null) || r= ;;
 	esac
 	if [ -n "$r" ] && [ -f "$r" ] && [ -x "$r" ]; then
 		h=$(sha256sum < "$r") || exit 98
@@ -161,6 +166,7 @@ h=$(sha256sum <&3) || exit 98
 h=${h%% *}
 if [ "$h" != "$want" ]; then echo "xdpeng-changed $h $bin" >&2; exit 92; fi
 ` + markerHere + `
+PATH=$upath
 exec /proc/self/fd/3 "$@"`
 
 // markerHere stands in runScript for the command run just before the exec.

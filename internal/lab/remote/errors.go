@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Kinds of failure, checked with errors.Is. The ssh ones come wrapped in an
@@ -170,18 +171,33 @@ func classifySSH(stderr string) error {
 	return ErrSSH
 }
 
-// lastLines returns the last n non-empty lines of s joined by "; ".
+// lastLines returns the last n non-empty lines of s joined by "; ", each
+// cut to 500 bytes, with Printable's replacements: what the DUT printed
+// goes to this host's terminal.
 func lastLines(s string, n int) string {
 	var lines []string
 	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
 		if l = strings.TrimSpace(l); l != "" {
-			lines = append(lines, l)
+			lines = append(lines, cut(Printable(l), 500))
 		}
 	}
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "; ")
+}
+
+// Printable replaces in s what a terminal would take for a command (C0
+// and C1 control characters, DEL: escape sequences, a carriage return
+// that overwrites the line) and invalid UTF-8 with U+FFFD, so that text
+// from the DUT is shown, never obeyed.
+func Printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\t' || r >= 0x7f && r < 0xa0 || r == utf8.RuneError {
+			return utf8.RuneError
+		}
+		return r
+	}, s)
 }
 
 // cut shortens s to at most n bytes for a message.

@@ -178,3 +178,23 @@ func writeExe(t *testing.T, dir, name, body string) string {
 	}
 	return p
 }
+
+// TestPrintable: what the DUT prints reaches this host's terminal only as
+// text: escape sequences, carriage returns and invalid UTF-8 are replaced.
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain text, ütf-8\tand a tab": "plain text, ütf-8\tand a tab",
+		"\x1b]0;owned\a":               "\ufffd]0;owned\ufffd",
+		"ok\rfake":                     "ok\ufffdfake",
+		"\u009b31m\x7f":                "\ufffd31m\ufffd",
+		"bad \xff byte":                "bad \ufffd byte",
+	} {
+		if got := Printable(in); got != want {
+			t.Errorf("Printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+	_, err := fakeRunner(t).Run(context.Background(), "sh", "-c", `printf 'evil \033[2J\n' >&2; exit 3`)
+	if err == nil || strings.Contains(err.Error(), "\x1b") || !strings.Contains(err.Error(), "evil \ufffd[2J") {
+		t.Errorf("an ExitError with an escape sequence on stderr: %q", err)
+	}
+}
