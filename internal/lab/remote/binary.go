@@ -149,7 +149,7 @@ const (
 // marker).
 const runScript = safeFunc + `want=$1 bin=$2
 shift 2
-if [ ! -f "$bin" ]; then echo "xdpeng-missing $bin" >&2; exit 97; fi
+if [ ! -f "$bin" ] || [ ! -x "$bin" ]; then echo "xdpeng-missing $bin" >&2; exit 97; fi
 safe "$bin" >&2 || exit 93
 d=${HOME:-.}/` + CacheDir + `
 [ -d "$d" ] || mkdir -p -m 700 "$d" || exit 94
@@ -157,7 +157,7 @@ safe "$d" >&2 || exit 93
 t=$(mktemp -d "$d/run.XXXXXX") || exit 94
 trap 'rm -rf "$t"' EXIT
 trap 'exit 1' HUP INT TERM
-cp "$bin" "$t/xdpeng" || exit 94
+cp "$bin" "$t/xdpeng" && chmod 700 "$t/xdpeng" || exit 94
 exec 3< "$t/xdpeng"
 rm -rf "$t"
 trap - EXIT HUP INT TERM

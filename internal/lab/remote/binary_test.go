@@ -254,6 +254,18 @@ func TestRunBinary(t *testing.T) {
 	if _, err := r.RunBinary(ctx, Binary{Path: filepath.Join(home, "none"), SHA256: b.SHA256}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("RunBinary of a missing file: %v, want ErrNotFound", err)
 	}
+	// Under a umask that would make a plain copy unexecutable.
+	masked := fakeRunner(t)
+	masked.SSH = []string{"sh", "-c", "umask 177; " + fakeSSH, "fakessh"}
+	out, err = masked.RunBinary(ctx, b, "masked")
+	if err != nil || !strings.HasSuffix(string(out), "masked\n") {
+		t.Errorf("RunBinary: %q, %v", out, err)
+	}
+	plain := writeExe(t, home, "plain", "echo plain")
+	os.Chmod(plain, 0o644)
+	if _, err := r.RunBinary(ctx, mustHash(t, plain)); !errors.Is(err, ErrNotFound) {
+		t.Errorf("RunBinary of a file that is not executable: %v, want ErrNotFound", err)
+	}
 	noRunDirs(t, home)
 }
 
