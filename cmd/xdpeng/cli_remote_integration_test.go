@@ -184,13 +184,15 @@ func TestCLITwoHostsTesterKilled(t *testing.T) {
 		t.Run(path, func(t *testing.T) {
 			before := readHooks(t, b.bed.DUTNS, "dut0")
 			p := startIn(t, b.bed.GenNS, b.args("compare", "--paths", path, "-d", strconv.Itoa(int(perPath.Seconds())), "--dut-install")...)
+			// The path is set up on the DUT (the tester waits for its first
+			// report) before it measures.
+			if !p.waitOutput(time.Minute, true, func(s string) bool { return strings.Contains(s, "measuring for") }) {
+				p.signal(t, syscall.SIGKILL)
+				t.Fatalf("the path never started measuring:\n%s", p.wait(t))
+			}
 			if _, ok := waitHooks(t, b.bed.DUTNS, "dut0", func(h testbedtest.Hooks) bool { return !h.Equal(before) }); !ok {
 				p.signal(t, syscall.SIGKILL)
 				t.Fatalf("nothing attached on the DUT:\n%s", p.wait(t))
-			}
-			if !p.waitOutput(30*time.Second, true, func(s string) bool { return strings.Contains(s, "measuring for") }) {
-				p.signal(t, syscall.SIGKILL)
-				t.Fatalf("the path never started measuring:\n%s", p.wait(t))
 			}
 			if left := b.dutProcesses(); len(left) == 0 {
 				t.Fatal("no process of the run found on the DUT while it runs")
