@@ -530,8 +530,11 @@ func (r *remoteRunner) startPath(ctx context.Context, args []string) (*remote.Pr
 	deadline := time.After(rc.Runner.ConnectTimeout + 60*time.Second)
 	for {
 		r.mu.Lock()
-		n, ch := r.pathN, r.changed
+		n, ch, lerr := r.pathN, r.changed, errors.Join(r.lineErrs...)
 		r.mu.Unlock()
+		if lerr != nil {
+			return nil, errors.Join(lerr, p.Stop())
+		}
 		if n > 0 {
 			return p, nil
 		}

@@ -30,7 +30,11 @@ type LineError struct {
 }
 
 func (e *LineError) Error() string {
-	return fmt.Sprintf("stdout line %d %q: %v", e.N, e.Text, e.Err)
+	text := e.Text
+	if len(text) > 64 {
+		text = text[:64] + "..."
+	}
+	return fmt.Sprintf("stdout line %d %q: %v", e.N, text, e.Err)
 }
 
 func (e *LineError) Unwrap() error { return e.Err }
@@ -225,7 +229,7 @@ func (p *Process) exitError(err error) error {
 		err = p.classify(err)
 	}
 	if lerr := p.out.firstErr(); lerr != nil {
-		err = errors.Join(err, lerr)
+		err = errors.Join(lerr, err) // the cause first: the bad line stopped it
 	}
 	return err
 }
