@@ -270,9 +270,12 @@ func parseUnsafe(t Target, bin, line string) *UnsafeError {
 func (r *Runner) notFound(candidates []string) error {
 	var where []string
 	for _, c := range candidates {
-		if strings.Contains(c, "/") {
+		switch {
+		case strings.HasPrefix(c, "/"):
 			where = append(where, c)
-		} else {
+		case strings.Contains(c, "/"):
+			where = append(where, "~/"+strings.TrimPrefix(c, "./")) // relative to the home directory
+		default:
 			where = append(where, c+" in PATH")
 		}
 	}

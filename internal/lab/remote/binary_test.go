@@ -124,7 +124,7 @@ func TestBinaries(t *testing.T) {
 	os.Mkdir(bin, 0o755)
 	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
 	_, err = r.CheckBinary(ctx, localA, "")
-	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "xdpeng in PATH nor "+DefaultInstallPath(localA)) {
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "xdpeng in PATH nor ~/"+DefaultInstallPath(localA)) {
 		t.Errorf("CheckBinary with no xdpeng: %v", err)
 	}
 	writeExe(t, bin, DefaultName, "echo b")
