@@ -22,8 +22,8 @@ import (
 )
 
 // twoHostBed is a bed with sshd on link 1 and the xdpeng binary under
-// test, which --dut-install copies to the DUT's /tmp (this machine's: the
-// copy is removed when the test ends).
+// test, which --dut-install copies to the DUT's ~/.cache/xdpeng (in the
+// sessions' home, the test's own tmpfs).
 type twoHostBed struct {
 	bed       *testbed.Bed
 	srv       *remotetest.Server
@@ -43,8 +43,7 @@ func newTwoHostBed(t *testing.T) *twoHostBed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.installed = remote.DefaultInstallPath(h)
-	t.Cleanup(func() { os.Remove(b.installed) })
+	b.installed = "/root/" + remote.DefaultInstallPath(h)
 	return b
 }
 
@@ -146,9 +145,10 @@ func TestCLICompareTwoHosts(t *testing.T) {
 	}
 }
 
-// dutProcesses lists the processes that run the DUT's copy of xdpeng, and
-// this host's ssh clients of the test's config (the DUT shares this
-// machine's PID namespace).
+// dutProcesses lists the processes that run the DUT's copy of xdpeng (its
+// private copy in the cache directory, removed as it starts), and this
+// host's ssh clients of the test's config (the DUT shares this machine's
+// PID namespace).
 func (b *twoHostBed) dutProcesses() []string {
 	entries, _ := os.ReadDir("/proc")
 	var out []string
@@ -161,7 +161,8 @@ func (b *twoHostBed) dutProcesses() []string {
 			continue
 		}
 		line := strings.ReplaceAll(string(cmd), "\x00", " ")
-		if strings.Contains(line, b.installed) || strings.Contains(line, b.sshConfig) {
+		exe, _ := os.Readlink("/proc/" + e.Name() + "/exe")
+		if strings.Contains(exe, "/root/"+remote.CacheDir+"/run.") || strings.Contains(line, b.sshConfig) {
 			if state, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil && strings.Contains(string(state), ") Z ") {
 				continue // a zombie holds nothing
 			}
@@ -183,13 +184,15 @@ func TestCLITwoHostsTesterKilled(t *testing.T) {
 		t.Run(path, func(t *testing.T) {
 			before := readHooks(t, b.bed.DUTNS, "dut0")
 			p := startIn(t, b.bed.GenNS, b.args("compare", "--paths", path, "-d", strconv.Itoa(int(perPath.Seconds())), "--dut-install")...)
+			// The path is set up on the DUT (the tester waits for its first
+			// report) before it measures.
+			if !p.waitOutput(time.Minute, true, func(s string) bool { return strings.Contains(s, "measuring for") }) {
+				p.signal(t, syscall.SIGKILL)
+				t.Fatalf("the path never started measuring:\n%s", p.wait(t))
+			}
 			if _, ok := waitHooks(t, b.bed.DUTNS, "dut0", func(h testbedtest.Hooks) bool { return !h.Equal(before) }); !ok {
 				p.signal(t, syscall.SIGKILL)
 				t.Fatalf("nothing attached on the DUT:\n%s", p.wait(t))
-			}
-			if !p.waitOutput(30*time.Second, true, func(s string) bool { return strings.Contains(s, "measuring for") }) {
-				p.signal(t, syscall.SIGKILL)
-				t.Fatalf("the path never started measuring:\n%s", p.wait(t))
 			}
 			if left := b.dutProcesses(); len(left) == 0 {
 				t.Fatal("no process of the run found on the DUT while it runs")
@@ -239,11 +242,31 @@ func TestCLITwoHostsErrors(t *testing.T) {
 	if err := os.WriteFile(other, []byte("#!/bin/sh\necho another build\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// This build, planted at the default install path by another user
+	// (nobody), as a local user of a shared DUT could.
+	planted := b.srv.Home() + "/" + remote.DefaultInstallPath(mustHash(t, b.bin))
+	if err := os.MkdirAll(b.srv.Home()+"/"+remote.CacheDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(b.bin)
+	if err == nil {
+		err = os.WriteFile(planted, data, 0o755)
+	}
+	if err == nil {
+		err = os.Chown(planted, 65534, 65534)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string // replacing or added to the two-host flags
 		want []string
 	}{
+		{"planted by another user", nil,
+			[]string{b.installed + " is not run", "(uid 65534)", "pass --dut-install"}},
+		{"install where others write", []string{"--dut-install", "--dut-xdpeng", "/tmp/xdpeng-" + strconv.Itoa(os.Getpid())},
+			[]string{"is not installed there", "the directory /tmp is owned by root (uid 0) with mode drwxrwxrwt", "chmod go-w"}},
 		{"unreachable", []string{"--dut", refused.String()},
 			[]string{"DUT unreachable", "Connection refused", "check the address, and that sshd runs on the DUT"}},
 		{"wrong key", []string{"--ssh-command", "ssh -F " + wrong},
@@ -263,4 +286,16 @@ func TestCLITwoHostsErrors(t *testing.T) {
 			}
 		})
 	}
+	if _, err := os.Stat("/tmp/xdpeng-" + strconv.Itoa(os.Getpid())); err == nil {
+		t.Error("--dut-install wrote into /tmp")
+	}
+}
+
+func mustHash(t *testing.T, path string) remote.Binary {
+	t.Helper()
+	h, err := remote.HashFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

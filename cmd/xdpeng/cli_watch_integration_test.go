@@ -528,7 +528,7 @@ func TestCLICapture(t *testing.T) {
 		for path, want := range map[string]string{
 			filepath.Join(dir, "nosuchdir", "f.pcap"): "directory " + filepath.Join(dir, "nosuchdir") + " does not exist",
 			dir:               dir + " is a directory",
-			"/proc/nope.pcap": "cannot create it",
+			"/proc/nope.pcap": "cannot create or write it",
 		} {
 			r = runIn(t, 20*time.Second, ns, bin, "rxdrop", "-i", "dut0", "-w", path, "-d", "1s")
 			if r.code != 1 || !strings.Contains(r.stderr, "-w "+path+": "+want) || r.stdout != "" {

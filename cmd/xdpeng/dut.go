@@ -34,7 +34,10 @@ const dutHelp = `Two hosts: with --dut ssh://[user@]host[:port] the device under
 another host. xdpeng runs there over the system's ssh (your ~/.ssh/config,
 keys and agent work as always; --ssh-command replaces "ssh", as GIT_SSH_COMMAND
 does), the same build as here: one that differs is refused, --dut-install
-copies this one over. Each path runs on the DUT as xdpeng's own command for
+copies this one over (to the ssh user's ~/.cache/xdpeng). A binary that a user
+other than the ssh user and root could change (it, or a directory above it,
+is another user's or writable by group or others) is never run; each command
+checks it again, and runs a private copy whose hash it checked. Each path runs on the DUT as xdpeng's own command for
 it (kern, rxdrop, l2fwd, fwd --json, bounded by its own duration, so that it
 ends by itself if this host dies), beside "xdpeng stats --cpu" on its ports;
 the generator and the receivers of frames that come back run here on
@@ -54,7 +57,7 @@ func (d *dutFlags) register(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&d.genIfs, "gen-if", nil, "with --dut: this host's ports cabled to --dut-if, in the same order (gen0[,gen1])")
 	fs.StringVar(&d.sshCommand, "ssh-command", "", `with --dut: the ssh command and its options, e.g. "ssh -F lab.conf" (default: ssh)`)
 	fs.StringVar(&d.binary, "dut-xdpeng", "", "with --dut: xdpeng's path on the DUT (default: xdpeng in its PATH, then where --dut-install puts it)")
-	fs.BoolVar(&d.install, "dut-install", false, "with --dut: copy this xdpeng to the DUT when it has none or another build (to /tmp/xdpeng-HASH, or --dut-xdpeng)")
+	fs.BoolVar(&d.install, "dut-install", false, "with --dut: copy this xdpeng to the DUT when it has none, another build, or one another user could change (to ~/.cache/xdpeng/xdpeng-HASH of the ssh user, or --dut-xdpeng)")
 }
 
 // given tells whether --dut is.
@@ -124,7 +127,7 @@ func (d *dutFlags) findBinary(ctx context.Context, rc *compare.Remote, progress 
 	bin, err := r.CheckBinary(ctx, local, d.binary)
 	switch {
 	case err == nil:
-	case d.install && (errors.Is(err, remote.ErrNotFound) || errors.Is(err, remote.ErrMismatch)):
+	case d.install && (errors.Is(err, remote.ErrNotFound) || errors.Is(err, remote.ErrMismatch) || errors.Is(err, remote.ErrUnsafe)):
 		say("copying this xdpeng to the DUT (%v)", err)
 		if bin, err = r.Install(ctx, local, d.binary); err != nil {
 			return dutAdvice(err)
@@ -133,7 +136,7 @@ func (d *dutFlags) findBinary(ctx context.Context, rc *compare.Remote, progress 
 	default:
 		return dutAdvice(err)
 	}
-	rc.Binary = bin.Path
+	rc.Binary = bin
 	return nil
 }
 
@@ -209,10 +212,17 @@ func onlyCanceled(err error) bool {
 // dutAdvice adds to an error of reaching the DUT what to do about it.
 func dutAdvice(err error) error {
 	var me *remote.MismatchError
+	var ue *remote.UnsafeError
 	switch {
+	case errors.As(err, &me) && me.Changed:
+		return fmt.Errorf("%w: someone replaced it during the run; find out who can write there, then run again (--dut-install puts this build in the ssh user's ~/%s)", err, remote.CacheDir)
 	case errors.As(err, &me):
-		return fmt.Errorf("%w: pass --dut-install to copy it to %s, where later runs find it (or --dut-xdpeng PATH to put it elsewhere)",
+		return fmt.Errorf("%w: pass --dut-install to copy it to ~/%s on the DUT, where later runs find it (or --dut-xdpeng PATH to put it elsewhere)",
 			err, remote.DefaultInstallPath(me.Local))
+	case errors.As(err, &ue) && ue.Install:
+		return fmt.Errorf("%w: install into a directory of the ssh user's own (without --dut-xdpeng: ~/%s), or fix the owner or mode of %s (chmod go-w)", err, remote.CacheDir, ue.Culprit)
+	case errors.As(err, &ue):
+		return fmt.Errorf("%w: pass --dut-install to put this build in the ssh user's ~/%s, or fix the owner or mode of %s (chown, chmod go-w) if you trust what is there", err, remote.CacheDir, ue.Culprit)
 	case errors.Is(err, remote.ErrNotFound):
 		return fmt.Errorf("%w: pass --dut-install to copy this xdpeng there, or --dut-xdpeng PATH if it is elsewhere", err)
 	case errors.Is(err, remote.ErrUnreachable):

@@ -12,10 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,7 +46,7 @@ type watchFlags struct {
 
 func (w *watchFlags) registerMetrics(fs *pflag.FlagSet) {
 	w.fs = fs
-	fs.StringVar(&w.metrics, "metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics while the command runs, ADDR as HOST:PORT (127.0.0.1:9100; :9100 is every address)")
+	fs.StringVar(&w.metrics, "metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics while the command runs, ADDR as HOST:PORT, or a port alone for this host's loopback (9100 or :9100 is 127.0.0.1:9100; 0.0.0.0:9100 is every address: anyone who reaches it reads the counters, unauthenticated)")
 }
 
 func (w *watchFlags) registerErrors(fs *pflag.FlagSet) {
@@ -84,9 +82,11 @@ func (w *watchFlags) changed(name string) bool {
 // check refuses bad observability flags; it needs no device or privilege.
 func (w *watchFlags) check() error {
 	if w.changed("metrics") {
-		if err := checkListenAddr(w.metrics); err != nil {
+		addr, err := metricsAddr(w.metrics)
+		if err != nil {
 			return fmt.Errorf("--metrics %q: %w", w.metrics, err)
 		}
+		w.metrics = addr
 	}
 	if w.write == "" {
 		for _, n := range []string{"snaplen", "capture-count"} {
@@ -104,12 +104,26 @@ func (w *watchFlags) check() error {
 	return nil
 }
 
-// checkListenAddr refuses what is not HOST:PORT (or :PORT) with a port
-// number; whether the host exists is for the listen itself to say.
+// metricsAddr is the address --metrics listens on: a port alone (9100,
+// :9100) is on the loopback, 127.0.0.1, so that the counters are not served
+// to the network unless an address says so (0.0.0.0:9100, [::]:9100, or
+// one of the host's).
+func metricsAddr(s string) (string, error) {
+	if _, err := strconv.ParseUint(s, 10, 16); err == nil {
+		s = ":" + s
+	}
+	if strings.HasPrefix(s, ":") {
+		s = "127.0.0.1" + s
+	}
+	return s, checkListenAddr(s)
+}
+
+// checkListenAddr refuses what is not HOST:PORT with a port number;
+// whether the host exists is for the listen itself to say.
 func checkListenAddr(addr string) error {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return errors.New("want HOST:PORT, e.g. 127.0.0.1:9100 (:9100 listens on every address)")
+		return errors.New("want HOST:PORT or a port, e.g. 127.0.0.1:9100 or 9100 (this host's loopback); 0.0.0.0:9100 listens on every address")
 	}
 	if n, err := strconv.ParseUint(port, 10, 16); err != nil || port == "" {
 		return fmt.Errorf("port %q is not a number 0..65535", port)
@@ -297,48 +311,16 @@ type captureFile struct {
 	buf     bytes.Buffer
 }
 
-// openCaptureFile opens path for writing, creating it if it does not
-// exist; an existing file must be a regular file (or a character device,
-// such as /dev/null).
+// openCaptureFile opens path for writing as pcap.OpenFile does: never
+// through a symbolic link, a new file 0600, an existing one only if it is
+// a regular file of this user's with no other link, or a character device
+// (such as /dev/null).
 func openCaptureFile(path string) (*captureFile, error) {
-	st, err := os.Stat(path)
-	switch {
-	case err == nil && st.IsDir():
-		return nil, fmt.Errorf("%s is a directory: give a file to write, such as %s", path, filepath.Join(path, "capture.pcap"))
-	case err == nil && !st.Mode().IsRegular() && st.Mode()&os.ModeCharDevice == 0:
-		return nil, fmt.Errorf("%s is not a regular file (%v): give a file to write", path, st.Mode().Type())
+	f, created, err := pcap.OpenFile(path)
+	if err != nil {
+		return nil, err
 	}
-	c := &captureFile{path: path}
-	c.f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err == nil {
-		c.created = true
-		return c, nil
-	}
-	if !errors.Is(err, fs.ErrExist) {
-		if dir := filepath.Dir(path); errors.Is(err, fs.ErrNotExist) && !exists(dir) {
-			return nil, fmt.Errorf("directory %s does not exist", dir)
-		}
-		return nil, fmt.Errorf("cannot create it: %w", errnoOf(err))
-	}
-	if c.f, err = os.OpenFile(path, os.O_WRONLY, 0); err != nil {
-		return nil, fmt.Errorf("cannot write it: %w", errnoOf(err))
-	}
-	return c, nil
-}
-
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
-
-// errnoOf is the system's reason behind a failed open, without the
-// operation and path the message already names.
-func errnoOf(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
+	return &captureFile{path: path, f: f, created: created}, nil
 }
 
 func (c *captureFile) Write(p []byte) (int, error) {

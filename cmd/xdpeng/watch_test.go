@@ -12,24 +12,31 @@ import (
 	"github.com/xdpeng/xdpeng/internal/irqstat"
 )
 
-func TestCheckListenAddr(t *testing.T) {
+// TestMetricsAddr: a port alone listens on the loopback; any other
+// address is taken as given, and what is not an address is refused.
+func TestMetricsAddr(t *testing.T) {
 	for addr, want := range map[string]string{
-		"127.0.0.1:9100": "",
-		":9100":          "",
-		"[::1]:9100":     "",
-		"9100":           "want HOST:PORT",
-		"127.0.0.1":      "want HOST:PORT",
-		"127.0.0.1:http": `port "http" is not a number`,
-		"127.0.0.1:":     `port "" is not a number`,
-		"127.0.0.1:0":    "port 0 would pick a port nobody knows",
-		"[::1]:65536":    `port "65536" is not a number`,
+		"127.0.0.1:9100": "127.0.0.1:9100",
+		":9100":          "127.0.0.1:9100",
+		"9100":           "127.0.0.1:9100",
+		"[::1]:9100":     "[::1]:9100",
+		"0.0.0.0:9100":   "0.0.0.0:9100",
+		"[::]:9100":      "[::]:9100",
+		"127.0.0.1":      "error: want HOST:PORT or a port",
+		"127.0.0.1:http": `error: port "http" is not a number`,
+		"127.0.0.1:":     `error: port "" is not a number`,
+		"127.0.0.1:0":    "error: port 0 would pick a port nobody knows",
+		"0":              "error: port 0 would pick a port nobody knows",
+		"[::1]:65536":    `error: port "65536" is not a number`,
+		"65536":          "error: want HOST:PORT or a port",
 	} {
-		err := checkListenAddr(addr)
-		switch {
-		case want == "" && err != nil:
-			t.Errorf("%q refused: %v", addr, err)
-		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
-			t.Errorf("%q: %v, want an error with %q", addr, err, want)
+		got, err := metricsAddr(addr)
+		if refusal, ok := strings.CutPrefix(want, "error: "); ok {
+			if err == nil || !strings.Contains(err.Error(), refusal) {
+				t.Errorf("%q: %q, %v; want an error with %q", addr, got, err, refusal)
+			}
+		} else if err != nil || got != want {
+			t.Errorf("%q: %q, %v; want %q", addr, got, err, want)
 		}
 	}
 }
@@ -63,11 +70,30 @@ func TestCaptureFile(t *testing.T) {
 	if err := unix.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A link planted where the capture goes, to a file it must not touch.
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link, hard := filepath.Join(dir, "link.pcap"), filepath.Join(dir, "hard.pcap")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(victim, hard); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if b, err := os.ReadFile(victim); err != nil || string(b) != "precious" {
+			t.Errorf("the file the links name holds %q (%v)", b, err)
+		}
+	}()
 	for path, want := range map[string]string{
 		dir: "is a directory: give a file to write, such as " + filepath.Join(dir, "capture.pcap"),
 		filepath.Join(dir, "nosuchdir", "x.pcap"): "directory " + filepath.Join(dir, "nosuchdir") + " does not exist",
-		"/proc/nope.pcap":                         "cannot create it: no such file or directory",
+		"/proc/nope.pcap":                         "cannot create or write it: no such file or directory",
 		fifo:                                      "is not a regular file",
+		link:                                      "is a symbolic link: a capture is not written through one",
+		hard:                                      "has 2 hard links",
 	} {
 		if c, err := openCaptureFile(path); err == nil || !strings.Contains(err.Error(), want) {
 			if c != nil {
@@ -77,6 +103,34 @@ func TestCaptureFile(t *testing.T) {
 		}
 	}
 
+	if os.Geteuid() == 0 {
+		// Another user's file, in a directory others may write (/tmp).
+		theirs := filepath.Join(dir, "theirs.pcap")
+		if err := os.WriteFile(theirs, []byte("theirs"), 0o666); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(theirs, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := openCaptureFile(theirs); err == nil || !strings.Contains(err.Error(), "another user's file (uid 65534)") {
+			if c != nil {
+				c.close()
+			}
+			t.Errorf("openCaptureFile of another user's file: %v", err)
+		}
+	}
+	t.Run("created 0600", func(t *testing.T) {
+		path := filepath.Join(dir, "mode.pcap")
+		c, err := openCaptureFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.start()
+		c.close()
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("a new capture file: %v, %v; want mode 0600", fi, err)
+		}
+	})
 	t.Run("created, never started", func(t *testing.T) {
 		path := filepath.Join(dir, "new.pcap")
 		c, err := openCaptureFile(path)

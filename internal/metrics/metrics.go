@@ -33,6 +33,9 @@ import (
 // Path is the one path a Server serves.
 const Path = "/metrics"
 
+// maxInFlight bounds the scrapes a Server answers at once.
+const maxInFlight = 4
+
 // Server serves the metrics of its collectors at Path on one TCP address
 // until Close. Any other path is 404, any method but GET and HEAD 405.
 type Server struct {
@@ -70,10 +73,16 @@ func (s *Server) Serve(cs ...prometheus.Collector) error {
 		}
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET "+Path, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	// Whoever reaches the address may scrape: at most maxInFlight scrapes
+	// are served at once (more get 503), and a client that is slow to
+	// send its request or read the answer is cut off.
+	mux.Handle("GET "+Path, promhttp.HandlerFor(reg, promhttp.HandlerOpts{MaxRequestsInFlight: maxInFlight}))
 	s.srv = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       time.Minute,
+		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          log.New(io.Discard, "", 0),
 	}
 	s.done = make(chan struct{})

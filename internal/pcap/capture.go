@@ -113,21 +113,29 @@ type Capture struct {
 	closeErr error
 }
 
-// Create creates (or truncates) the file at path and starts a capture into
-// it; Close closes the file. If the capture cannot start, the file is
-// removed.
+// Create opens the file at path as OpenFile does (truncating an existing
+// one) and starts a capture into it; Close closes the file. If the capture
+// cannot start, a file the open made is removed.
 func Create(path string, cfg Config) (*Capture, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	f, err := os.Create(path)
+	f, created, err := OpenFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("pcap: %w", err)
+		return nil, fmt.Errorf("pcap: %s: %w", path, err)
 	}
-	c, err := Start(f, cfg)
+	var c *Capture
+	if st, serr := f.Stat(); serr == nil && st.Mode().IsRegular() {
+		err = f.Truncate(0)
+	}
+	if err == nil {
+		c, err = Start(f, cfg)
+	}
 	if err != nil {
 		f.Close()
-		os.Remove(path)
+		if created {
+			os.Remove(path)
+		}
 		return nil, err
 	}
 	c.file = f

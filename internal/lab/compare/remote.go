@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -50,10 +51,11 @@ const DefaultRemoteInterval = 50 * time.Millisecond
 // management network).
 type Remote struct {
 	Runner *remote.Runner
-	// Binary is xdpeng on the DUT, the same build as this one (see
-	// remote.Runner.CheckBinary and Install); "" is remote.DefaultName,
-	// looked up in the DUT's PATH.
-	Binary string
+	// Binary is xdpeng on the DUT, the same build as this one, as
+	// remote.Runner.CheckBinary or Install found it: each command runs it
+	// through remote.Runner.RunBinary or StartBinary, which check it again
+	// in the command that runs it.
+	Binary remote.Binary
 	// DUTInterfaces are the DUT's ports: the one the generator sends to
 	// first, then those the forwarding paths send out of (dut1, dut2).
 	// GenInterfaces are this host's ports cabled to them, in the same
@@ -65,13 +67,6 @@ type Remote struct {
 	// Interval is how often the DUT's commands report their counters; 0
 	// means DefaultRemoteInterval.
 	Interval time.Duration
-}
-
-func (r *Remote) binary() string {
-	if r.Binary == "" {
-		return remote.DefaultName
-	}
-	return r.Binary
 }
 
 func (r *Remote) interval() time.Duration {
@@ -176,20 +171,33 @@ type remotePort struct {
 	Env       *labenv.Env `json:"env"`
 }
 
+// maxQueues bounds the rx queues a DUT's port may say it has.
+const maxQueues = 1 << 16
+
 // remoteEnv reaches the DUT of cfg.Remote, learns its ports, CPUs and
 // environment, and pairs its ports with the tester's. It attaches nothing.
 func remoteEnv(ctx context.Context, cfg *Config) (*env, error) {
 	rc := cfg.Remote
+	if rc.Binary.Path == "" || rc.Binary.SHA256 == "" {
+		return nil, errors.New("compare: the DUT's xdpeng is not known: find it with remote.Runner.CheckBinary (or Install)")
+	}
 	rd := &remoteDUT{cfg: rc, trace: true, duration: sessionLength(cfg)}
 	cfg.progress("the DUT %s: probing %s", rc.Runner.Target, strings.Join(rc.DUTInterfaces, ", "))
 	for _, dev := range rc.DUTInterfaces {
-		out, err := rc.Runner.Run(ctx, rc.binary(), "probe", "-i", dev, "--json")
+		out, err := rc.Runner.RunBinary(ctx, rc.Binary, "probe", "-i", dev, "--json")
 		if err != nil {
 			return nil, fmt.Errorf("compare: %w", err) // it names the DUT
 		}
 		var p remotePort
-		if err := json.Unmarshal(out, &p); err != nil || p.Interface != dev || p.Env == nil {
-			return nil, fmt.Errorf("compare: DUT %s: xdpeng probe -i %s --json printed %q (%v): not the probe of this build", rc.Runner.Target, dev, out, err)
+		err = plainStrings(out)
+		if err == nil {
+			err = json.Unmarshal(out, &p)
+		}
+		if err != nil || p.Interface != dev || p.Env == nil {
+			return nil, fmt.Errorf("compare: DUT %s: xdpeng probe -i %s --json printed %q (%v): not the probe of this build", rc.Runner.Target, dev, shown(out), err)
+		}
+		if p.RxQueues < 1 || p.RxQueues > maxQueues || p.Index < 1 {
+			return nil, fmt.Errorf("compare: DUT %s: xdpeng probe -i %s --json says %d rx queue(s), index %d: not a port's", rc.Runner.Target, dev, p.RxQueues, p.Index)
 		}
 		rd.ports = append(rd.ports, p)
 	}
@@ -388,6 +396,10 @@ type remoteRunner struct {
 
 	path, stats *remote.Process
 	sink        *sinks
+	// What the commands' lines must say they are from: the path's mode
+	// and port, and the ports stats watches.
+	wantMode, wantIface string
+	ports               []string
 	// txHelper is an XDP_PASS program on the generator's port, whose
 	// driver transmits XDP frames only while a program is attached
 	// (netdev.TxNeedsProgram), where no sink's program is there.
@@ -406,6 +418,8 @@ type remoteRunner struct {
 // pathLine is what a path command's interval line says (kern, rxdrop,
 // l2fwd, fwd --json, with -e).
 type pathLine struct {
+	Mode           string             `json:"mode"`
+	Interface      string             `json:"interface"`
 	RxPackets      uint64             `json:"rx_packets"`
 	XDPMode        string             `json:"xdp_mode"`
 	ZeroCopy       bool               `json:"zero_copy"`
@@ -417,6 +431,7 @@ type pathLine struct {
 
 // statsLine is what an interval line of `xdpeng stats --cpu --json` says.
 type statsLine struct {
+	Mode    string `json:"mode"`
 	Devices []struct {
 		Interface string               `json:"interface"`
 		Ethtool   []netdev.CounterRate `json:"ethtool"`
@@ -457,13 +472,14 @@ func (r *remoteRunner) start(ctx context.Context) (err error) {
 			ports = append(ports, r.e.links[k].DUT)
 		}
 	}
-	r.stats, err = rc.Runner.Start(ctx, []string{rc.binary(), "stats", "-i", strings.Join(ports, ","), "--cpu", "--json", "-n", every},
+	r.ports = ports
+	r.stats, err = rc.Runner.StartBinary(ctx, rc.Binary, []string{"stats", "-i", strings.Join(ports, ","), "--cpu", "--json", "-n", every},
 		rd.duration, r.onStats)
 	if err != nil {
 		return fmt.Errorf("xdpeng stats on the DUT: %w", err)
 	}
-	args := append([]string{rc.binary()}, r.spec.args(r.e, r.o)...)
-	args = append(args, "--json", "-n", every)
+	args := append(r.spec.args(r.e, r.o), "--json", "-n", every)
+	r.wantMode, r.wantIface = lineMode(args), r.e.links[0].DUT
 	rd.mu.Lock()
 	trace := rd.trace
 	rd.mu.Unlock()
@@ -505,7 +521,7 @@ func (r *remoteRunner) needsTxHelper() bool {
 // interval: the path is set up there, and reports.
 func (r *remoteRunner) startPath(ctx context.Context, args []string) (*remote.Process, error) {
 	rc := r.e.remote.cfg
-	p, err := rc.Runner.Start(ctx, args, r.e.remote.duration, r.onPath)
+	p, err := rc.Runner.StartBinary(ctx, rc.Binary, args, r.e.remote.duration, r.onPath)
 	if err != nil {
 		return nil, err
 	}
@@ -514,8 +530,11 @@ func (r *remoteRunner) startPath(ctx context.Context, args []string) (*remote.Pr
 	deadline := time.After(rc.Runner.ConnectTimeout + 60*time.Second)
 	for {
 		r.mu.Lock()
-		n, ch := r.pathN, r.changed
+		n, ch, lerr := r.pathN, r.changed, errors.Join(r.lineErrs...)
 		r.mu.Unlock()
+		if lerr != nil {
+			return nil, errors.Join(lerr, p.Stop())
+		}
 		if n > 0 {
 			return p, nil
 		}
@@ -548,22 +567,121 @@ func (r *remoteRunner) note() {
 	r.changed = make(chan struct{})
 }
 
+// lineMode is the "mode" of the lines of a path command (args without the
+// binary): kern's is kern-ACTION, an AF_XDP mode's its own name.
+func lineMode(args []string) string {
+	if len(args) >= 2 && args[0] == "kern" {
+		return "kern-" + args[1]
+	}
+	return args[0]
+}
+
+// plainStrings checks that no string (nor key) of a DUT's JSON holds a
+// control character: the strings end up in this host's report and
+// terminal, where one could be an escape sequence.
+func plainStrings(b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	var walk func(v any) error
+	walk = func(v any) error {
+		switch x := v.(type) {
+		case string:
+			if remote.Printable(x) != x {
+				return fmt.Errorf("the string %q holds control characters", x)
+			}
+		case []any:
+			for _, e := range x {
+				if err := walk(e); err != nil {
+					return err
+				}
+			}
+		case map[string]any:
+			for k, e := range x {
+				if err := walk(k); err != nil {
+					return err
+				}
+				if err := walk(e); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(v)
+}
+
+// maxShown bounds how much of a DUT's line an error quotes.
+const maxShown = 300
+
+func shown(b []byte) string {
+	if len(b) > maxShown {
+		b = b[:maxShown]
+	}
+	return remote.Printable(string(b))
+}
+
+// The DUT's lines are data: a line that does not parse, that is from
+// another command than the one started, or whose counters since the start
+// go down ends the path with an error (sample returns it).
 func (r *remoteRunner) onPath(l remote.Line) {
 	if l.Type != "interval" {
 		return
 	}
 	var v pathLine
-	err := json.Unmarshal(l.JSON, &v)
+	err := plainStrings(l.JSON)
+	if err == nil {
+		err = json.Unmarshal(l.JSON, &v)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if err == nil {
+		err = r.checkPath(v)
+	}
 	if err != nil {
-		r.lineErrs = append(r.lineErrs, fmt.Errorf("the DUT's %s printed %s: %w", r.name, l.JSON, err))
+		r.lineErrs = append(r.lineErrs, fmt.Errorf("the DUT's %s printed %s: %w", r.name, shown(l.JSON), err))
 	} else {
 		r.last = v
 		r.pathN++
 	}
 	r.note()
 }
+
+// checkPath checks a path command's interval line against the command
+// and its previous line; r.mu is held.
+func (r *remoteRunner) checkPath(v pathLine) error {
+	if v.Mode != r.wantMode || v.Interface != r.wantIface {
+		return fmt.Errorf("a line of %s on %s, not of the command started (%s on %s)", v.Mode, v.Interface, r.wantMode, r.wantIface)
+	}
+	if r.pathN == 0 {
+		return nil
+	}
+	p := r.last
+	for _, c := range []struct {
+		name     string
+		was, now uint64
+	}{
+		{"rx_packets", p.RxPackets, v.RxPackets},
+		{"handler_dropped", p.HandlerDropped, v.HandlerDropped},
+		{"tx_ring_full", p.TxRingFull, v.TxRingFull},
+		{"rx_dropped", p.XDPStats.RxDropped, v.XDPStats.RxDropped},
+		{"rx_invalid_descs", p.XDPStats.RxInvalidDescs, v.XDPStats.RxInvalidDescs},
+		{"tx_invalid_descs", p.XDPStats.TxInvalidDescs, v.XDPStats.TxInvalidDescs},
+		{"rx_ring_full", p.XDPStats.RxRingFull, v.XDPStats.RxRingFull},
+		{"rx_fill_ring_empty_descs", p.XDPStats.RxFillRingEmptyDescs, v.XDPStats.RxFillRingEmptyDescs},
+		{"tx_ring_empty_descs", p.XDPStats.TxRingEmptyDescs, v.XDPStats.TxRingEmptyDescs},
+	} {
+		if c.now < c.was {
+			return fmt.Errorf("%s went down, from %d to %d: a count since the start never does", c.name, c.was, c.now)
+		}
+	}
+	return nil
+}
+
+// maxCounters bounds the counters kept of one DUT port (a NIC with many
+// queues has a few thousand).
+const maxCounters = 1 << 16
 
 // onStats adds each counter's change to its total since the command
 // began: what it counts since then, the same difference between two
@@ -573,30 +691,64 @@ func (r *remoteRunner) onStats(l remote.Line) {
 		return
 	}
 	var v statsLine
-	err := json.Unmarshal(l.JSON, &v)
+	err := plainStrings(l.JSON)
+	if err == nil {
+		err = json.Unmarshal(l.JSON, &v)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if err == nil {
+		err = r.addStats(v)
+	}
 	if err != nil {
-		r.lineErrs = append(r.lineErrs, fmt.Errorf("the DUT's xdpeng stats printed %s: %w", l.JSON, err))
+		r.lineErrs = append(r.lineErrs, fmt.Errorf("the DUT's xdpeng stats printed %s: %w", shown(l.JSON), err))
 		r.note()
 		return
-	}
-	for _, d := range v.Devices {
-		m := r.devs[d.Interface]
-		if m == nil {
-			m = map[string]uint64{}
-			r.devs[d.Interface] = m
-		}
-		for _, c := range d.Ethtool {
-			m["ethtool:"+c.Name] += c.Delta
-		}
-		for _, c := range d.Netdev {
-			m["netdev:"+c.Name] += c.Delta
-		}
 	}
 	r.cpu = v.CPUTimes
 	r.statsN++
 	r.note()
+}
+
+// addStats adds a stats line's changes to the totals; r.mu is held. A line
+// of another command, of a port not watched, with too many counters, or
+// whose totals would wrap is an error, and adds nothing.
+func (r *remoteRunner) addStats(v statsLine) error {
+	if v.Mode != "stats" {
+		return fmt.Errorf("a line of %q, not of xdpeng stats", v.Mode)
+	}
+	next := map[string]map[string]uint64{}
+	for _, d := range v.Devices {
+		if !slices.Contains(r.ports, d.Interface) {
+			return fmt.Errorf("a line about %q, which is none of the ports watched (%s)", d.Interface, strings.Join(r.ports, ", "))
+		}
+		if next[d.Interface] != nil {
+			return fmt.Errorf("%s twice in one line", d.Interface)
+		}
+		m := maps.Clone(r.devs[d.Interface])
+		if m == nil {
+			m = map[string]uint64{}
+		}
+		next[d.Interface] = m
+		for _, set := range []struct {
+			prefix string
+			rates  []netdev.CounterRate
+		}{{"ethtool:", d.Ethtool}, {"netdev:", d.Netdev}} {
+			for _, c := range set.rates {
+				k := set.prefix + c.Name
+				sum := m[k] + c.Delta
+				if sum < m[k] {
+					return fmt.Errorf("%s %s: its total since the start would pass 2^64", d.Interface, k)
+				}
+				m[k] = sum
+			}
+		}
+		if len(m) > maxCounters {
+			return fmt.Errorf("%s: more than %d counters", d.Interface, maxCounters)
+		}
+	}
+	maps.Copy(r.devs, next)
+	return nil
 }
 
 // staleAfter is how long sample waits for the DUT's next report before it

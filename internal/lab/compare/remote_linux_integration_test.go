@@ -5,6 +5,7 @@ package compare
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -57,7 +58,16 @@ func twoHosts(t *testing.T, links int) (*testbed.Bed, *remotetest.Server, *Remot
 	remotetest.RequireOpenSSH(t)
 	bed := testbedtest.New(t, 1, links)
 	srv := remotetest.StartOn(t, bed, links-1)
-	rc := &Remote{Runner: srv.Runner(t), Binary: xdpengBinary(t), GenNamespace: bed.GenNS}
+	r := srv.Runner(t)
+	built, err := remote.HashFile(xdpengBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := r.Install(context.Background(), built, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &Remote{Runner: r, Binary: bin, GenNamespace: bed.GenNS}
 	for _, l := range bed.Links[:links-1] {
 		rc.DUTInterfaces = append(rc.DUTInterfaces, l.DUT)
 		rc.GenInterfaces = append(rc.GenInterfaces, l.Gen)
@@ -237,7 +247,8 @@ func TestTwoHostsErrors(t *testing.T) {
 		{"wrong key", with(func(c *Remote) {
 			c.Runner = srv.RunnerWith(t, srv.Target(), remotetest.NewKey(t, t.TempDir(), "wrong"), srv.KnownHosts)
 		}), remote.ErrAuth, "Permission denied"},
-		{"missing binary", with(func(c *Remote) { c.Binary = filepath.Join(t.TempDir(), "xdpeng") }), remote.ErrNotFound, "xdpeng"},
+		{"missing binary", with(func(c *Remote) { c.Binary.Path = "/root/no/xdpeng" }), remote.ErrNotFound, "xdpeng"},
+		{"binary replaced", with(func(c *Remote) { c.Binary.SHA256 = strings.Repeat("0", 64) }), remote.ErrMismatch, "no longer the build that was checked"},
 		{"missing port", with(func(c *Remote) { c.DUTInterfaces = []string{"nosuch0"} }), nil, `"nosuch0" not found`},
 	} {
 		err := run(tc.rc)
@@ -258,5 +269,59 @@ func noSessions(t *testing.T, srv *remotetest.Server) {
 			t.Errorf("sshd sessions left: %v", srv.Sessions())
 			return
 		}
+	}
+}
+
+// TestTwoHostsHostileDUT: a DUT whose path command prints what xdpeng
+// never does (an endless line, a line that is not JSON, a count that goes
+// down, a line of another path) ends that path with an error that says
+// so; the run does not crash, and the DUT is left clean. The DUT's
+// "xdpeng" is a script that runs the real one for everything but rxdrop.
+func TestTwoHostsHostileDUT(t *testing.T) {
+	bed, srv, rc := twoHosts(t, 2)
+	real := rc.Binary.Path
+	if err := os.MkdirAll(filepath.Join(srv.Home(), "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const good = `{"type":"interval","mode":"rxdrop","interface":"dut0","rx_packets":10}`
+	for _, tc := range []struct {
+		name, then, says string
+	}{
+		{"endless line", `exec tr -d '\n' < /dev/zero`, "longer than 1048576 bytes"},
+		{"not JSON", `echo '{"type":'; exec sleep 60`, "not a JSON object"},
+		{"count going down", `echo '{"type":"interval","mode":"rxdrop","interface":"dut0","rx_packets":5}'; exec sleep 60`, "rx_packets went down, from 10 to 5"},
+		{"another path", `echo '{"type":"interval","mode":"kern-drop","interface":"dut0","rx_packets":11}'; exec sleep 60`, "not of the command started"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			script := fmt.Sprintf("#!/bin/sh\ncase $1 in\nrxdrop) echo '%s'; %s ;;\n*) exec %s \"$@\" ;;\nesac\n", good, tc.then, real)
+			local := filepath.Join(t.TempDir(), "xdpeng")
+			if err := os.WriteFile(local, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			h, err := remote.HashFile(local)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := *rc
+			if c.Binary, err = c.Runner.Install(context.Background(), h, "/root/bin/xdpeng"); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			res, err := Run(ctx, Config{Remote: &c, Paths: []string{"xsk-drop"}, Duration: time.Second})
+			var got string
+			switch {
+			case err != nil:
+				got = err.Error()
+			case len(res.Rows) == 1:
+				got = res.Rows[0].Error
+			}
+			t.Logf("%s: %s", tc.name, got)
+			if !strings.Contains(got, tc.says) {
+				t.Errorf("the path ended with %q (Run: %v), want an error saying %q", got, err, tc.says)
+			}
+			checkClean(t, bed)
+			noSessions(t, srv)
+		})
 	}
 }

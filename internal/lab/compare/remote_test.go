@@ -184,12 +184,13 @@ func TestRemoteSample(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rr.(*remoteRunner)
+	r.wantMode, r.wantIface, r.ports = "l2fwd", "eth1", []string{"eth1"}
 	r.onStats(statsInterval(t, "eth1", map[string]uint64{"rx_queue_0_xdp_packets": 100, "rx_queue_0_drops": 7, "tx_queue_0_xdp_xmit_errors": 1},
 		map[string]uint64{"tx_dropped": 2}))
 	r.onStats(statsInterval(t, "eth1", map[string]uint64{"rx_queue_0_xdp_packets": 50, "rx_queue_1_xdp_packets": 25, "rx_queue_1_drops": 3},
 		map[string]uint64{"tx_dropped": 1}))
 	r.onStats(line(t, map[string]any{"type": "summary", "devices": []any{}})) // not an interval: ignored
-	r.onPath(line(t, map[string]any{"type": "interval", "rx_packets": 160, "tx_packets": 150, "xdp_mode": "native", "zero_copy": false,
+	r.onPath(line(t, map[string]any{"type": "interval", "mode": "l2fwd", "interface": "eth1", "rx_packets": 160, "tx_packets": 150, "xdp_mode": "native", "zero_copy": false,
 		"xdp_stats": map[string]uint64{"rx_dropped": 2, "rx_ring_full": 3}, "tx_ring_full": 4, "handler_dropped": 0}))
 	if r.pathN != 1 || r.statsN != 2 {
 		t.Fatalf("%d path and %d stats intervals counted, want 1 and 2", r.pathN, r.statsN)
@@ -213,6 +214,68 @@ func TestRemoteSample(t *testing.T) {
 	r.onPath(remote.Line{Type: "interval", JSON: []byte(`{"type":"interval","rx_packets":"many"}`)})
 	if _, err := r.sample(); err == nil || !strings.Contains(err.Error(), "many") {
 		t.Errorf("a line that does not parse: sample gives %v", err)
+	}
+}
+
+// TestRemoteHostileLines: a DUT's line that claims to be from another
+// command or port, whose counters go down, or whose totals would wrap ends
+// the path with an error that says so; the counters it would have set are
+// not taken.
+func TestRemoteHostileLines(t *testing.T) {
+	path := func(mode, iface string, rx uint64, drops uint64) remote.Line {
+		return line(t, map[string]any{"type": "interval", "mode": mode, "interface": iface, "rx_packets": rx,
+			"xdp_stats": map[string]uint64{"rx_dropped": drops}})
+	}
+	for _, tc := range []struct {
+		name  string
+		lines []func(r *remoteRunner)
+		says  string
+	}{
+		{"another path", []func(r *remoteRunner){func(r *remoteRunner) { r.onPath(path("kern-drop", "eth1", 10, 0)) }},
+			"a line of kern-drop on eth1, not of the command started (rxdrop on eth1)"},
+		{"another port", []func(r *remoteRunner){func(r *remoteRunner) { r.onPath(path("rxdrop", "eth9", 10, 0)) }},
+			"not of the command started"},
+		{"rx going down", []func(r *remoteRunner){
+			func(r *remoteRunner) { r.onPath(path("rxdrop", "eth1", 10, 0)) },
+			func(r *remoteRunner) { r.onPath(path("rxdrop", "eth1", 9, 0)) }},
+			"rx_packets went down, from 10 to 9"},
+		{"socket drops going down", []func(r *remoteRunner){
+			func(r *remoteRunner) { r.onPath(path("rxdrop", "eth1", 10, 5)) },
+			func(r *remoteRunner) { r.onPath(path("rxdrop", "eth1", 11, 4)) }},
+			"rx_dropped went down"},
+		{"stats of another command", []func(r *remoteRunner){func(r *remoteRunner) {
+			r.onStats(line(t, map[string]any{"type": "interval", "mode": "rxdrop", "devices": []any{}}))
+		}}, `a line of "rxdrop", not of xdpeng stats`},
+		{"stats of another port", []func(r *remoteRunner){func(r *remoteRunner) {
+			r.onStats(statsInterval(t, "eth7", map[string]uint64{"rx_queue_0_drops": 1}, nil))
+		}}, `a line about "eth7", which is none of the ports watched (eth1)`},
+		{"an escape sequence", []func(r *remoteRunner){func(r *remoteRunner) {
+			r.onPath(line(t, map[string]any{"type": "interval", "mode": "rxdrop", "interface": "eth1", "xdp_mode": "\x1b]0;owned\a"}))
+		}}, "holds control characters"},
+		{"stats wrapping", []func(r *remoteRunner){
+			func(r *remoteRunner) {
+				r.onStats(statsInterval(t, "eth1", map[string]uint64{"rx_queue_0_drops": 1 << 63}, nil))
+			},
+			func(r *remoteRunner) {
+				r.onStats(statsInterval(t, "eth1", map[string]uint64{"rx_queue_0_drops": 1 << 63}, nil))
+			}},
+			"would pass 2^64"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &env{links: testLinks(), driver: "veth", remote: &remoteDUT{cfg: &Remote{}}}
+			rr, err := newRemoteRunner("xsk-drop", e, pathOpts{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rr.(*remoteRunner)
+			r.wantMode, r.wantIface, r.ports = "rxdrop", "eth1", []string{"eth1"}
+			for _, l := range tc.lines {
+				l(r)
+			}
+			if _, err := r.sample(); err == nil || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("sample: %v; want an error saying %q", err, tc.says)
+			}
+		})
 	}
 }
 

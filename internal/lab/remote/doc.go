@@ -14,8 +14,16 @@
 //
 // Both sides must run the same build: CheckBinary compares the SHA-256 of
 // the local executable with the DUT's, and Install copies the local one
-// over. Start runs a long xdpeng command whose stdout is JSON lines and
-// hands each line back as it comes; Stop ends it with SIGINT, then SIGKILL.
+// over (by default to ~/.cache/xdpeng of the ssh user, made 0700).
+// RunBinary and StartBinary run that binary, and check it again in the
+// same remote command: it and every directory above it must be owned by
+// the ssh user or root and not be writable by group or others (else an
+// *UnsafeError: another user could change what runs, as root), and what
+// runs is a private copy whose hash is checked on the open file that is
+// then executed, so that no swap between the check and the run can
+// happen. Start runs any command; StartBinary and Start hand back each
+// JSON line of its stdout as it comes (a bad or endless line stops the
+// command, with a *LineError); Stop ends it with SIGINT, then SIGKILL.
 //
 // What keeps a DUT clean when the tester dies (kill -9, a lost network) is
 // not this package: it is the run's own --duration, which Start always
@@ -34,5 +42,7 @@
 // Errors say which side failed: an *SSHError (ErrUnreachable, ErrAuth,
 // ErrHostKey, ErrConnectionLost, ErrSSH) when ssh itself failed, an
 // *ExitError with the remote's stderr when the remote command did,
-// ErrNotFound and a *MismatchError about the binary.
+// ErrNotFound, an *UnsafeError and a *MismatchError about the binary. What
+// the DUT prints is shown in errors with its control characters replaced
+// (Printable).
 package remote

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Kinds of failure, checked with errors.Is. The ssh ones come wrapped in an
@@ -28,6 +29,10 @@ var (
 	ErrNotFound = errors.New("no such program on the DUT")
 	// ErrMismatch: the DUT's xdpeng is not the same build as the local one.
 	ErrMismatch = errors.New("xdpeng on the DUT differs from the local one")
+	// ErrUnsafe: the DUT's xdpeng, or a directory above it, could be
+	// changed by a user other than the ssh user and root, so it is not
+	// run.
+	ErrUnsafe = errors.New("xdpeng on the DUT could be changed by another user")
 	// ErrKilled: a stopped command did not end within its grace period after
 	// SIGINT and was killed.
 	ErrKilled = errors.New("remote command killed")
@@ -85,14 +90,52 @@ func (e *ExitError) Is(target error) bool { return target == ErrNotFound && e.Co
 type MismatchError struct {
 	Target        Target
 	Local, Remote Binary
+	// Changed: the file was the build when it was looked up, and is not
+	// when it was to run (RunBinary, StartBinary).
+	Changed bool
 }
 
 func (e *MismatchError) Error() string {
+	if e.Changed {
+		return fmt.Sprintf("the DUT's xdpeng (%s: %s) is no longer the build that was checked (sha256 %s, now %s): it was replaced after it was looked up, and is not run",
+			e.Target, e.Remote.Path, short(e.Local.SHA256), short(e.Remote.SHA256))
+	}
 	return fmt.Sprintf("the DUT's xdpeng (%s: %s, sha256 %s) is not the same build as this one (%s, sha256 %s): both sides must run the same binary; install this one on the DUT",
 		e.Target, e.Remote.Path, short(e.Remote.SHA256), e.Local.Path, short(e.Local.SHA256))
 }
 
 func (e *MismatchError) Unwrap() error { return ErrMismatch }
+
+// UnsafeError is an xdpeng on the DUT that is not run because a user other
+// than the ssh user and root could change it: Culprit (the file itself, or
+// a directory above it, symbolic links resolved) is owned by another user
+// or writable by its group or by others. It matches ErrUnsafe.
+type UnsafeError struct {
+	Target  Target
+	Path    string // the binary
+	Culprit string // what failed the check
+	UID     int    // Culprit's owner
+	Owner   string // its name, as the DUT's stat says it
+	Mode    string // its mode, as ls shows it (drwxrwxrwt)
+	// Install: the refusal is Install's, of the place to install to.
+	Install bool
+}
+
+func (e *UnsafeError) Error() string {
+	what := "it"
+	if e.Culprit != e.Path {
+		what = "the directory " + e.Culprit
+	}
+	verb := "is not run"
+	if e.Install {
+		verb = "is not installed there"
+	}
+	return fmt.Sprintf("on %s: %s %s: %s is owned by %s (uid %d) with mode %s, so a user other than the ssh user and root could change what runs; "+
+		"the binary and every directory above it must be owned by the ssh user or root and not be writable by group or others",
+		e.Target, e.Path, verb, what, e.Owner, e.UID, e.Mode)
+}
+
+func (e *UnsafeError) Unwrap() error { return ErrUnsafe }
 
 // classifySSH names the failure in ssh's stderr (ssh exited 255). The
 // messages are OpenSSH's; anything unrecognised is ErrSSH.
@@ -128,18 +171,41 @@ func classifySSH(stderr string) error {
 	return ErrSSH
 }
 
-// lastLines returns the last n non-empty lines of s joined by "; ".
+// lastLines returns the last n non-empty lines of s joined by "; ", each
+// cut to 500 bytes, with Printable's replacements: what the DUT printed
+// goes to this host's terminal.
 func lastLines(s string, n int) string {
 	var lines []string
 	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
 		if l = strings.TrimSpace(l); l != "" {
-			lines = append(lines, l)
+			lines = append(lines, cut(Printable(l), 500))
 		}
 	}
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "; ")
+}
+
+// Printable replaces in s what a terminal would take for a command (C0
+// and C1 control characters, DEL: escape sequences, a carriage return
+// that overwrites the line) and invalid UTF-8 with U+FFFD, so that text
+// from the DUT is shown, never obeyed.
+func Printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\t' || r >= 0x7f && r < 0xa0 || r == utf8.RuneError {
+			return utf8.RuneError
+		}
+		return r
+	}, s)
+}
+
+// cut shortens s to at most n bytes for a message.
+func cut(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
 }
 
 // short gives the first 12 hex digits of a hash, as git does for commits.

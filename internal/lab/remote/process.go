@@ -21,7 +21,8 @@ type Line struct {
 }
 
 // LineError is a stdout line that is not a JSON object with a string
-// "type". The line is skipped; Wait reports the first one.
+// "type", or is longer than MaxLine. The line is skipped and the command
+// stopped; Wait reports the first one.
 type LineError struct {
 	N    int    // line number, counted from 1 after the start marker
 	Text string // the line, cut to 200 bytes
@@ -29,21 +30,29 @@ type LineError struct {
 }
 
 func (e *LineError) Error() string {
-	return fmt.Sprintf("stdout line %d %q: %v", e.N, e.Text, e.Err)
+	text := e.Text
+	if len(text) > 64 {
+		text = text[:64] + "..."
+	}
+	return fmt.Sprintf("stdout line %d %q: %v", e.N, text, e.Err)
 }
 
 func (e *LineError) Unwrap() error { return e.Err }
 
-// maxLine bounds one stdout line; xdpeng's longest are a few KiB.
-const maxLine = 1 << 20
+// MaxLine bounds one stdout line of a started command, and what may come
+// before its start marker; xdpeng's longest lines are a few KiB.
+const MaxLine = 1 << 20
 
 // startScript prints "xdpeng-pid PID STARTTIME" (STARTTIME from
 // /proc/PID/stat, so that Stop signals this process and not a later one
 // with the same PID), then execs the command: the PID is the command's.
 // exec, rather than a child, keeps SIGINT as the command's own (a
 // non-interactive shell starts background children with SIGINT ignored).
-const startScript = `echo "xdpeng-pid $$ $(sed 's/.*) //' /proc/$$/stat 2>/dev/null | cut -d' ' -f20)"
+const startScript = startMarker + `
 exec "$@"`
+
+// startMarker prints "xdpeng-pid PID STARTTIME" of the shell that runs it.
+const startMarker = `echo "xdpeng-pid $$ $(sed 's/.*) //' /proc/$$/stat 2>/dev/null | cut -d' ' -f20)"`
 
 // signalScript sends signal $3 to process $1 if it is still the process
 // that started at $2, and prints whether it did.
@@ -71,6 +80,8 @@ type Process struct {
 	stopOnce sync.Once
 	stopped  chan struct{} // closed when Stop has finished
 	stopErr  error
+
+	classify func(error) error // StartBinary's refusals; nil for Start
 }
 
 // Start runs args (args[0] is the program, e.g. the Path CheckBinary
@@ -94,21 +105,47 @@ func (r *Runner) Start(ctx context.Context, args []string, duration time.Duratio
 	if len(args) == 0 {
 		return nil, errors.New("no remote command")
 	}
+	return r.startProcess(ctx, args, duration, onLine, func(full []string) []string {
+		return append([]string{"sh", "-c", startScript, "sh"}, full...)
+	}, nil)
+}
+
+// StartBinary is Start for b (as CheckBinary or Install returned it) with
+// args: b is checked and run as RunBinary checks and runs it, in the same
+// remote command, and the Process starts only if it passes. A refusal is
+// Start's error: an *UnsafeError, a *MismatchError, ErrNotFound.
+func (r *Runner) StartBinary(ctx context.Context, b Binary, args []string, duration time.Duration, onLine func(Line)) (*Process, error) {
+	if err := checkBinary(b); err != nil {
+		return nil, err
+	}
+	classify := func(err error) error { return r.binaryError(err, b) }
+	p, err := r.startProcess(ctx, append([]string{b.Path}, args...), duration, onLine, func(full []string) []string {
+		return binaryCommand(b, startMarker, full[1:])
+	}, classify)
+	return p, classify(err)
+}
+
+// startProcess starts the command full (args with --duration), run on the
+// DUT as remote(full) says, which prints startMarker first; classify, if
+// not nil, turns the remote command's errors into the caller's.
+func (r *Runner) startProcess(ctx context.Context, args []string, duration time.Duration, onLine func(Line),
+	remote func(full []string) []string, classify func(error) error) (*Process, error) {
 	if duration <= 0 {
 		return nil, fmt.Errorf("remote %s: a duration is required (got %s): it is what ends the remote run if the tester dies", QuoteCommand(args), duration)
 	}
 	full := append(append([]string(nil), args...), "--duration="+duration.String())
 	p := &Process{
-		r:       r,
-		args:    full,
-		stderr:  newTail(maxStderr),
-		done:    make(chan struct{}),
-		stopped: make(chan struct{}),
+		r:        r,
+		args:     full,
+		stderr:   newTail(maxStderr),
+		done:     make(chan struct{}),
+		stopped:  make(chan struct{}),
+		classify: classify,
 	}
-	p.out = &lineWriter{onLine: onLine, started: make(chan struct{})}
+	p.out = &lineWriter{onLine: onLine, started: make(chan struct{}), bad: make(chan struct{})}
 	// Not ctx: cancelling it stops the remote command (Stop), which killing
 	// ssh would not.
-	p.cmd = r.cmd(context.Background(), append([]string{"sh", "-c", startScript, "sh"}, full...))
+	p.cmd = r.cmd(context.Background(), remote(full))
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.stderr
 	if err := r.start(p.cmd); err != nil {
 		return nil, err
@@ -130,6 +167,12 @@ func (r *Runner) Start(ctx context.Context, args []string, duration time.Duratio
 			}
 			return nil, fmt.Errorf("on %s: %s ended before it started (no start marker on stdout)", r.Target, QuoteCommand(full))
 		}
+	case <-p.out.bad:
+		if !p.out.isStarted() { // endless output before the marker
+			p.cmd.Process.Kill()
+			<-p.done
+			return nil, fmt.Errorf("start %s on %s: %w", QuoteCommand(full), r.Target, p.out.firstErr())
+		}
 	case <-ctx.Done():
 		p.cmd.Process.Kill()
 		<-p.done
@@ -137,8 +180,12 @@ func (r *Runner) Start(ctx context.Context, args []string, duration time.Duratio
 	}
 	p.pid, p.start = p.out.pid, p.out.startTime
 	go func() {
+		// A bad line ends the command: what it says can no longer be
+		// trusted to be what it counts.
 		select {
 		case <-ctx.Done():
+			p.Stop()
+		case <-p.out.bad:
 			p.Stop()
 		case <-p.done:
 		}
@@ -162,7 +209,8 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 // Wait waits for the command to end and returns nil if it exited with
 // status 0 and every stdout line was a JSON object with a type; else an
 // *ExitError (with its stderr), an *SSHError (e.g. ErrConnectionLost), or
-// a *LineError.
+// a *LineError. The first bad line (not such an object, or longer than
+// MaxLine) stops the command (Stop) and is reported here.
 func (p *Process) Wait() error {
 	<-p.done
 	return p.err
@@ -177,8 +225,11 @@ func (p *Process) exitError(err error) error {
 		// ssh reports a command killed by a signal as 255.
 		err = &ExitError{Target: p.r.Target, Args: p.args, Code: -1, Stderr: se.Stderr}
 	}
+	if p.classify != nil && !p.out.isStarted() {
+		err = p.classify(err)
+	}
 	if lerr := p.out.firstErr(); lerr != nil {
-		err = errors.Join(err, lerr)
+		err = errors.Join(lerr, err) // the cause first: the bad line stopped it
 	}
 	return err
 }
@@ -261,19 +312,35 @@ type lineWriter struct {
 	buf      []byte
 	skipping bool // the current line is too long and is dropped
 	n        int  // lines after the marker
+	early    int  // bytes before the marker
 
+	bad chan struct{} // closed at the first bad line; nil: never
 	mu  sync.Mutex
 	err *LineError // the first bad line
 }
 
+func (w *lineWriter) isStarted() bool {
+	select {
+	case <-w.started:
+		return true
+	default:
+		return false
+	}
+}
+
 func (w *lineWriter) Write(p []byte) (int, error) {
 	total := len(p)
+	if !w.isStarted() {
+		if w.early += len(p); w.early > MaxLine {
+			w.fail(nil, fmt.Errorf("more than %d bytes before the start marker", MaxLine))
+		}
+	}
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
 			if !w.skipping {
 				w.buf = append(w.buf, p...)
-				if len(w.buf) > maxLine {
+				if len(w.buf) > MaxLine {
 					w.tooLong()
 				}
 			}
@@ -282,7 +349,7 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 		switch {
 		case w.skipping:
 			w.skipping = false
-		case len(w.buf)+i > maxLine:
+		case len(w.buf)+i > MaxLine:
 			w.tooLong()
 			w.skipping = false
 		default:
@@ -300,7 +367,7 @@ func (w *lineWriter) tooLong() {
 	select {
 	case <-w.started:
 		w.n++
-		w.fail(w.buf, fmt.Errorf("longer than %d bytes", maxLine))
+		w.fail(w.buf, fmt.Errorf("longer than %d bytes", MaxLine))
 	default:
 	}
 	w.buf, w.skipping = w.buf[:0], true
@@ -325,7 +392,8 @@ func (w *lineWriter) line(b []byte) {
 		return
 	}
 	w.n++
-	if len(bytes.TrimSpace(b)) == 0 {
+	if len(bytes.TrimSpace(b)) == 0 || w.firstErr() != nil {
+		// After a bad line, nothing the command says is taken.
 		return
 	}
 	var head struct {
@@ -353,6 +421,9 @@ func (w *lineWriter) fail(b []byte, err error) {
 			text = text[:200]
 		}
 		w.err = &LineError{N: w.n, Text: text, Err: err}
+		if w.bad != nil {
+			close(w.bad)
+		}
 	}
 }
 

@@ -139,8 +139,55 @@ func TestStartBadLines(t *testing.T) {
 	if !errors.As(err, &le) || le.N != 2 || le.Text != "not json" {
 		t.Errorf("Wait: %#v, want a LineError for line 2", err)
 	}
-	if diff := cmp.Diff([]string{"interval", "summary"}, l.types()); diff != "" {
+	// Nothing after the bad line is taken.
+	if diff := cmp.Diff([]string{"interval"}, l.types()); diff != "" {
 		t.Errorf("line types (-want +got):\n%s", diff)
+	}
+}
+
+// TestStartHostileOutput: a command whose output is not what xdpeng
+// prints (an endless line, endless noise before the start marker, a line
+// that is not JSON) is stopped, with an error, in bounded memory; no line
+// after the bad one reaches onLine.
+func TestStartHostileOutput(t *testing.T) {
+	ctx := context.Background()
+	r := fakeRunner(t)
+	for _, tc := range []struct {
+		name, script string
+		want         string
+	}{
+		{"endless line", `echo '{"type":"interval"}'; exec tr -d '\n' < /dev/zero`, "longer than"},
+		{"not JSON, then more", `echo '{"type":"interval"}'; echo '{"type":'; exec yes '{"type":"interval"}'`, "not a JSON object"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var l lines
+			// An hour: only the bad line can end it within the test.
+			p, err := r.Start(ctx, []string{"sh", "-c", tc.script, "sh"}, time.Hour, l.add)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = p.Wait()
+			var le *LineError
+			if !errors.As(err, &le) || !strings.Contains(le.Error(), tc.want) || le.N != 2 || len(le.Text) > 200 {
+				t.Errorf("Wait: %v, want a LineError of line 2 (%s)", err, tc.want)
+			}
+			if diff := cmp.Diff([]string{"interval"}, l.types()); diff != "" {
+				t.Errorf("line types (-want +got):\n%s", diff)
+			}
+			if !gone(p.PID(), 10*time.Second) {
+				t.Errorf("PID %d runs on", p.PID())
+			}
+		})
+	}
+	// Endless output before the marker: Start fails, and ends it.
+	noisy := fakeRunner(t)
+	noisy.SSH = []string{"sh", "-c", `exec yes "login noise"`}
+	if _, err := noisy.Start(ctx, []string{"xdpeng"}, time.Hour, nil); err == nil || !strings.Contains(err.Error(), "before the start marker") {
+		t.Errorf("noise before the marker: %v", err)
+	}
+	// Run keeps a bounded output.
+	if _, err := r.Run(ctx, "yes"); err == nil || !strings.Contains(err.Error(), "printed more than") {
+		t.Errorf("Run of endless output: %v", err)
 	}
 }
 
@@ -296,14 +343,14 @@ func TestLineWriter(t *testing.T) {
 	var l lines
 	w := &lineWriter{onLine: l.add, started: make(chan struct{})}
 	input := "motd noise\n{\"type\":\"early\"}\nxdpeng-pid 42 777\n{\"type\":\"a\",\"x\":1}\n" +
-		"{\"type\":\"b\"}\n" + strings.Repeat("x", maxLine+10) + "\n{\"type\":\"c\"}\n{\"type\":\"partial"
+		"{\"type\":\"b\"}\n" + strings.Repeat("x", MaxLine+10) + "\n{\"type\":\"c\"}\n{\"type\":\"partial"
 	for i := 0; i < len(input); i += 7 { // in small pieces, as a pipe may deliver it
 		w.Write([]byte(input[i:min(i+7, len(input))]))
 	}
 	if w.pid != 42 || w.startTime != "777" {
 		t.Errorf("marker: pid %d start %q", w.pid, w.startTime)
 	}
-	if diff := cmp.Diff([]string{"a", "b", "c"}, l.types()); diff != "" {
+	if diff := cmp.Diff([]string{"a", "b"}, l.types()); diff != "" {
 		t.Errorf("line types (-want +got):\n%s", diff)
 	}
 	if string(l.got[0].JSON) != `{"type":"a","x":1}` {

@@ -99,16 +99,18 @@ func TestRemoteRun(t *testing.T) {
 }
 
 func TestRemoteBinary(t *testing.T) {
-	_, _, r := dut(t)
+	_, srv, r := dut(t)
 	ctx := context.Background()
 	built, err := remote.HashFile(xdpengBinary(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The "DUT" shares this machine's files: install into a directory of
-	// the test's.
-	dir := t.TempDir()
-	path := filepath.Join(dir, "xdpeng")
+	// The "DUT" shares this machine's files but for root's home, which is
+	// the test's own: install there.
+	path := "/root/bin/xdpeng"
+	if err := os.Mkdir(filepath.Join(srv.Home(), "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 
 	_, err = r.CheckBinary(ctx, built, path)
 	if !errors.Is(err, remote.ErrNotFound) || !strings.Contains(err.Error(), path) {
@@ -125,8 +127,19 @@ func TestRemoteBinary(t *testing.T) {
 		t.Errorf("CheckBinary after Install = %+v, %v", got, err)
 	}
 	// The installed binary runs there.
-	if out, err := r.Run(ctx, path, "--help"); err != nil || !strings.Contains(string(out), "rxdrop") {
+	if out, err := r.RunBinary(ctx, got, "--help"); err != nil || !strings.Contains(string(out), "rxdrop") {
 		t.Errorf("remote xdpeng --help: %v: %s", err, out)
+	}
+	// And at the default place, in the home's cache directory (0700).
+	def, err := r.Install(ctx, built, "")
+	if want := "/root/" + remote.DefaultInstallPath(built); err != nil || def.Path != want {
+		t.Fatalf("Install to the default place = %+v, %v; want %s", def, err, want)
+	}
+	if fi, err := os.Stat(filepath.Join(srv.Home(), remote.CacheDir)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the cache directory: %v, %v; want it made 0700", fi, err)
+	}
+	if got, err := r.CheckBinary(ctx, built, ""); err != nil || got != def {
+		t.Errorf("CheckBinary after Install to the default place = %+v, %v", got, err)
 	}
 
 	// This test binary is another build: refused, naming both.
@@ -153,10 +166,95 @@ func TestRemoteBinary(t *testing.T) {
 	}
 }
 
+// TestRemotePlanted: a file at the default install path with the build's
+// contents, but owned by another user (nobody) or writable by the group,
+// as a local user of a shared DUT could plant it, is refused by the
+// look-up and by the run, and does not run.
+func TestRemotePlanted(t *testing.T) {
+	_, srv, r := dut(t)
+	ctx := context.Background()
+	ran := "/root/planted-ran"
+	// The "build": a script whose run leaves a mark.
+	local := filepath.Join(t.TempDir(), "xdpeng")
+	if err := os.WriteFile(local, []byte("#!/bin/sh\ntouch "+ran+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	build, err := remote.HashFile(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(srv.Home(), remote.CacheDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(srv.Home(), remote.DefaultInstallPath(build))
+	onDUT := "/root/" + remote.DefaultInstallPath(build)
+	for _, tc := range []struct {
+		name  string
+		plant func() error
+	}{
+		{"owned by nobody", func() error { return os.Chown(planted, 65534, 65534) }},
+		{"group-writable", func() error { return os.Chmod(planted, 0o775) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data, _ := os.ReadFile(local)
+			if err := os.WriteFile(planted, data, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Remove(planted) })
+			if err := tc.plant(); err != nil {
+				t.Fatal(err)
+			}
+			var ue *remote.UnsafeError
+			_, err := r.CheckBinary(ctx, build, "")
+			if !errors.As(err, &ue) || ue.Culprit != onDUT {
+				t.Fatalf("CheckBinary: %v, want an UnsafeError naming %s", err, onDUT)
+			}
+			t.Logf("CheckBinary: %v", err)
+			if _, err := r.RunBinary(ctx, remote.Binary{Path: onDUT, SHA256: build.SHA256}); !errors.As(err, &ue) {
+				t.Errorf("RunBinary: %v, want an UnsafeError", err)
+			}
+			if _, err := r.StartBinary(ctx, remote.Binary{Path: onDUT, SHA256: build.SHA256}, nil, time.Second, nil); !errors.As(err, &ue) {
+				t.Errorf("StartBinary: %v, want an UnsafeError", err)
+			}
+			if _, err := os.Stat(filepath.Join(srv.Home(), "planted-ran")); err == nil {
+				t.Fatal("the planted file ran")
+			}
+			// Installing over it puts the user's own file there.
+			if got, err := r.Install(ctx, build, ""); err != nil || got.Path != onDUT {
+				t.Fatalf("Install over it = %+v, %v", got, err)
+			}
+			var st syscall.Stat_t
+			if err := syscall.Stat(planted, &st); err != nil || st.Uid != 0 || st.Mode&0o022 != 0 {
+				t.Errorf("after Install: uid %d mode %o, %v", st.Uid, st.Mode&0o7777, err)
+			}
+		})
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "run.*"))
+	if len(left) > 0 {
+		t.Errorf("private copies left: %v", left)
+	}
+}
+
+// installed installs the xdpeng binary of this worktree on the DUT of r,
+// at the default place.
+func installed(t *testing.T, r *remote.Runner) remote.Binary {
+	t.Helper()
+	built, err := remote.HashFile(xdpengBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := r.Install(context.Background(), built, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // rxdrop is an AF_XDP drop on dev that takes only UDP to port 9 (the
 // generator's) out of the kernel: the ssh session on the same link goes on.
-func rxdrop(bin, dev string, more ...string) []string {
-	return append([]string{bin, "rxdrop", "-i", dev, "--udp-port", "9", "--json"}, more...)
+func rxdrop(dev string, more ...string) []string {
+	return append([]string{"rxdrop", "-i", dev, "--udp-port", "9", "--json"}, more...)
 }
 
 // summary is the part of an AF_XDP mode's JSON summary the tests read.
@@ -284,10 +382,10 @@ func noSessions(t *testing.T, srv *remotetest.Server) {
 // lines as they come.
 func TestRemoteRxdrop(t *testing.T) {
 	bed, srv, r := dut(t)
-	bin := xdpengBinary(t)
+	bin := installed(t, r)
 	dev := bed.Links[0].DUT
 	c := newCollector()
-	p, err := r.Start(context.Background(), rxdrop(bin, dev, "-n", "0.2"), 2*time.Second, c.add)
+	p, err := r.StartBinary(context.Background(), bin, rxdrop(dev, "-n", "0.2"), 2*time.Second, c.add)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,10 +417,10 @@ func TestRemoteRxdrop(t *testing.T) {
 // TestRemoteStop stops a long remote run early: SIGINT gives the summary.
 func TestRemoteStop(t *testing.T) {
 	bed, srv, r := dut(t)
-	bin := xdpengBinary(t)
+	bin := installed(t, r)
 	dev := bed.Links[0].DUT
 	c := newCollector()
-	p, err := r.Start(context.Background(), rxdrop(bin, dev, "-n", "0.2"), time.Hour, c.add)
+	p, err := r.StartBinary(context.Background(), bin, rxdrop(dev, "-n", "0.2"), time.Hour, c.add)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +501,7 @@ func TestRemoteTesterKilled(t *testing.T) {
 		{"silent", []string{"sh", "-c", `echo '{"type":"start"}'; exec sleep "${1#--duration=}"`, "sh"}},
 		// Its next interval line finds the session gone: SIGPIPE ends it
 		// then, its duration at the latest.
-		{"rxdrop", rxdrop(bin, dev, "-n", "0.2")},
+		{"rxdrop", append([]string{bin}, rxdrop(dev, "-n", "0.2")...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCollector()

@@ -137,29 +137,60 @@ func (r *Runner) start(c *exec.Cmd) error {
 	return nil
 }
 
-// Run runs args on the DUT and returns what it printed on stdout. Its
-// stdin is empty. ctx bounds the whole run; when it ends, the local ssh is
-// killed (meant for short commands: see Start for long ones).
+// MaxOutput bounds what Run keeps of a command's stdout: a command that
+// prints more is an error, and its ssh is ended.
+const MaxOutput = 4 << 20
+
+// Run runs args on the DUT and returns what it printed on stdout (at most
+// MaxOutput bytes). Its stdin is empty. ctx bounds the whole run; when it
+// ends, the local ssh is killed (meant for short commands: see Start for
+// long ones).
 func (r *Runner) Run(ctx context.Context, args ...string) ([]byte, error) {
-	return r.run(ctx, nil, args)
+	return r.run(ctx, nil, args, nil)
 }
 
-func (r *Runner) run(ctx context.Context, stdin io.Reader, args []string) ([]byte, error) {
+// run runs args; shown is the command as errors name it (nil: args).
+func (r *Runner) run(ctx context.Context, stdin io.Reader, args, shown []string) ([]byte, error) {
 	if len(args) == 0 {
 		return nil, errors.New("no remote command")
 	}
+	if shown == nil {
+		shown = args
+	}
 	c := r.cmd(ctx, args)
-	var stdout bytes.Buffer
+	stdout := &capped{max: MaxOutput}
 	stderr := newTail(maxStderr)
-	c.Stdin, c.Stdout, c.Stderr = stdin, &stdout, stderr
+	c.Stdin, c.Stdout, c.Stderr = stdin, stdout, stderr
 	if err := r.start(c); err != nil {
 		return nil, err
 	}
 	err := c.Wait()
-	if err != nil && ctx.Err() != nil {
-		return stdout.Bytes(), fmt.Errorf("on %s: %s: %w", r.Target, QuoteCommand(args), ctx.Err())
+	switch {
+	case stdout.over:
+		return nil, fmt.Errorf("on %s: %s printed more than %d bytes: not what it should print", r.Target, QuoteCommand(shown), MaxOutput)
+	case err != nil && ctx.Err() != nil:
+		return stdout.buf.Bytes(), fmt.Errorf("on %s: %s: %w", r.Target, QuoteCommand(shown), ctx.Err())
 	}
-	return stdout.Bytes(), r.exitError(err, args, stderr.String())
+	return stdout.buf.Bytes(), r.exitError(err, shown, stderr.String())
+}
+
+// errTooMuch ends the copy of a command's output past its bound.
+var errTooMuch = errors.New("output too long")
+
+// capped keeps up to max bytes; a write past them fails, which closes the
+// pipe from ssh, so that ssh ends.
+type capped struct {
+	max  int
+	buf  bytes.Buffer
+	over bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if c.buf.Len()+len(p) > c.max {
+		c.over = true
+		return 0, errTooMuch
+	}
+	return c.buf.Write(p)
 }
 
 // exitError turns ssh's exit into this package's errors: nil for success,

@@ -15,11 +15,12 @@ import (
 )
 
 // fakeSSH stands in for ssh in unit tests: it skips every option up to
-// "--" and the destination, and runs the remote command line with sh, as
-// sshd hands it to a login shell. So the tests go through the same
-// quoting as a real DUT, on this machine, without privileges.
+// "--" and the destination, and runs the remote command line with sh in
+// $HOME, as sshd hands it to a login shell. So the tests go through the
+// same quoting as a real DUT, on this machine, without privileges.
 const fakeSSH = `while [ $# -gt 0 ]; do a=$1; shift; [ "$a" = "--" ] && break; done
 shift
+cd "$HOME" || exit 1
 exec sh -c "$1"`
 
 // fakeRunner returns a Runner whose "DUT" is this machine via fakeSSH.
@@ -178,120 +179,22 @@ func writeExe(t *testing.T, dir, name, body string) string {
 	return p
 }
 
-func TestBinaries(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	r := fakeRunner(t)
-	a := writeExe(t, dir, "a", "echo a")
-	b := writeExe(t, dir, "b", "echo b")
-	localA, err := HashFile(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(localA.SHA256) != 64 || localA.Path != a {
-		t.Fatalf("HashFile = %+v", localA)
-	}
-	if _, err := HashFile(filepath.Join(dir, "none")); err == nil {
-		t.Error("HashFile of a missing file: no error")
-	}
-	self, err := LocalBinary()
-	if err != nil || self.SHA256 == "" {
-		t.Fatalf("LocalBinary = %+v, %v", self, err)
-	}
-	if got := DefaultInstallPath(localA); got != "/tmp/xdpeng-"+localA.SHA256[:12] {
-		t.Errorf("DefaultInstallPath = %s", got)
-	}
-
-	got, err := r.RemoteBinary(ctx, a)
-	if err != nil || got != localA {
-		t.Errorf("RemoteBinary(%s) = %+v, %v; want %+v", a, got, err, localA)
-	}
-	if got, err := r.CheckBinary(ctx, localA, a); err != nil || got != localA {
-		t.Errorf("CheckBinary of the same file = %+v, %v", got, err)
-	}
-	_, err = r.CheckBinary(ctx, localA, b)
-	var me *MismatchError
-	if !errors.As(err, &me) || !errors.Is(err, ErrMismatch) || me.Remote.Path != b || me.Local != localA {
-		t.Fatalf("CheckBinary of another file: %#v", err)
-	}
-	for _, part := range []string{b, a, localA.SHA256[:12], "install this one"} {
-		if !strings.Contains(err.Error(), part) {
-			t.Errorf("mismatch message %q does not name %q", err, part)
+// TestPrintable: what the DUT prints reaches this host's terminal only as
+// text: escape sequences, carriage returns and invalid UTF-8 are replaced.
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain text, ütf-8\tand a tab": "plain text, ütf-8\tand a tab",
+		"\x1b]0;owned\a":               "\ufffd]0;owned\ufffd",
+		"ok\rfake":                     "ok\ufffdfake",
+		"\u009b31m\x7f":                "\ufffd31m\ufffd",
+		"bad \xff byte":                "bad \ufffd byte",
+	} {
+		if got := Printable(in); got != want {
+			t.Errorf("Printable(%q) = %q, want %q", in, got, want)
 		}
 	}
-	for _, p := range []string{filepath.Join(dir, "none"), dir, filepath.Join(dir, "plain")} {
-		if p == filepath.Join(dir, "plain") {
-			os.WriteFile(p, []byte("not executable"), 0o644)
-		}
-		_, err := r.CheckBinary(ctx, localA, p)
-		if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), p) {
-			t.Errorf("CheckBinary(%s): %v, want ErrNotFound naming it", p, err)
-		}
-	}
-	if _, err := r.RemoteBinary(ctx, "-x"); err == nil {
-		t.Error("RemoteBinary(-x): no error")
-	}
-
-	// No path: DefaultName in PATH, then the default install path.
-	bin := t.TempDir()
-	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
-	_, err = r.CheckBinary(ctx, localA, "")
-	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "xdpeng in PATH nor "+DefaultInstallPath(localA)) {
-		t.Errorf("CheckBinary with no xdpeng: %v", err)
-	}
-	writeExe(t, bin, DefaultName, "echo b")
-	_, err = r.CheckBinary(ctx, localA, "")
-	if !errors.As(err, &me) || me.Remote.Path != filepath.Join(bin, DefaultName) {
-		t.Errorf("CheckBinary with another xdpeng in PATH: %v", err)
-	}
-	writeExe(t, bin, DefaultName, "echo a")
-	if got, err := r.CheckBinary(ctx, localA, ""); err != nil || got.Path != filepath.Join(bin, DefaultName) {
-		t.Errorf("CheckBinary with the same xdpeng in PATH = %+v, %v", got, err)
-	}
-}
-
-func TestInstall(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	r := fakeRunner(t)
-	local, err := HashFile(writeExe(t, dir, "local", "echo local"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(dir, "dut", "xdpeng")
-	if err := os.Mkdir(filepath.Dir(dst), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeExe(t, filepath.Dir(dst), "xdpeng", "echo old")
-	got, err := r.Install(ctx, local, dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Path != dst || got.SHA256 != local.SHA256 {
-		t.Errorf("Install = %+v, want %s with %s", got, dst, local.SHA256)
-	}
-	if fi, err := os.Stat(dst); err != nil || fi.Mode().Perm() != 0o755 {
-		t.Errorf("installed file: %v, %v", fi, err)
-	}
-	if out, err := exec.Command(dst).Output(); err != nil || string(out) != "local\n" {
-		t.Errorf("installed file runs: %q, %v", out, err)
-	}
-	if _, err := r.CheckBinary(ctx, local, dst); err != nil {
-		t.Errorf("CheckBinary after Install: %v", err)
-	}
-
-	// A copy that arrives different is not put in place.
-	wrong := local
-	wrong.SHA256 = strings.Repeat("0", 64)
-	_, err = r.Install(ctx, wrong, filepath.Join(dir, "dut", "other"))
-	var ee *ExitError
-	if !errors.As(err, &ee) || ee.Code != 96 || !strings.Contains(err.Error(), "not "+wrong.SHA256) {
-		t.Errorf("Install with a wrong hash: %v", err)
-	}
-	if entries, _ := os.ReadDir(filepath.Join(dir, "dut")); len(entries) != 1 {
-		t.Errorf("Install with a wrong hash left files: %v", entries)
-	}
-	if _, err := r.Install(ctx, local, filepath.Join(dir, "missing-dir", "xdpeng")); err == nil {
-		t.Error("Install into a missing directory: no error")
+	_, err := fakeRunner(t).Run(context.Background(), "sh", "-c", `printf 'evil \033[2J\n' >&2; exit 3`)
+	if err == nil || strings.Contains(err.Error(), "\x1b") || !strings.Contains(err.Error(), "evil \ufffd[2J") {
+		t.Errorf("an ExitError with an escape sequence on stderr: %q", err)
 	}
 }

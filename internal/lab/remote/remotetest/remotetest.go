@@ -14,9 +14,11 @@
 //
 // sshd runs with its own configuration from the test's temporary directory
 // (no PAM, root by key only, no passwords, no forwarding) and in a private
-// mount namespace whose /run is a fresh tmpfs, so that its privilege
-// separation directory (/run/sshd) is made and removed with it and the
-// machine's /run is left alone. Everything is stopped and removed in
+// mount namespace whose /run and /root are fresh tmpfs: its privilege
+// separation directory (/run/sshd) is made and removed with it, and so is
+// the sessions' home directory (root's, where --dut-install puts xdpeng);
+// the machine's /run and /root are left alone (Home reaches the sessions'
+// home from outside). Everything is stopped and removed in
 // t.Cleanup; if the test binary dies, the kernel kills sshd (its parent-death
 // signal).
 package remotetest
@@ -190,8 +192,9 @@ PermitTunnel no
 }
 
 // startInDUT starts sshd from a thread that is in the DUT's network
-// namespace and in a private mount namespace with a fresh /run. The thread
-// stays until release is closed: sshd's parent-death signal is tied to it.
+// namespace and in a private mount namespace with a fresh /run and /root.
+// The thread stays until release is closed: sshd's parent-death signal is
+// tied to it.
 func (s *Server) startInDUT() error {
 	dut, err := netns.GetFromPath(filepath.Join(testbed.NetnsDir, s.Bed.DUTNS))
 	if err != nil {
@@ -215,6 +218,10 @@ func (s *Server) startInDUT() error {
 			}
 			if err := os.Mkdir("/run/sshd", 0o755); err != nil {
 				return err
+			}
+			// The sessions' home (root's): the test's own, empty.
+			if err := unix.Mount("tmpfs", "/root", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700"); err != nil {
+				return fmt.Errorf("mount a tmpfs on /root: %w", err)
 			}
 			if err := netns.Set(dut); err != nil {
 				return fmt.Errorf("enter %s: %w", s.Bed.DUTNS, err)
@@ -257,6 +264,10 @@ func (s *Server) Log() string {
 	}
 	return string(b)
 }
+
+// Home is the sessions' home directory (root's, a tmpfs of the test's) as
+// this process reaches it: through sshd's view of the file system.
+func (s *Server) Home() string { return "/proc/" + strconv.Itoa(s.cmd.Process.Pid) + "/root/root" }
 
 // PID returns sshd's process id.
 func (s *Server) PID() int { return s.cmd.Process.Pid }
