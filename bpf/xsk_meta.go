@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 )
@@ -138,26 +137,4 @@ func NewXskRedirectMeta(opts XskMetaOptions) (*XskRedirect, error) {
 		return nil, fmt.Errorf("load xsk_redirect_meta for interface index %d: %w", opts.Ifindex, err)
 	}
 	return &XskRedirect{Program: objs.XskRedirectMeta, XsksMap: objs.XsksMap}, nil
-}
-
-// NewXskRedirectMetaUnbound loads the same program bound to no device, for
-// BPF_PROG_TEST_RUN (progbench), which does not run device-bound programs:
-// there every kfunc answers -EOPNOTSUPP, so the cost it measures is the
-// program's own and the calls', without a driver's work.
-func NewXskRedirectMetaUnbound() (*ebpf.Program, error) {
-	spec, err := LoadXskRedirectMeta()
-	if err != nil {
-		return nil, fmt.Errorf("load xsk_redirect_meta: %w", err)
-	}
-	for _, name := range []string{XskRedirectMetaVarWantHash, XskRedirectMetaVarWantTimestamp, XskRedirectMetaVarWantVlan} {
-		if err := spec.Variables[name].Set(uint8(1)); err != nil {
-			return nil, fmt.Errorf("load xsk_redirect_meta: set %s: %w", name, err)
-		}
-	}
-	var objs XskRedirectMetaObjects
-	if err := spec.LoadAndAssign(&objs, nil); err != nil {
-		return nil, fmt.Errorf("load xsk_redirect_meta: %w", err)
-	}
-	objs.XsksMap.Close()
-	return objs.XskRedirectMeta, nil
 }
