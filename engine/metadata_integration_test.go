@@ -12,11 +12,13 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 
+	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
 // metaFrame is what a handler read of one frame's receive metadata.
@@ -62,6 +64,9 @@ func (r *metaRecorder) Handle(b *engine.Batch) {
 // ndo_xdp_xmit: no skb).
 func TestRxMetadataVeth(t *testing.T) {
 	bed := testbedtest.New(t, 1, 1)
+	if err := bpf.CheckKfuncs(bpf.KfuncRxHash, bpf.KfuncRxTimestamp, bpf.KfuncRxVLANTag); err != nil {
+		privtest.Unsupported(t, "%v", err)
+	}
 	l := bed.Links[0]
 	const vlanID, vlanSrcPort, flows, perFlow, live = 7, 5000, 8, 50, 400
 	rec := &metaRecorder{}

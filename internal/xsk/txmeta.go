@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 
+	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 )
 
@@ -86,6 +88,11 @@ func (u *Umem) SetTxRequest(addr uint64, req TxRequest, csumStart, csumOffset ui
 	if req&^(TxTimestamp|TxChecksum|TxLaunchTime) != 0 {
 		return fmt.Errorf("unknown TX metadata requests %#x", uint64(req&^(TxTimestamp|TxChecksum|TxLaunchTime)))
 	}
+	if req&TxLaunchTime != 0 {
+		if err := checkTxLaunchTime(); err != nil {
+			return err
+		}
+	}
 	binary.NativeEndian.PutUint64(m[txMetaFlagsAt:], uint64(req))
 	binary.NativeEndian.PutUint16(m[txMetaCsumStartAt:], csumStart)
 	binary.NativeEndian.PutUint16(m[txMetaCsumOffsetAt:], csumOffset)
@@ -93,6 +100,39 @@ func (u *Umem) SetTxRequest(addr uint64, req TxRequest, csumStart, csumOffset ui
 	binary.NativeEndian.PutUint64(m[txMetaLaunchTimeAt:], launchNs)
 	return nil
 }
+
+// ErrNoTxLaunchTime means the kernel takes no launch time in TX metadata.
+var ErrNoTxLaunchTime = errors.New("AF_XDP TX launch time needs Linux 6.14 or later")
+
+// checkTxLaunchTime tells, once, whether the kernel's struct
+// xsk_tx_metadata has a launch time (Linux 6.14 and later): a kernel
+// without it refuses the frames that ask for one as invalid descriptors.
+var checkTxLaunchTime = sync.OnceValue(func() error {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return fmt.Errorf("%w: cannot read the kernel's BTF to tell: %w", ErrNoTxLaunchTime, err)
+	}
+	var st *btf.Struct
+	if err := spec.TypeByName("xsk_tx_metadata", &st); err != nil {
+		return fmt.Errorf("%w: the kernel has no struct xsk_tx_metadata: %w", ErrNoTxLaunchTime, err)
+	}
+	for _, m := range st.Members {
+		u, ok := m.Type.(*btf.Union)
+		if !ok {
+			continue
+		}
+		for _, um := range u.Members {
+			if r, ok := um.Type.(*btf.Struct); ok && um.Name == "request" {
+				for _, rm := range r.Members {
+					if rm.Name == "launch_time" {
+						return nil
+					}
+				}
+			}
+		}
+	}
+	return fmt.Errorf("%w: the kernel's struct xsk_tx_metadata has no launch_time", ErrNoTxLaunchTime)
+})
 
 // TxCompletionTimestamp reads the completion timestamp of a frame the
 // completion ring returned, sent with TxTimestamp: ns of CLOCK_TAI in copy
@@ -121,20 +161,14 @@ func setTxMetadata(reg *unix.XDPUmemReg, cfg UmemConfig) {
 	}
 }
 
-// registerUmem registers the UMEM. Linux 6.8 to 6.10 take TX metadata
-// from tx_metadata_len alone and refuse the XDP_UMEM_TX_METADATA_LEN flag
-// that later kernels need (EINVAL): it is tried again without.
+// registerUmem registers the UMEM. TX metadata takes the
+// XDP_UMEM_TX_METADATA_LEN flag, which kernels without it refuse (EINVAL):
+// were it left out, a kernel before 6.8 would take the registration and
+// ignore tx_metadata_len.
 func registerUmem(fd int, reg *unix.XDPUmemReg, cfg UmemConfig) error {
 	err := setsockopt(fd, unix.SOL_XDP, unix.XDP_UMEM_REG, reg)
-	if errors.Is(err, unix.EINVAL) && reg.Flags&unix.XDP_UMEM_TX_METADATA_LEN != 0 {
-		r := *reg
-		r.Flags &^= unix.XDP_UMEM_TX_METADATA_LEN
-		if setsockopt(fd, unix.SOL_XDP, unix.XDP_UMEM_REG, &r) == nil {
-			return nil
-		}
-	}
-	if err != nil && errors.Is(err, unix.EINVAL) && (cfg.TxMetadata || cfg.TxSoftwareChecksum) {
-		return fmt.Errorf("%w (AF_XDP TX metadata needs Linux 6.8 or later)", err)
+	if errors.Is(err, unix.EINVAL) && (cfg.TxMetadata || cfg.TxSoftwareChecksum) {
+		return fmt.Errorf("%w (AF_XDP TX metadata needs XDP_UMEM_TX_METADATA_LEN and XDP_UMEM_TX_SW_CSUM: Linux 6.11, or a stable release of 6.8 to 6.10 that has them)", err)
 	}
 	return err
 }
