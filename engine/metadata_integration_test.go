@@ -14,6 +14,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/engine/handler"
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
@@ -228,5 +229,57 @@ func TestRxMetadataRefused(t *testing.T) {
 				t.Errorf("a refused engine left hooks on the device: %+v", h)
 			}
 		})
+	}
+}
+
+// TestFlowCountVeth counts flows by RX hash (handler.FlowGroup, what count
+// --by rxhash runs): the stack's frames by flow, the live frames as
+// unhashed, every frame once.
+func TestFlowCountVeth(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	if err := bpf.CheckKfuncs(bpf.KfuncRxHash); err != nil {
+		privtest.Unsupported(t, "%v", err)
+	}
+	l := bed.Links[0]
+	const flows, perFlow, live = 6, 40, 300
+	var g handler.FlowGroup
+	cfg := rxdropConfig(bed)
+	cfg.RxMetadata = engine.RxHash
+	cfg.Handler = g.Handler
+	cfg.FillSize, cfg.RxSize = 4096, 4096
+	r := start(t, bed, cfg)
+	base := packet.UDPConfig{
+		SrcMAC: l.GenMAC, DstMAC: l.DUTMAC,
+		SrcIP: netip.MustParseAddr(l.GenIP.String()), DstIP: netip.MustParseAddr(l.DUTIP.String()),
+		SrcPort: 1234, DstPort: 9, Size: 64,
+	}
+	var stack [][]byte
+	for k := range flows {
+		c := base
+		c.DstPort = uint16(100 + k)
+		f := make([]byte, c.Size)
+		if _, err := packet.BuildUDP(f, c); err != nil {
+			t.Fatal(err)
+		}
+		for range perFlow {
+			stack = append(stack, f)
+		}
+	}
+	openPacketSocket(t, bed, 0).send(t, stack...)
+	if st := send(t, bed, 0, gen.Config{Frame: base, Count: live, Rate: 20_000, Threads: 1}); st.Sent != live {
+		t.Fatalf("generator sent %d, want %d", st.Sent, live)
+	}
+	total := uint64(len(stack) + live)
+	if got := r.finish(total).Total().RxPackets; got != total {
+		t.Fatalf("received %d frames, want %d", got, total)
+	}
+	s := g.Stats()
+	if s.Frames != total || s.Unhashed != live || s.Overflow != 0 || len(s.ByHash) != flows {
+		t.Fatalf("flow counts %+v: want %d frames, %d unhashed, %d flows", s, total, live, flows)
+	}
+	for k, v := range s.ByHash {
+		if v != perFlow {
+			t.Errorf("flow %s: %d frames, want %d", k, v, perFlow)
+		}
 	}
 }
