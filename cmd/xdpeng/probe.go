@@ -253,7 +253,7 @@ func (r probeJSON) text(w io.Writer) {
 			"a handler gets them in native mode (engine.Config.RxMetadata; the built-in commands do not ask)",
 			"none reported (kernels before 6.8 report none): on 6.8 and later engine.Config.RxMetadata is refused here"))
 		fmt.Fprintf(w, "  AF_XDP transmit metadata: %s\n", metadataNote(r.XSKFeatures,
-			"what the driver does for a zero-copy socket's per-frame requests; copy mode does checksums and completion timestamps in software",
+			"what the driver does for a zero-copy socket's per-frame requests (txonly -z --tx-checksum needs tx-checksum); copy mode does checksums and completion timestamps in software",
 			"none reported (before 6.8: none known) for zero-copy sockets; copy mode does checksums and completion timestamps in software"))
 	}
 	switch a := r.XDPProgram; {
