@@ -82,7 +82,8 @@ type GeneratorConfig struct {
 	// in copy mode, by the device in zero-copy mode (its xsk-features must
 	// have tx-checksum; BindAuto binds in copy mode on a device without).
 	// Every frame must be a whole UDP or TCP packet over IP; what its
-	// checksum field holds is replaced. Not with MultiBuffer.
+	// checksum field holds is replaced. Not with MultiBuffer or
+	// Unaligned.
 	TxChecksum bool
 }
 

@@ -21,7 +21,7 @@ var ErrTxMetadata = errors.New("transmit metadata not available")
 const txMetaOffset = 64
 
 // checkTxChecksum refuses TxChecksum where it cannot work, before anything
-// is set up: multi-buffer, a frame that is not UDP or TCP over IP or does
+// is set up: multi-buffer, unaligned chunks, a frame that is not UDP or TCP over IP or does
 // not fit after the metadata, zero-copy on a device without tx-checksum.
 // BindAuto on such a device binds in copy mode, where the kernel fills
 // the checksums.
@@ -34,6 +34,9 @@ func (c *GeneratorConfig) checkTxChecksum(f *netdev.Facts, plan netdev.Plan) err
 	}
 	if c.MultiBuffer {
 		return fail("does not combine with multi-buffer")
+	}
+	if c.Unaligned {
+		return fail("does not combine with unaligned chunk mode")
 	}
 	for i, fr := range c.Frames {
 		if _, _, err := l4Checksum(fr); err != nil {

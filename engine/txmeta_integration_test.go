@@ -86,14 +86,14 @@ func TestTxChecksumRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		name  string
-		frame []byte
-		mb    bool
-	}{{"ICMP", icmp, false}, {"frame too long for the metadata", udp, false}, {"multi-buffer", udp, true}} {
+		name     string
+		frame    []byte
+		mb, unal bool
+	}{{"ICMP", icmp, false, false}, {"frame too long for the metadata", udp, false, false}, {"multi-buffer", udp, true, false}, {"unaligned", icmp, false, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := engine.DefaultGeneratorConfig()
 			cfg.Interface = l.DUT
-			cfg.Frames, cfg.Count, cfg.TxChecksum, cfg.MultiBuffer = [][]byte{tc.frame}, 10, true, tc.mb
+			cfg.Frames, cfg.Count, cfg.TxChecksum, cfg.MultiBuffer, cfg.Unaligned = [][]byte{tc.frame}, 10, true, tc.mb, tc.unal
 			err := bed.InDUT(func() error {
 				g, err := engine.NewGenerator(cfg)
 				if err == nil {
