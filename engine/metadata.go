@@ -153,16 +153,26 @@ func (b *Batch) RxTimestamp(i int) (ns uint64, ok bool) {
 	return binary.NativeEndian.Uint64(m[bpf.RxMetaTimestampAt:]), true
 }
 
-// RxVLAN returns the VLAN tag (TCI: priority, DEI and VLAN id) that the
-// device took off frame i, and its protocol (0x8100 or 0x88a8). ok is false
-// where Config.RxMetadata has no RxVLAN or the frame had no tag taken off
-// (an untagged frame, or one whose tag is still in it: look in Frame(i)).
-func (b *Batch) RxVLAN(i int) (tci, proto uint16, ok bool) {
+// RxVLAN returns the VLAN tag (TCI: priority, DEI and VLAN id, the id in
+// tci&0xfff) that the device took off frame i. ok is false where
+// Config.RxMetadata has no RxVLAN or the frame had no tag taken off (an
+// untagged frame, or one whose tag is still in it: look in Frame(i)).
+func (b *Batch) RxVLAN(i int) (tci uint16, ok bool) {
 	m, ok := b.rxMeta(i, bpf.RxMetaVLAN)
 	if !ok {
-		return 0, 0, false
+		return 0, false
 	}
-	return binary.NativeEndian.Uint16(m[bpf.RxMetaVLANTCIAt:]), binary.BigEndian.Uint16(m[bpf.RxMetaVLANProtoAt:]), true
+	return binary.NativeEndian.Uint16(m[bpf.RxMetaVLANTCIAt:]), true
+}
+
+// RxVLANProtocol returns the protocol (TPID) of the tag RxVLAN returns:
+// 0x8100 (802.1Q) or 0x88a8 (802.1ad), with the same ok.
+func (b *Batch) RxVLANProtocol(i int) (proto uint16, ok bool) {
+	m, ok := b.rxMeta(i, bpf.RxMetaVLAN)
+	if !ok {
+		return 0, false
+	}
+	return binary.BigEndian.Uint16(m[bpf.RxMetaVLANProtoAt:]), true
 }
 
 // checkRxMetadata refuses RxMetadata where it cannot work, before anything

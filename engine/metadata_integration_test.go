@@ -46,7 +46,11 @@ func (r *metaRecorder) Handle(b *engine.Batch) {
 		var m metaFrame
 		m.hash, m.kind, m.hashOK = b.RxHash(i)
 		_, m.tsOK = b.RxTimestamp(i)
-		m.tci, m.vlanProto, m.vlanOK = b.RxVLAN(i)
+		m.tci, m.vlanOK = b.RxVLAN(i)
+		var protoOK bool
+		if m.vlanProto, protoOK = b.RxVLANProtocol(i); protoOK != m.vlanOK {
+			panic("RxVLAN and RxVLANProtocol disagree on ok")
+		}
 		f := b.Frame(i)
 		l3 := 14
 		if binary.BigEndian.Uint16(f[12:]) == 0x8100 {

@@ -51,7 +51,7 @@ func TestRxMetadataSimulated(t *testing.T) {
 	_, err := engine.Simulate(engine.HandlerFunc(func(b *engine.Batch) {
 		_, _, okHash = b.RxHash(0)
 		_, okTS = b.RxTimestamp(0)
-		_, _, okVLAN = b.RxVLAN(0)
+		_, okVLAN = b.RxVLAN(0)
 	}), frames)
 	if err != nil {
 		t.Fatal(err)
