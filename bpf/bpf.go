@@ -7,6 +7,7 @@
 package bpf
 
 //go:generate go tool bpf2go -tags linux -cflags "-O2 -g -Wall -Werror" XskRedirect xsk_redirect.c -- -I/usr/include/$MULTIARCH
+//go:generate go tool bpf2go -tags linux -cflags "-O2 -g -Wall -Werror" XskRedirectMeta xsk_redirect_meta.c -- -I/usr/include/$MULTIARCH
 //go:generate go tool bpf2go -tags linux -cflags "-O2 -g -Wall -Werror" -type gen_state Gen gen.c -- -I/usr/include/$MULTIARCH
 //go:generate go tool bpf2go -tags linux -cflags "-O2 -g -Wall -Werror" kern kern.c -- -I/usr/include/$MULTIARCH
 //go:generate go tool bpf2go -tags linux -cflags "-O2 -g -Wall -Werror -mcpu=v3" -type cpu_stats Latency latency.c -- -I/usr/include/$MULTIARCH

@@ -8,12 +8,7 @@
 // The options below are set at load time; the verifier removes what is off.
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
-#include <linux/ip.h>
-#include <linux/ipv6.h>
-#include <linux/in.h>
-#include <linux/udp.h>
 #include <bpf/bpf_helpers.h>
-#include <bpf/bpf_endian.h>
 
 #define MAX_QUEUES 256
 
@@ -22,6 +17,8 @@ volatile const __u8 enable_counters = 0;
 // If not zero, only UDP frames to this destination port go to userspace;
 // everything else goes to the stack (so SSH keeps working on a real NIC).
 volatile const __u16 filter_udp_port = 0;
+
+#include "xsk_filter.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
@@ -41,36 +38,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct queue_counters);
 } queue_stats SEC(".maps");
-
-static __always_inline int is_wanted(struct xdp_md *ctx)
-{
-	void *data = (void *)(long)ctx->data;
-	void *end = (void *)(long)ctx->data_end;
-	struct ethhdr *eth = data;
-	struct udphdr *udp;
-	__u8 proto;
-
-	if ((void *)(eth + 1) > end)
-		return 0;
-	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
-		struct iphdr *ip = (void *)(eth + 1);
-		if ((void *)(ip + 1) > end || ip->ihl < 5)
-			return 0;
-		proto = ip->protocol;
-		udp = (void *)ip + ip->ihl * 4;
-	} else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr *ip6 = (void *)(eth + 1);
-		if ((void *)(ip6 + 1) > end)
-			return 0;
-		proto = ip6->nexthdr;
-		udp = (void *)(ip6 + 1);
-	} else {
-		return 0;
-	}
-	if (proto != IPPROTO_UDP || (void *)(udp + 1) > end)
-		return 0;
-	return udp->dest == bpf_htons(filter_udp_port);
-}
 
 SEC("xdp")
 int xsk_redirect(struct xdp_md *ctx)

@@ -86,6 +86,9 @@ type Batch struct {
 	// forwarded needs no look at the ports, one without back no loop for
 	// its queue's own tx ring.
 	back, forwarded bool
+	// rxMetadata is set when the steering program writes the receive
+	// metadata in front of each frame (Config.RxMetadata).
+	rxMetadata bool
 
 	// With multi-buffer, frame i's further segments are
 	// segAddrs[segStart[i]:segStart[i+1]] (and segLens); nil without.

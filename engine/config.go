@@ -271,6 +271,10 @@ type Config struct {
 	// UDPPort, if not zero, steers only UDP frames to this port to the
 	// sockets; the rest goes to the stack.
 	UDPPort uint16
+	// RxMetadata asks the driver for each frame's RX hash, timestamp or
+	// VLAN tag, for the handler (Batch.RxHash, RxTimestamp, RxVLAN); see
+	// RxMetadata. The zero value asks for none.
+	RxMetadata RxMetadata
 	// Handler makes the handler of each queue's worker. nil drops every
 	// frame unread, the fastest receive loop (rxdrop).
 	Handler func(queue int) Handler

@@ -95,6 +95,9 @@ func New(cfg Config) (_ *Engine, err error) {
 	if err := cfg.checkMultiBuffer(facts, plan); err != nil {
 		return nil, err
 	}
+	if err := cfg.checkRxMetadata(facts); err != nil {
+		return nil, err
+	}
 	if err := checkMTU(info, &cfg); err != nil {
 		return nil, err
 	}
@@ -118,7 +121,7 @@ func New(cfg Config) (_ *Engine, err error) {
 			e.Close()
 		}
 	}()
-	if e.prog, err = bpf.NewXskRedirect(bpf.XskOptions{UDPPort: cfg.UDPPort, Frags: cfg.MultiBuffer}); err != nil {
+	if e.prog, err = e.newSteering(); err != nil {
 		return nil, err
 	}
 	if err := e.bindAll(); err != nil {
@@ -258,6 +261,7 @@ func (e *Engine) bindAll() error {
 			return bindError(err)
 		}
 		w := newWorker(q, cfg.CPUs[i], s, h, workerOptions(cfg))
+		w.batch.rxMetadata = cfg.RxMetadata != 0
 		e.workers = append(e.workers, w)
 		for k := range e.outs {
 			if err := e.bindOutput(w, k, first+per+uint32(k)*outFrames); err != nil {

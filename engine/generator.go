@@ -77,6 +77,14 @@ type GeneratorConfig struct {
 	// OnLinkChange, if set, hears the device going down and coming back
 	// while Run runs, as Config.OnLinkChange does.
 	OnLinkChange func(LinkChange)
+	// TxChecksum has each frame's UDP or TCP checksum filled as it is
+	// sent, through AF_XDP TX metadata (Linux 6.8 and later): by the kernel
+	// in copy mode, by the device in zero-copy mode (its xsk-features must
+	// have tx-checksum; BindAuto binds in copy mode on a device without).
+	// Every frame must be a whole UDP or TCP packet over IP; what its
+	// checksum field holds is replaced. Not with MultiBuffer or
+	// Unaligned.
+	TxChecksum bool
 }
 
 // DefaultGeneratorConfig returns the defaults of DefaultConfig for the
@@ -202,8 +210,11 @@ func NewGenerator(cfg GeneratorConfig) (_ *Generator, err error) {
 	if len(cfg.Queues) == 0 {
 		return nil, fmt.Errorf("%s reports no tx queues", cfg.Interface)
 	}
-	_, plan, err := devicePlan(info)
+	facts, plan, err := devicePlan(info)
 	if err != nil {
+		return nil, err
+	}
+	if err := cfg.checkTxChecksum(facts, plan); err != nil {
 		return nil, err
 	}
 	if err := checkZeroCopy(info, plan, cfg.BindMode); err != nil {
@@ -241,11 +252,19 @@ func NewGenerator(cfg GeneratorConfig) (_ *Generator, err error) {
 		// One frame more than the generator uses: the kernel wants a fill
 		// ring on every socket, and this frame sits in it, unused, as the
 		// socket has no rx ring.
-		u, err := g.newUmem(sc.umemConfig(n + outFrames))
+		uc := sc.umemConfig(n + outFrames)
+		cfg.umemTxMetadata(&uc)
+		u, err := g.newUmem(uc)
 		if err != nil {
-			return nil, fmt.Errorf("queue %d: %w", q, err)
+			return nil, fmt.Errorf("queue %d: %w", q, cfg.txMetadataError(err))
 		}
-		writeTxFrames(u, cfg.Frames, n, cfg.segments())
+		if cfg.TxChecksum {
+			if err := writeTxChecksumFrames(u, cfg.Frames, n); err != nil {
+				return nil, fmt.Errorf("queue %d: %w", q, err)
+			}
+		} else {
+			writeTxFrames(u, cfg.Frames, n, cfg.segments())
+		}
 		s, err := xsk.NewSocket(u, xsk.SocketConfig{
 			Ifindex:        info.Index,
 			Queue:          q,
@@ -263,6 +282,9 @@ func NewGenerator(cfg GeneratorConfig) (_ *Generator, err error) {
 		}
 		w := newWorker(q, cfg.CPUs[i], s, nil, workerOptions(&sc))
 		w.tx = newTxGen(&cfg, i, n)
+		if cfg.TxChecksum {
+			w.tx.metaOff, w.tx.metaOpts = txMetaOffset, xsk.TxMetadataOption
+		}
 		g.workers = append(g.workers, w)
 		if cfg.Wait == WaitBusyPoll {
 			if err := s.SetBusyPoll(cfg.BusyPollUsecs, cfg.BusyPollBudget); err != nil {
@@ -359,6 +381,11 @@ type txGen struct {
 	seg      uint32
 	segLens  [][]uint32 // segLens[v][k]: length of variant v's k-th descriptor
 	inFlight uint32
+
+	// With TxChecksum, each frame starts metaOff bytes into its UMEM
+	// frame and its descriptors carry metaOpts; both 0 without.
+	metaOff  uint64
+	metaOpts uint32
 }
 
 // clock is how a generator worker reads the time and waits: the pacer's
@@ -523,13 +550,17 @@ func (w *worker) txBatch(now time.Time) uint32 {
 		var idx uint32
 		idx, got = s.Tx.Reserve(n)
 		next, v, k := g.next, g.variant, uint32(len(g.lens))
-		for i := uint32(0); i < got; i++ {
-			s.Tx.Set(idx+i, uint64(next)<<g.shift, g.lens[v])
-			if next++; next == g.frames {
-				next = 0
-			}
-			if v++; v == k {
-				v = 0
+		if g.metaOpts != 0 {
+			next, v = g.setTxMeta(&s.Tx, idx, got)
+		} else {
+			for i := uint32(0); i < got; i++ {
+				s.Tx.Set(idx+i, uint64(next)<<g.shift, g.lens[v])
+				if next++; next == g.frames {
+					next = 0
+				}
+				if v++; v == k {
+					v = 0
+				}
 			}
 		}
 		g.next, g.variant = next, v

@@ -168,6 +168,8 @@ func TestCLIFlagErrors(t *testing.T) {
 			want: []string{"needs root", "sudo"}},
 		{name: "count top", args: []string{"count", "-i", "dut0", "--top", "-1", "-d", "1s"},
 			want: []string{"--top -1"}},
+		{name: "count by", args: []string{"count", "-i", "dut0", "--by", "flow", "-d", "1s"},
+			want: []string{`--by "flow"`, "port", "rxhash"}},
 		{name: "l2fwd frame size", args: []string{"l2fwd", "-i", "dut0", "--frame-size", "1000", "-d", "1s"},
 			want: []string{"frame size 1000"}},
 		{name: "txonly unbounded", args: []string{"txonly", "-i", "gen0"},

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/handler"
 	"github.com/xdpeng/xdpeng/internal/metrics"
 )
@@ -17,6 +18,7 @@ func init() { addCommand(newCountCmd()) }
 func newCountCmd() *cobra.Command {
 	var f xskFlags
 	var top int
+	var by string
 	c := &cobra.Command{
 		Use:   "count -i DEV [flags]",
 		Short: "Receive on AF_XDP sockets, count frames by protocol and port, drop them",
@@ -29,13 +31,20 @@ Every interval it prints the queue table of rxdrop and then the busiest
 protocols and ports, as xdp1 does ("proto 17 (udp)  19596362 pkt/s"), the
 busiest first and equal rates in the order of their keys; the final
 summary (and its --json object, in by_protocol and by_port) has the exact
-totals.`,
+totals.
+
+With --by rxhash it counts flows instead, by the RX hash the driver gives
+each frame (the XDP metadata kfuncs, native XDP only): no header is
+parsed, and frames the driver has no hash for (on veth: frames redirected
+into it, like gen's) are counted as "no rxhash".`,
 		Example: `  # all queues of dut0, until Ctrl-C
   xdpeng count -i dut0
   # the ten busiest protocols and ports every 2 s, for 10 s
   xdpeng count -i dut0 --top 10 -n 2 -d 10
   # on a real NIC: only UDP to port 9 leaves the kernel, SSH keeps working
   xdpeng count -i eth1 --udp-port 9 --json
+  # flows by the RX hash the driver computed, without parsing a header
+  xdpeng count -i eth1 --by rxhash
   # on the test bed
   ip netns exec xdpeng-dut xdpeng count -i dut0`,
 		Args: cobra.NoArgs,
@@ -43,9 +52,18 @@ totals.`,
 			if top < 0 {
 				return fmt.Errorf("--top %d: must not be negative (0 shows every entry)", top)
 			}
+			if by != "port" && by != "rxhash" {
+				return fmt.Errorf("--by %q: want port (by protocol and port) or rxhash (by the RX hash the driver gives)", by)
+			}
 			cfg, err := f.config()
 			if err != nil {
 				return err
+			}
+			if by == "rxhash" {
+				var g handler.FlowGroup
+				cfg.RxMetadata = engine.RxHash
+				cfg.Handler = g.Handler
+				return runXskWith(cmd, "count", &f, cfg, flowHooks(&g, top))
 			}
 			var g handler.CountGroup
 			cfg.Handler = g.Handler
@@ -56,7 +74,8 @@ totals.`,
 	}
 	c.Long += "\n\n" + fcsNote
 	f.register(c.Flags())
-	c.Flags().IntVar(&top, "top", 5, "protocols and ports shown per interval (0: all)")
+	c.Flags().IntVar(&top, "top", 5, "protocols and ports (or flows) shown per interval (0: all)")
+	c.Flags().StringVar(&by, "by", "port", "count by protocol and port, or by rxhash: the RX hash the driver gives each frame (native XDP; see probe's XDP receive metadata)")
 	return c
 }
 

@@ -190,6 +190,15 @@ func probeReport(f *netdev.Facts) probeJSON {
 	return r
 }
 
+// metadataNote lists the metadata features names and says what they give
+// (have), or what their absence means (none).
+func metadataNote(names []string, have, none string) string {
+	if len(names) == 0 {
+		return "none: " + none
+	}
+	return strings.Join(names, ", ") + ": " + have
+}
+
 // transmitNote says what sending XDP frames into dev needs.
 func transmitNote(dev string, t netdev.TxNeed) string {
 	switch t {
@@ -238,6 +247,14 @@ func (r probeJSON) text(w io.Writer) {
 			fmt.Fprintf(w, " (zero-copy: up to %d segments a packet)", r.ZCMaxSegs)
 		}
 		fmt.Fprintln(w)
+	}
+	if r.XDPFeatures != nil {
+		fmt.Fprintf(w, "  XDP receive metadata: %s\n", metadataNote(r.RxMetadata,
+			"a handler gets them in native mode (engine.Config.RxMetadata; the built-in commands do not ask)",
+			"none reported (kernels before 6.8 report none): on 6.8 and later engine.Config.RxMetadata is refused here"))
+		fmt.Fprintf(w, "  AF_XDP transmit metadata: %s\n", metadataNote(r.XSKFeatures,
+			"what the driver does for a zero-copy socket's per-frame requests (txonly -z --tx-checksum needs tx-checksum); copy mode does checksums and completion timestamps in software",
+			"none reported (before 6.8: none known) for zero-copy sockets; copy mode does checksums and completion timestamps in software"))
 	}
 	switch a := r.XDPProgram; {
 	case a == nil:

@@ -28,6 +28,7 @@ type txOnlyFlags struct {
 	srcPort, dstPort uint16
 	srcMAC, dstMAC   string
 	xdpPass          string
+	txChecksum       bool
 }
 
 func newTxOnlyCmd() *cobra.Command {
@@ -65,7 +66,8 @@ txonly -F is what sends jumbo frames.`,
   xdpeng txonly -i dut0 -d 5s --rate 500000 --ports 16 --size 128 --json
   xdpeng txonly -i dut0 -q 0 -C 100000 -s 64 -V -J 7 -K 3 -P 12345678   # xdpsock's letters
   ip netns exec xdpeng-dut xdpeng txonly -i dut0 -q 0 --count 100 -c
-  ip netns exec xdpeng-gen xdpeng txonly -i gen0 -F -s 9018 --count 100000   # a bed of MTU 9000`,
+  ip netns exec xdpeng-gen xdpeng txonly -i gen0 -F -s 9018 --count 100000   # a bed of MTU 9000
+  xdpeng txonly -i eth1 -z --tx-checksum --count 1000000   # the NIC fills the UDP checksums`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTxOnly(cmd, f) },
 	}
@@ -86,6 +88,7 @@ txonly -F is what sends jumbo frames.`,
 	fs.Uint16Var(&f.dstPort, "dst-port", 9, "UDP destination port (9 is discard), the first of --ports")
 	fs.StringVarP(&f.srcMAC, "src-mac", "H", "", "source MAC (default: DEV's)")
 	fs.StringVarP(&f.dstMAC, "dst-mac", "G", "", "destination MAC (default: the veth peer's, else the neighbour entry of --dst-ip)")
+	fs.BoolVar(&f.txChecksum, "tx-checksum", false, "have each frame's UDP checksum filled as it is sent (AF_XDP TX metadata, Linux 6.8+): by the kernel in copy mode, by the NIC in zero-copy mode (its xsk-features need tx-checksum)")
 	xdpPassFlag(fs, &f.xdpPass)
 	fs.Lookup("xdp-pass").Usage += "; copy mode transmits without it, zero-copy mode through the driver's XDP transmit"
 	for _, n := range txOnlyIgnores {
@@ -171,7 +174,7 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 		BindMode: cfg.BindMode, NeedWakeup: cfg.NeedWakeup, Wait: cfg.Wait,
 		BusyPollUsecs: cfg.BusyPollUsecs, BusyPollBudget: cfg.BusyPollBudget, PollTimeout: cfg.PollTimeout,
 		Unaligned: cfg.Unaligned, HugePages: cfg.HugePages, MultiBuffer: cfg.MultiBuffer,
-		Frames: frames, Count: f.count, Rate: f.rate,
+		Frames: frames, Count: f.count, Rate: f.rate, TxChecksum: f.txChecksum,
 	}
 	if err := gcfg.Validate(); err != nil {
 		if cfg.MultiBuffer {

@@ -69,6 +69,15 @@ type UmemConfig struct {
 	// ErrNoHugePages. Without it the UMEM is in normal pages, which the
 	// kernel may merge into transparent huge pages.
 	HugePages bool
+	// TxMetadata reserves TxMetadataLen bytes in front of each
+	// transmitted frame's data for per-frame requests (checksum offload,
+	// completion timestamp, launch time; see TxRequest): frames sent with
+	// TxMetadataOption must start at least that far into their UMEM frame.
+	TxMetadata bool
+	// TxSoftwareChecksum makes the kernel compute requested checksums
+	// itself in copy mode (XDP_UMEM_TX_SW_CSUM), rather than leave them
+	// to the device.
+	TxSoftwareChecksum bool
 }
 
 // PageSize is the system's page size: the largest frame size.
@@ -120,6 +129,8 @@ type Umem struct {
 	headroom  uint32
 	unaligned bool
 	huge      bool
+	// txMetadata is UmemConfig.TxMetadata.
+	txMetadata bool
 	// baseMask turns a descriptor's address into its frame's address:
 	// the frame-size bits cleared in aligned mode, the offset bits in
 	// unaligned mode.
@@ -134,7 +145,7 @@ type Umem struct {
 
 func newUmem(cfg UmemConfig, fd int, area mapping) *Umem {
 	u := &Umem{fd: fd, area: area, frameSize: cfg.FrameSize, numFrames: cfg.NumFrames, headroom: cfg.Headroom,
-		unaligned: cfg.Unaligned, huge: cfg.HugePages, shift: uint(bits.TrailingZeros32(cfg.FrameSize))}
+		unaligned: cfg.Unaligned, huge: cfg.HugePages, txMetadata: cfg.TxMetadata, shift: uint(bits.TrailingZeros32(cfg.FrameSize))}
 	u.baseMask = ^uint64(cfg.FrameSize - 1)
 	if cfg.Unaligned {
 		u.baseMask, u.offShift = unalignedAddrMask, unalignedOffsetShift
@@ -171,7 +182,8 @@ func NewUmem(cfg UmemConfig) (*Umem, error) {
 	if cfg.Unaligned {
 		reg.Flags |= unix.XDP_UMEM_UNALIGNED_CHUNK_FLAG
 	}
-	if err := setsockopt(fd, unix.SOL_XDP, unix.XDP_UMEM_REG, &reg); err != nil {
+	setTxMetadata(&reg, cfg)
+	if err := registerUmem(fd, &reg, cfg); err != nil {
 		size := len(area.mem)
 		unix.Close(fd)
 		area.unmap()

@@ -1,0 +1,140 @@
+//go:build linux
+
+package bpf
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cilium/ebpf/btf"
+	"golang.org/x/sys/unix"
+)
+
+// XskMetaOptions are the load-time choices of the steering program with
+// receive metadata (xsk_redirect_meta.c).
+type XskMetaOptions struct {
+	// Ifindex is the device the program is loaded for: the metadata
+	// kfuncs reach a driver only from a program bound to its device.
+	Ifindex int
+	// Hash, Timestamp and VLAN choose the kfuncs called for each frame.
+	Hash, Timestamp, VLAN bool
+	// UDPPort, if not zero, sends only UDP frames to this destination port
+	// to the sockets, as XskOptions.UDPPort does.
+	UDPPort uint16
+}
+
+// The layout of struct xsk_rx_meta (xsk_meta.h), which ends where a
+// frame's data starts: RxMetaSize bytes in front of it, host byte order but
+// for the VLAN protocol (big-endian, as on the wire).
+const (
+	RxMetaSize        = 24
+	RxMetaTimestampAt = 0  // uint64, ns of the device's clock
+	RxMetaHashAt      = 8  // uint32
+	RxMetaHashTypeAt  = 12 // uint32, enum xdp_rss_hash_type
+	RxMetaVLANTCIAt   = 16 // uint16
+	RxMetaVLANProtoAt = 18 // uint16, big-endian
+	RxMetaValidAt     = 20 // uint32, RxMeta* bits
+)
+
+// The bits of the valid word: which fields the driver gave for the frame.
+const (
+	RxMetaTimestamp = 1 << 0
+	RxMetaHash      = 1 << 1
+	RxMetaVLAN      = 1 << 2
+)
+
+// Kfunc names the XDP receive metadata kfuncs, and the Linux version that
+// brought each.
+var (
+	KfuncRxTimestamp = Kfunc{"bpf_xdp_metadata_rx_timestamp", "6.3"}
+	KfuncRxHash      = Kfunc{"bpf_xdp_metadata_rx_hash", "6.3"}
+	KfuncRxVLANTag   = Kfunc{"bpf_xdp_metadata_rx_vlan_tag", "6.8"}
+)
+
+// Kfunc is a kernel function a BPF program may call.
+type Kfunc struct {
+	Name  string
+	Since string // the Linux version that has it
+}
+
+// ErrNoKfunc means the running kernel lacks a kfunc (*KfuncError).
+var ErrNoKfunc = errors.New("kfunc not in this kernel")
+
+// KfuncError is a kfunc the running kernel does not have.
+type KfuncError struct {
+	Kfunc Kfunc
+	Err   error // why it was not found
+}
+
+func (e *KfuncError) Error() string {
+	return fmt.Sprintf("the kernel has no %s kfunc (Linux %s and later): %v", e.Kfunc.Name, e.Kfunc.Since, e.Err)
+}
+
+// Is makes errors.Is(err, ErrNoKfunc) true.
+func (e *KfuncError) Is(target error) bool { return target == ErrNoKfunc }
+
+// Unwrap returns the lookup's error.
+func (e *KfuncError) Unwrap() error { return e.Err }
+
+// CheckKfuncs returns a *KfuncError for the first of fns the running
+// kernel's BTF does not have.
+func CheckKfuncs(fns ...Kfunc) error {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return fmt.Errorf("read the kernel's BTF to look for kfuncs: %w", err)
+	}
+	for _, f := range fns {
+		var fn *btf.Func
+		if err := spec.TypeByName(f.Name, &fn); err != nil {
+			return &KfuncError{Kfunc: f, Err: err}
+		}
+	}
+	return nil
+}
+
+// NewXskRedirectMeta loads the steering program that writes each frame's
+// receive metadata in front of it, bound to the device opts.Ifindex (in
+// the caller's network namespace): it can be attached there only, in
+// native mode. The kfuncs that opts asks for must be in the kernel
+// (CheckKfuncs); a device whose driver does not implement one gets no
+// value for it (the valid bit stays clear).
+func NewXskRedirectMeta(opts XskMetaOptions) (*XskRedirect, error) {
+	if opts.Ifindex <= 0 {
+		return nil, fmt.Errorf("load xsk_redirect_meta: invalid interface index %d", opts.Ifindex)
+	}
+	var want []Kfunc
+	if opts.Timestamp {
+		want = append(want, KfuncRxTimestamp)
+	}
+	if opts.Hash {
+		want = append(want, KfuncRxHash)
+	}
+	if opts.VLAN {
+		want = append(want, KfuncRxVLANTag)
+	}
+	if err := CheckKfuncs(want...); err != nil {
+		return nil, fmt.Errorf("load xsk_redirect_meta: %w", err)
+	}
+	spec, err := LoadXskRedirectMeta()
+	if err != nil {
+		return nil, fmt.Errorf("load xsk_redirect_meta: %w", err)
+	}
+	for name, v := range map[string]any{
+		XskRedirectMetaVarWantHash:      boolByte(opts.Hash),
+		XskRedirectMetaVarWantTimestamp: boolByte(opts.Timestamp),
+		XskRedirectMetaVarWantVlan:      boolByte(opts.VLAN),
+		XskRedirectMetaVarFilterUdpPort: opts.UDPPort,
+	} {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return nil, fmt.Errorf("load xsk_redirect_meta: set %s: %w", name, err)
+		}
+	}
+	p := spec.Programs[XskRedirectMetaProgXskRedirectMeta]
+	p.Flags |= unix.BPF_F_XDP_DEV_BOUND_ONLY
+	p.Ifindex = uint32(opts.Ifindex)
+	var objs XskRedirectMetaObjects
+	if err := spec.LoadAndAssign(&objs, nil); err != nil {
+		return nil, fmt.Errorf("load xsk_redirect_meta for interface index %d: %w", opts.Ifindex, err)
+	}
+	return &XskRedirect{Program: objs.XskRedirectMeta, XsksMap: objs.XsksMap}, nil
+}

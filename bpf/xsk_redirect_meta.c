@@ -1,0 +1,90 @@
+//go:build ignore
+
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+// xsk_redirect_meta is xsk_redirect with the frame's receive metadata: it
+// asks the driver, through the XDP metadata kfuncs, for the RX hash, the
+// receive timestamp and the VLAN tag the hardware (or the skb, on veth)
+// holds for the frame, and writes them into the metadata area in front of
+// the frame (bpf_xdp_adjust_meta), where the AF_XDP socket's reader finds
+// them in the UMEM just before the frame's data.
+//
+// The kfuncs reach the driver only in a program loaded for one device
+// (BPF_F_XDP_DEV_BOUND_ONLY and the device's ifindex), attached in native
+// mode. Which fields are asked for is set at load time; the verifier
+// removes the calls that are off.
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include "xsk_meta.h"
+
+#define MAX_QUEUES 256
+
+// Ask for the RX hash, the timestamp, the VLAN tag.
+volatile const __u8 want_hash = 0;
+volatile const __u8 want_timestamp = 0;
+volatile const __u8 want_vlan = 0;
+// If not zero, only UDP frames to this destination port go to userspace.
+volatile const __u16 filter_udp_port = 0;
+
+#include "xsk_filter.h"
+
+// The kernel's enum xdp_rss_hash_type (include/net/xdp.h) is not in the
+// UAPI headers; the kfunc's signature needs an enum of that name.
+enum xdp_rss_hash_type {
+	XDP_RSS_TYPE_NONE = 0,
+};
+
+extern int bpf_xdp_metadata_rx_timestamp(const struct xdp_md *ctx, __u64 *timestamp) __ksym __weak;
+extern int bpf_xdp_metadata_rx_hash(const struct xdp_md *ctx, __u32 *hash,
+				    enum xdp_rss_hash_type *rss_type) __ksym __weak;
+extern int bpf_xdp_metadata_rx_vlan_tag(const struct xdp_md *ctx, __be16 *vlan_proto,
+					__u16 *vlan_tci) __ksym __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, MAX_QUEUES);
+	__type(key, __u32);
+	__type(value, __u32);
+} xsks_map SEC(".maps");
+
+SEC("xdp")
+int xsk_redirect_meta(struct xdp_md *ctx)
+{
+	struct xsk_rx_meta *meta;
+	enum xdp_rss_hash_type type;
+	void *data;
+
+	if (filter_udp_port && !is_wanted(ctx))
+		return XDP_PASS;
+	// Every frame the sockets get carries the metadata: one without room
+	// for it (a driver without a metadata area) is refused, not passed
+	// on with stale bytes in front of it.
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta)))
+		return XDP_ABORTED;
+	data = (void *)(long)ctx->data;
+	meta = (void *)(long)ctx->data_meta;
+	if ((void *)(meta + 1) > data)
+		return XDP_ABORTED;
+	meta->valid = 0;
+	if (want_timestamp) {
+		meta->rx_timestamp = 0;
+		// A zero timestamp is none: veth gives the skb's hardware
+		// timestamp, zero for frames the stack sent.
+		if (bpf_xdp_metadata_rx_timestamp(ctx, (__u64 *)&meta->rx_timestamp) == 0 &&
+		    meta->rx_timestamp != 0)
+			meta->valid |= XSK_META_TIMESTAMP;
+	}
+	if (want_hash) {
+		type = XDP_RSS_TYPE_NONE;
+		if (bpf_xdp_metadata_rx_hash(ctx, &meta->rx_hash, &type) == 0) {
+			meta->rx_hash_type = type;
+			meta->valid |= XSK_META_HASH;
+		}
+	}
+	if (want_vlan) {
+		if (bpf_xdp_metadata_rx_vlan_tag(ctx, &meta->vlan_proto, &meta->vlan_tci) == 0)
+			meta->valid |= XSK_META_VLAN;
+	}
+	return bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
+}
+
+char _license[] SEC("license") = "Dual BSD/GPL";
