@@ -78,6 +78,9 @@ func newRunner(name string, e *env, o pathOpts) (runner, error) {
 	case "dpdk-l2fwd-nobusy":
 		return &dpdkRunner{e: e, o: o, macswap: true, noBusy: true}, nil
 	}
+	if p, ok := peerPaths[name]; ok {
+		return &peerRunner{e: e, o: o, name: name, p: p}, nil
+	}
 	return nil, fmt.Errorf("no runner for path %q", name)
 }
 
