@@ -231,7 +231,7 @@ func (r *peerRunner) start(ctx context.Context) (err error) {
 		select {
 		case <-r.proc.out.ready:
 		case <-r.proc.exited:
-			if try < peerStartTries && strings.Contains(r.proc.out.String(), "Device or resource busy") {
+			if try < peerStartTries && r.proc.busy() {
 				if err := r.e.inDUT(func() error { _, err := removeLeftovers(r.e.dutIndex, r.before, 0); return err }); err != nil {
 					return err
 				}
@@ -241,7 +241,7 @@ func (r *peerRunner) start(ctx context.Context) (err error) {
 				}
 				continue
 			}
-			err := r.proc.failed("ended before it ran")
+			err := r.proc.failed(fmt.Sprintf("ended before it ran (%v)", r.proc.exitErr))
 			r.proc = nil // nothing to end
 			return err
 		case <-time.After(30 * time.Second):
@@ -362,8 +362,30 @@ type peerProc struct {
 	tool    string
 	cmd     *exec.Cmd
 	out     *lineTail
+	outDone chan struct{} // closed when the tool's output has been read to its end
 	exited  chan struct{} // closed when the tool has ended
 	exitErr error         // valid after exited
+}
+
+// busy tells whether the tool, ended, failed because its bind found the
+// queue taken: xdpsock says so, xdp-bench exits with -EBUSY (240) without
+// a word.
+func (p *peerProc) busy() bool {
+	return strings.Contains(p.output(), "Device or resource busy") || p.cmd.ProcessState != nil && p.cmd.ProcessState.ExitCode() == 256-int(unix.EBUSY)
+}
+
+// output is the tool's output; once it has ended, all of it (waiting a
+// little for the last of it to be read).
+func (p *peerProc) output() string {
+	select {
+	case <-p.exited:
+		select {
+		case <-p.outDone:
+		case <-time.After(time.Second):
+		}
+	default:
+	}
+	return p.out.String()
 }
 
 // start starts bin with args in namespace ns ("" the current), pinned to
@@ -419,7 +441,9 @@ func (p *peerProc) start(ns string, cpu int, bin string, args []string, ready st
 		master.Close()
 		return fmt.Errorf("start %s: %w", p.tool, err)
 	}
+	p.outDone = make(chan struct{})
 	go func() {
+		defer close(p.outDone)
 		// Ends with EIO once the tool has ended and closed the terminal.
 		buf := make([]byte, 4096)
 		for {
@@ -465,7 +489,7 @@ func (p *peerProc) end(did *[]string) error {
 // failed is an error that the tool did not run as it should, with the end
 // of its output.
 func (p *peerProc) failed(what string) error {
-	return fmt.Errorf("%s %s; its last output:\n%s", p.tool, what, indent(p.out.String()))
+	return fmt.Errorf("%s %s; its last output:\n%s", p.tool, what, indent(p.output()))
 }
 
 // devHooks are the programs attached to a device: XDP, TCX (ingress and
