@@ -192,7 +192,7 @@ func printBench(w io.Writer, r bench.Result) {
 		if sc.Queues > 1 {
 			extra = fmt.Sprintf(" %9s", "per queue")
 		}
-		fmt.Fprintf(w, "  %-18s %8s %8s %8s %7s%s  %s\n", "path", "Mpps", "offered", "ns/pkt", "loss%", extra, "runs (Mpps)")
+		fmt.Fprintf(w, "  %-23s %8s %8s %8s %7s%s  %s\n", "path", "Mpps", "offered", "ns/pkt", "loss%", extra, "runs (Mpps)")
 		for _, p := range r.Paths {
 			if p.Scenario != sc.Name {
 				continue
@@ -205,11 +205,18 @@ func printBench(w io.Writer, r bench.Result) {
 			for _, m := range p.Mpps {
 				rs = append(rs, fmt.Sprintf("%.2f", m))
 			}
-			fmt.Fprintf(w, "  %-18s %8.3f %8.3f %8.1f %7.2f%s  %s\n", p.Path, p.MedianMpps, p.OfferedMpps, p.NsPerPacket, p.LossPct, extra, strings.Join(rs, " "))
+			fmt.Fprintf(w, "  %-23s %8.3f %8.3f %8.1f %7.2f%s  %s\n", p.Path, p.MedianMpps, p.OfferedMpps, p.NsPerPacket, p.LossPct, extra, strings.Join(rs, " "))
 		}
 		for _, p := range r.Paths {
 			if p.Scenario == sc.Name && p.Unexplained != 0 {
 				fmt.Fprintf(w, "  %s: %d frames over the runs that no counter explains: sent != received + dropped\n", p.Path, p.Unexplained)
+			}
+		}
+		for _, p := range r.Paths {
+			if p.Scenario == sc.Name {
+				for i, c := range p.Cleanup {
+					fmt.Fprintf(w, "  %s, run %d: %s\n", p.Path, i+1, c)
+				}
 			}
 		}
 	}
@@ -218,7 +225,7 @@ func printBench(w io.Writer, r bench.Result) {
 			"the difference to xdp-drop leaves out the generator's share)\n")
 		for _, c := range r.Costs {
 			if c.Path == c.OverPath && c.Scenario == c.OverScenario {
-				fmt.Fprintf(w, "  %-7s %-12s %7.1f ns  (the generator and XDP_DROP)\n", c.Scenario, c.Path, c.Ns)
+				fmt.Fprintf(w, "  %-7s %-18s %7.1f ns  (the generator and XDP_DROP)\n", c.Scenario, c.Path, c.Ns)
 				continue
 			}
 			var notes []string
@@ -232,7 +239,7 @@ func printBench(w io.Writer, r bench.Result) {
 			if len(notes) > 0 {
 				note = "  (" + strings.Join(notes, "; ") + ")"
 			}
-			fmt.Fprintf(w, "  %-7s %-12s %7.1f ns  %+7.1f ns over %s %s%s\n", c.Scenario, c.Path, c.Ns, c.Over, c.OverPath, c.OverScenario, note)
+			fmt.Fprintf(w, "  %-7s %-18s %7.1f ns  %+7.1f ns over %s %s%s\n", c.Scenario, c.Path, c.Ns, c.Over, c.OverPath, c.OverScenario, note)
 		}
 	}
 	if len(r.ProgBench) > 0 {
@@ -244,6 +251,12 @@ func printBench(w io.Writer, r bench.Result) {
 			fmt.Fprintf(w, "; %s over drop %+.1f ns (lower quartiles)", d.Program, d.Ns)
 		}
 		fmt.Fprintln(w)
+	}
+	if len(r.Notes) > 0 {
+		fmt.Fprintln(w, "\nleft out:")
+		for _, n := range r.Notes {
+			fmt.Fprintf(w, "  %s\n", n)
+		}
 	}
 	fmt.Fprintf(w, "\ntargets (measured in this run; the reference is the figure the target was set against, not measured here)\n")
 	width := 0

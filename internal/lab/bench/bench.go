@@ -196,6 +196,9 @@ type PathResult struct {
 	// accounted for, over all runs (0 when every row closed).
 	NsRuns      []float64 `json:"ns_per_packet_runs"`
 	Unexplained int64     `json:"unexplained"`
+	// Cleanup is, for a peer path, how its tool was ended and what was
+	// removed after it, run by run (compare.Row.Cleanup).
+	Cleanup []string `json:"cleanup,omitempty"`
 	// Env is the environment of the scenario's first run of the path
 	// (the runs of a scenario share it).
 	Env labenv.Env `json:"env"`
@@ -232,6 +235,9 @@ type Result struct {
 	// layout-A scenarios (see CPU0Costs).
 	Costs   []Cost   `json:"cpu0_ns_per_frame"`
 	Targets []Target `json:"targets"`
+	// Notes are compare's notes on paths it left out (a tool that is
+	// not installed), once each.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Cost is the time one path takes per frame on the saturated CPU 0 of a
@@ -359,6 +365,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 					return res, fmt.Errorf("scenario %s: %s: %s", sc.Name, row.Path, row.Error)
 				}
 			}
+			for _, n := range r.Notes {
+				// A path left out says so (compare.SkipError).
+				if strings.Contains(n, " skipped: ") && !slices.Contains(res.Notes, n) {
+					res.Notes = append(res.Notes, n)
+					say("%s", n)
+				}
+			}
 			for _, row := range r.Rows {
 				runs[row.Path] = append(runs[row.Path], row)
 				if row.Unexplained != 0 {
@@ -447,6 +460,9 @@ func summarize(scenario, path string, rows []compare.Row) PathResult {
 		p.Mpps = append(p.Mpps, r.Mpps)
 		ns = append(ns, r.NsPerPacket)
 		p.Unexplained += r.Unexplained
+		if r.Cleanup != "" {
+			p.Cleanup = append(p.Cleanup, r.Cleanup)
+		}
 		off = append(off, r.OfferedMpps)
 		if want := r.Sent * uint64(max(r.Copies, 1)); want > 0 {
 			loss = append(loss, 100*float64(r.Dropped)/float64(want))
@@ -627,6 +643,7 @@ type (
 		OverDrop  []progbench.Delta  `json:"progbench_over_drop"`
 		Costs     []Cost             `json:"cpu0_ns_per_frame"`
 		Targets   []Target           `json:"targets"`
+		Notes     []string           `json:"notes,omitempty"`
 	}
 )
 
@@ -639,7 +656,7 @@ func WriteJSON(w io.Writer, r *Result) error {
 	for _, p := range r.Paths {
 		lines = append(lines, RowLine{Type: "row", PathResult: p})
 	}
-	lines = append(lines, SummaryLine{Type: "summary", ProgBench: r.ProgBench, OverDrop: r.OverDrop, Costs: r.Costs, Targets: r.Targets})
+	lines = append(lines, SummaryLine{Type: "summary", ProgBench: r.ProgBench, OverDrop: r.OverDrop, Costs: r.Costs, Targets: r.Targets, Notes: r.Notes})
 	for _, l := range lines {
 		if err := enc.Encode(l); err != nil {
 			return fmt.Errorf("encode JSON: %w", err)
