@@ -18,41 +18,13 @@ import (
 
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
-	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
+	"github.com/xdpeng/xdpeng/internal/testutil/peerstest"
 )
 
-// PeersEnv names the directory of the peer tools (xdpsock, xdp-bench) for
-// the tests that run them.
-const PeersEnv = "XDPENG_PEERS"
-
-// peersDir is where the tests find the peer tools: $XDPENG_PEERS, else
-// ../shared/peers/bin beside the module's root, where CI keeps them; a
-// test skips as not supported here where neither has them.
+// peersDir is where the tests find the peer tools (peerstest.Dir).
 func peersDir(t *testing.T) string {
 	t.Helper()
-	if d := os.Getenv(PeersEnv); d != "" {
-		if _, err := os.Stat(filepath.Join(d, Xdpsock)); err != nil {
-			t.Fatalf("%s=%s: %v", PeersEnv, d, err)
-		}
-		return d
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for ; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		if dir == filepath.Dir(dir) {
-			t.Fatal("no go.mod above the test's directory")
-		}
-	}
-	d := filepath.Join(dir, "..", "shared", "peers", "bin")
-	if _, err := os.Stat(filepath.Join(d, Xdpsock)); err != nil {
-		privtest.Unsupported(t, "the peer tools are not here: set %s to the directory of xdpsock and xdp-bench (no %s)", PeersEnv, d)
-	}
-	return d
+	return peerstest.Dir(t)
 }
 
 // plantXDP attaches an XDP_PASS program to the device ifindex of the
