@@ -32,7 +32,7 @@ func newBenchCmd() *cobra.Command {
 		Long: `bench runs xdpeng compare on its own test beds in each layout the performance
 targets are set in, --runs times each, and prints the median of every path and
 the ratios between paths measured in the same run (xdpeng's engine against the
-peers a user would pick instead: xdpsock and xdp-bench where they are found
+peers a user would pick instead: xdpsock, xdp-bench and xdp-trafficgen where found
 in --peers DIR or PATH, DPDK's AF_XDP driver where dpdk-testpmd is
 installed, asavie/xdp, and XDP_DROP as the kernel's bound), with the command
 and CPU placement of each scenario, then runs progbench (XDP_DROP and the
@@ -58,7 +58,8 @@ Scenarios (for CPUs 0 and 1):
   B       generator on CPU 0 at 1 Mpps, threaded NAPI and receiver on CPU 1:
           xdp-drop, xsk-drop, xsk-drop-busy-poll, asavie-drop, dpdk-af-xdp,
           dpdk-af-xdp-nobusy
-  B-full  as B at full load: xdp-drop (the generator's rate), xsk-drop, and
+  B-full  as B at full load: xdp-drop (the generator's rate), xdp-trafficgen-udp
+          (xdp-trafficgen's into the same XDP_DROP), xsk-drop, and
           the peers' poll modes: xdpsock-drop-poll, xdpsock-drop-busy-poll,
           xdp-bench-xsk-drop-poll, xdp-bench-xsk-drop
   L       as A, sending back or forwarding: xdp-tx, xsk-l2fwd, dpdk-l2fwd,
@@ -149,7 +150,7 @@ Where a tool is absent its rows and targets are left out, with a note.`,
 	f.IntVar(&runs, "runs", 3, "runs of each scenario (the median is kept)")
 	secondsVarP(f, &duration, "duration", "d", 3*time.Second, "measurement time per path and run (seconds, or a duration like 500ms)")
 	f.StringVar(&scenarios, "scenarios", "", "scenarios to run, e.g. A,B (default: all)")
-	f.StringVar(&peers, "peers", "", "a directory to look for the peer tools (xdpsock, xdp-bench) in before PATH")
+	f.StringVar(&peers, "peers", "", "a directory to look for the peer tools (xdpsock, xdp-bench, xdp-trafficgen) in before PATH")
 	f.BoolVar(&asJSON, "json", false, "print JSON lines: a setup line, a row line per scenario and path, a summary line")
 	dut.register(f)
 	return c

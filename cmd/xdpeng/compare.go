@@ -77,7 +77,11 @@ The peers, run only when named in --paths (test bed with one queue), each
 the C tool on dut0's queue 0 pinned to the DUT CPU, found in --peers DIR or
 else in PATH, and skipped with a note where absent: ` + peerList() + `.
 Their frames are counted at the device as the dpdk paths' are (veth's
-redirects on dut0; frames sent back where they come back, on gen0). Each is
+redirects on dut0; frames sent back where they come back, on gen0).
+xdp-trafficgen-udp is a generator under test instead: xdp-trafficgen udp on
+gen0 (one thread, on the first generator CPU, no --rate) into xdp-drop's
+XDP_DROP on dut0, sent counted at gen0's device; xdp-drop's row is the same
+with xdpeng's generator. Each is
 ended with SIGINT, and SIGKILL if it has not ended within 5 s; then every
 XDP or tc program it left on dut0 is removed, and a note says what it took.
 
@@ -141,7 +145,7 @@ with the receiver threads.`,
 	fs.Float64Var(&f.loss, "loss", 0, "with --ndr: also search the rate that loses at most this percentage (PDR)")
 	fs.DurationVar(&f.trial, "trial", compare.DefaultNDR.Trial, "with --ndr: length of each trial")
 	fs.Float64Var(&f.resolution, "resolution", compare.DefaultNDR.Resolution*100, "with --ndr: stop when pass and fail are this percentage of the full-load rate apart")
-	fs.StringVar(&f.peers, "peers", "", "test bed: a directory to look for the peer tools (xdpsock, xdp-bench) in before PATH")
+	fs.StringVar(&f.peers, "peers", "", "test bed: a directory to look for the peer tools (xdpsock, xdp-bench, xdp-trafficgen) in before PATH")
 	f.dut.register(fs)
 	return cmd
 }
@@ -150,7 +154,7 @@ with the receiver threads.`,
 func peerList() string {
 	var names []string
 	for _, p := range compare.AllPaths() {
-		if p.Needs == compare.Xdpsock || p.Needs == compare.XdpBench {
+		if p.Needs == compare.Xdpsock || p.Needs == compare.XdpBench || p.Needs == compare.XdpTrafficgen {
 			names = append(names, p.Name)
 		}
 	}

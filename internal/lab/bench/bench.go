@@ -70,9 +70,9 @@ func Scenarios() []Scenario {
 			GenCPUs: []int{0}, DUTCPUs: []int{1},
 			Describe: fmt.Sprintf("generator on CPU 0 paced to %d pps; the DUT's threaded NAPI and the receiver both on CPU 1, whose time per frame (ns/pkt) is the DUT's cost", BRate)},
 		{Name: "B-full", Layout: compare.LayoutB, Queues: 1, Size: 64,
-			Paths:   append([]string{"xdp-drop", "xsk-drop"}, pollPeers...),
+			Paths:   append([]string{"xdp-drop", "xdp-trafficgen-udp", "xsk-drop"}, pollPeers...),
 			GenCPUs: []int{0}, DUTCPUs: []int{1},
-			Describe: "as B at full load: the generator's own rate (xdp-drop), what an overrun DUT's CPU spends on the generator's page-pool lock (xsk-drop), and the peers' poll modes on the same CPU"},
+			Describe: "as B at full load: the generator's own rate (xdp-drop; xdp-trafficgen udp's into the same XDP_DROP), what an overrun DUT's CPU spends on the generator's page-pool lock (xsk-drop), and the peers' poll modes on the same CPU"},
 		{Name: "L", Layout: compare.LayoutA, Queues: 1, Size: 64, Paths: fwd,
 			GenCPUs: []int{0}, DUTCPUs: []int{1},
 			Describe: "as A, frames sent back (l2fwd) or forwarded (fwd); the generator side receives them on the CPU that sent them, the DUT's"},
@@ -555,6 +555,8 @@ func targets(r *Result) []Target {
 		[]string{"xdpsock-l2fwd", "xdp-bench-xsk-tx"}, 1.1, peerRef)
 	vsPeers("xsk-drop / the best peer poll mode, xdpsock -p, -B -p or xdp-bench -p (B-full)", "B-full", "xsk-drop",
 		[]string{"xdpsock-drop-poll", "xdpsock-drop-busy-poll", "xdp-bench-xsk-drop-poll", "xdp-bench-xsk-drop"}, 1.2, peerRef)
+	ratio("generator: xdpeng's / xdp-trafficgen udp's, frames into XDP_DROP (B-full)", "B-full", "xdp-drop", "xdp-trafficgen-udp", 1.3,
+		peerRef+" (one thread each, on CPU 0)")
 	if x, ok := mpps("2q", "xsk-drop"); ok {
 		ts = append(ts, Target{Name: "xsk-drop, 2 queues, one process", Value: x, Goal: 6.4, Unit: "Mpps", Met: x >= 6.4,
 			Measured: "median Mpps of xsk-drop in scenario 2q", Reference: "two xdpsock -p processes 6.40 Mpps"})
@@ -583,7 +585,7 @@ func targets(r *Result) []Target {
 }
 
 // peerTools are the programs of the peer paths (compare.PathInfo.Needs).
-var peerTools = []string{compare.Xdpsock, compare.XdpBench}
+var peerTools = []string{compare.Xdpsock, compare.XdpBench, compare.XdpTrafficgen}
 
 // hasPeer tells whether a peer path is among paths.
 func hasPeer(paths []string) bool {

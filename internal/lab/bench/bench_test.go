@@ -34,6 +34,7 @@ func TestTargets(t *testing.T) {
 			{Scenario: "L", Path: "xdpsock-l2fwd", MedianMpps: 0.5},
 			{Scenario: "L", Path: "xdp-bench-xsk-tx", MedianMpps: 0.8},
 			{Scenario: "B-full", Path: "xsk-drop", MedianMpps: 4},
+			{Scenario: "B-full", Path: "xdp-trafficgen-udp", MedianMpps: 5},
 			{Scenario: "B-full", Path: "xdpsock-drop-poll", MedianMpps: 3.2},
 			{Scenario: "B-full", Path: "xdp-bench-xsk-drop-poll", MedianMpps: 2},
 		},
@@ -83,6 +84,7 @@ func TestTargets(t *testing.T) {
 		t.Error("a target against peers that did not run was reported")
 	}
 	check("generator, one thread, receiver on its own CPU (B-full)", 10, true)
+	check("generator: xdpeng's / xdp-trafficgen udp's, frames into XDP_DROP (B-full)", 6.0/5, false)
 	check("steering program cost over XDP_DROP", 6, true)
 	if _, ok := got["xsk-drop, 2 queues, one process"]; ok {
 		t.Error("a target without its scenario was reported")

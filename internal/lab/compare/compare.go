@@ -137,6 +137,8 @@ var paths = []PathInfo{
 		Doc: "xdp-bench xsk-drop -p: the same, waiting in poll()"},
 	{Name: "xdp-bench-xsk-tx", Family: Drop, Testbed: true, Needs: XdpBench,
 		Doc: "xdp-bench xsk-tx, its defaults: swap MACs, send back; counted where the frames come back (gen0)"},
+	{Name: "xdp-trafficgen-udp", Family: Drop, Testbed: true, Needs: XdpTrafficgen,
+		Doc: "the generator under test: xdp-trafficgen udp on gen0, one thread, into xdp-drop's XDP_DROP on dut0 (beside xdp-drop, whose frames come from xdpeng's generator); sent counted at gen0's device"},
 }
 
 // Paths returns the paths of a family, or all of them for "", that run

@@ -432,6 +432,10 @@ func (s *session) trial(ctx context.Context, gcfg *gen.Config, d time.Duration, 
 	if gcfg != nil {
 		go func() {
 			defer close(genDone)
+			if g, ok := r.(generator); ok {
+				genStats, genErr = g.generate(ctx, *gcfg)
+				return
+			}
 			genErr = e.inGen(func() (err error) {
 				genStats, err = gen.Run(ctx, *gcfg, nil)
 				return err

@@ -58,6 +58,14 @@ func TestPeerPathsListed(t *testing.T) {
 			t.Errorf("%s: newRunner = %T, %v", name, r, err)
 		}
 	}
+	if info, ok := LookupPath("xdp-trafficgen-udp"); !ok || info.Needs != XdpTrafficgen || !info.Testbed {
+		t.Errorf("xdp-trafficgen-udp: %+v, %v", info, ok)
+	}
+	if r, err := newRunner("xdp-trafficgen-udp", &env{}, pathOpts{}); err != nil {
+		t.Error(err)
+	} else if _, ok := r.(generator); !ok {
+		t.Errorf("xdp-trafficgen-udp's runner %T is not a generator", r)
+	}
 	for _, want := range []string{"xdpsock-drop", "xdpsock-l2fwd", "xdp-bench-xsk-drop", "xdp-bench-xsk-tx"} {
 		if _, ok := peerPaths[want]; !ok {
 			t.Errorf("no peer path %s", want)
