@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,6 +23,7 @@ func newBenchCmd() *cobra.Command {
 		duration  time.Duration
 		scenarios string
 		asJSON    bool
+		peers     string
 		dut       dutFlags
 	)
 	c := &cobra.Command{
@@ -30,7 +32,8 @@ func newBenchCmd() *cobra.Command {
 		Long: `bench runs xdpeng compare on its own test beds in each layout the performance
 targets are set in, --runs times each, and prints the median of every path and
 the ratios between paths measured in the same run (xdpeng's engine against the
-peers a user would pick instead: DPDK's AF_XDP driver where dpdk-testpmd is
+peers a user would pick instead: xdpsock, xdp-bench and xdp-trafficgen where found
+in --peers DIR or PATH, DPDK's AF_XDP driver where dpdk-testpmd is
 installed, asavie/xdp, and XDP_DROP as the kernel's bound), with the command
 and CPU placement of each scenario, then runs progbench (XDP_DROP and the
 steering program) for the steering program's target. It takes several minutes.
@@ -50,13 +53,18 @@ the pool's ring lock: B-full measures that lock as much as the receiver.
 
 Scenarios (for CPUs 0 and 1):
   A       generator + DUT softirq on CPU 0, receiver on CPU 1: xdp-drop, xsk-drop,
-          asavie-drop, dpdk-af-xdp, dpdk-af-xdp-nobusy
+          asavie-drop, dpdk-af-xdp, dpdk-af-xdp-nobusy, xdpsock-drop,
+          xdp-bench-xsk-drop
   B       generator on CPU 0 at 1 Mpps, threaded NAPI and receiver on CPU 1:
           xdp-drop, xsk-drop, xsk-drop-busy-poll, asavie-drop, dpdk-af-xdp,
           dpdk-af-xdp-nobusy
-  B-full  as B at full load: xdp-drop (the generator's rate), xsk-drop
+  B-full  as B at full load: xdp-drop (the generator's rate), xdp-trafficgen-udp
+          (xdp-trafficgen's into the same XDP_DROP), xsk-drop, and
+          the peers' poll modes: xdpsock-drop-poll, xdpsock-drop-busy-poll,
+          xdp-bench-xsk-drop-poll, xdp-bench-xsk-drop
   L       as A, sending back or forwarding: xdp-tx, xsk-l2fwd, dpdk-l2fwd,
-          dpdk-l2fwd-nobusy, xsk-fwd
+          dpdk-l2fwd-nobusy, xdpsock-l2fwd, xdp-bench-xsk-tx, xsk-fwd
+  L-1M    as L at 1 Mpps: xsk-l2fwd, xdpsock-l2fwd, xdp-bench-xsk-tx
   L-rps   as L, what comes back received on the generator's CPU (RPS on the
           generator ends), not on the DUT's, which then pays for none of it
   1q      1 queue, generator, DUT softirq and worker all on CPU 0: xdp-drop,
@@ -71,10 +79,16 @@ Scenarios (for CPUs 0 and 1):
 
 With --dut (see compare --help) the scenarios that are not test-bed layouts
 (A, L, A-1500, lat) run their paths that run there on the DUT, the generator
-here; B, B-full, L-rps, 1q, 2q, 4q and progbench (this host's CPU) are left out.`,
+here; B, B-full, L-rps, 1q, 2q, 4q and progbench (this host's CPU) are left out.
+
+The peer paths (see compare --help) run each tool as its users do, counted at
+the device; each is ended with SIGINT, then SIGKILL after 5 s, and whatever XDP
+or tc program it left on the bed's device is removed and said in the notes.
+Where a tool is absent its rows and targets are left out, with a note.`,
 		Example: `  sudo xdpeng bench
   sudo xdpeng bench --runs 5 -d 5s --json > bench.json
   sudo xdpeng bench --scenarios B
+  sudo xdpeng bench --peers ./peers/bin --scenarios A,L,L-1M,B-full
   sudo xdpeng bench --scenarios L,L-rps --runs 5
   sudo xdpeng bench --dut ssh://root@dut.lab --dut-if eth1 --gen-if eth1 --runs 5`,
 		Args: cobra.NoArgs,
@@ -101,7 +115,15 @@ here; B, B-full, L-rps, 1q, 2q, 4q and progbench (this host's CPU) are left out.
 				return err
 			}
 			progress := func(s string) { fmt.Fprintln(os.Stderr, s) }
-			bc := bench.Config{Runs: runs, Duration: duration, Scenarios: names, Progress: progress}
+			if peers != "" {
+				if dut.given() {
+					return errors.New("--peers is for the test beds: the peer tools do not run on a DUT on another host")
+				}
+				if st, err := os.Stat(peers); err != nil || !st.IsDir() {
+					return fmt.Errorf("--peers %s: not a directory: give the directory that holds xdpsock and xdp-bench", peers)
+				}
+			}
+			bc := bench.Config{Runs: runs, Duration: duration, Scenarios: names, Progress: progress, Peers: peers}
 			if dut.given() {
 				var err error
 				if bc.Remote, err = dut.config(); err != nil {
@@ -134,6 +156,7 @@ here; B, B-full, L-rps, 1q, 2q, 4q and progbench (this host's CPU) are left out.
 	f.IntVar(&runs, "runs", 3, "runs of each scenario (the median is kept)")
 	secondsVarP(f, &duration, "duration", "d", 3*time.Second, "measurement time per path and run (seconds, or a duration like 500ms)")
 	f.StringVar(&scenarios, "scenarios", "", "scenarios to run, e.g. A,B (default: all)")
+	f.StringVar(&peers, "peers", "", "a directory to look for the peer tools (xdpsock, xdp-bench, xdp-trafficgen) in before PATH")
 	f.BoolVar(&asJSON, "json", false, "print JSON lines: a setup line, a row line per scenario and path, a summary line")
 	dut.register(f)
 	return c
@@ -180,7 +203,7 @@ func printBench(w io.Writer, r bench.Result) {
 		if sc.Queues > 1 {
 			extra = fmt.Sprintf(" %9s", "per queue")
 		}
-		fmt.Fprintf(w, "  %-18s %8s %8s %8s %7s%s  %s\n", "path", "Mpps", "offered", "ns/pkt", "loss%", extra, "runs (Mpps)")
+		fmt.Fprintf(w, "  %-23s %8s %8s %8s %7s%s  %s\n", "path", "Mpps", "offered", "ns/pkt", "loss%", extra, "runs (Mpps)")
 		for _, p := range r.Paths {
 			if p.Scenario != sc.Name {
 				continue
@@ -193,11 +216,18 @@ func printBench(w io.Writer, r bench.Result) {
 			for _, m := range p.Mpps {
 				rs = append(rs, fmt.Sprintf("%.2f", m))
 			}
-			fmt.Fprintf(w, "  %-18s %8.3f %8.3f %8.1f %7.2f%s  %s\n", p.Path, p.MedianMpps, p.OfferedMpps, p.NsPerPacket, p.LossPct, extra, strings.Join(rs, " "))
+			fmt.Fprintf(w, "  %-23s %8.3f %8.3f %8.1f %7.2f%s  %s\n", p.Path, p.MedianMpps, p.OfferedMpps, p.NsPerPacket, p.LossPct, extra, strings.Join(rs, " "))
 		}
 		for _, p := range r.Paths {
 			if p.Scenario == sc.Name && p.Unexplained != 0 {
 				fmt.Fprintf(w, "  %s: %d frames over the runs that no counter explains: sent != received + dropped\n", p.Path, p.Unexplained)
+			}
+		}
+		for _, p := range r.Paths {
+			if p.Scenario == sc.Name {
+				for i, c := range p.Cleanup {
+					fmt.Fprintf(w, "  %s, run %d: %s\n", p.Path, i+1, c)
+				}
 			}
 		}
 	}
@@ -206,7 +236,7 @@ func printBench(w io.Writer, r bench.Result) {
 			"the difference to xdp-drop leaves out the generator's share)\n")
 		for _, c := range r.Costs {
 			if c.Path == c.OverPath && c.Scenario == c.OverScenario {
-				fmt.Fprintf(w, "  %-7s %-12s %7.1f ns  (the generator and XDP_DROP)\n", c.Scenario, c.Path, c.Ns)
+				fmt.Fprintf(w, "  %-7s %-18s %7.1f ns  (the generator and XDP_DROP)\n", c.Scenario, c.Path, c.Ns)
 				continue
 			}
 			var notes []string
@@ -220,7 +250,7 @@ func printBench(w io.Writer, r bench.Result) {
 			if len(notes) > 0 {
 				note = "  (" + strings.Join(notes, "; ") + ")"
 			}
-			fmt.Fprintf(w, "  %-7s %-12s %7.1f ns  %+7.1f ns over %s %s%s\n", c.Scenario, c.Path, c.Ns, c.Over, c.OverPath, c.OverScenario, note)
+			fmt.Fprintf(w, "  %-7s %-18s %7.1f ns  %+7.1f ns over %s %s%s\n", c.Scenario, c.Path, c.Ns, c.Over, c.OverPath, c.OverScenario, note)
 		}
 	}
 	if len(r.ProgBench) > 0 {
@@ -232,6 +262,12 @@ func printBench(w io.Writer, r bench.Result) {
 			fmt.Fprintf(w, "; %s over drop %+.1f ns (lower quartiles)", d.Program, d.Ns)
 		}
 		fmt.Fprintln(w)
+	}
+	if len(r.Notes) > 0 {
+		fmt.Fprintln(w, "\nleft out:")
+		for _, n := range r.Notes {
+			fmt.Fprintf(w, "  %s\n", n)
+		}
 	}
 	if r.Interrupted() {
 		return

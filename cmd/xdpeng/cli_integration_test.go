@@ -29,6 +29,7 @@ import (
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/testutil/peerstest"
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
@@ -707,6 +708,90 @@ func TestCLIDPDKEndsWithCompare(t *testing.T) {
 			syscall.Kill(c, syscall.SIGKILL)
 		}
 		t.Fatalf("dpdk-testpmd %v outlived compare's kill -9", left)
+	}
+}
+
+// childrenNamed lists the processes whose parent is pid and whose command
+// line contains name.
+func childrenNamed(t *testing.T, pid int, name string) []int {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, d := range dirs {
+		p, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		cmdline, err2 := os.ReadFile("/proc/" + d.Name() + "/cmdline")
+		if err != nil || err2 != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so after ')'.
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) && strings.Contains(string(cmdline), name) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// alive reports which of pids still run name.
+func alive(pids []int, name string) []int {
+	var out []int
+	for _, p := range pids {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); err == nil && strings.Contains(string(b), name) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestCLIPeerEndsWithCompare kills compare with SIGKILL while xdp-bench
+// runs under it as a peer path: the tool must end too (it busy-polls its
+// CPU for as long as it lives).
+func TestCLIPeerEndsWithCompare(t *testing.T) {
+	privtest.Root(t)
+	dir := peerstest.Dir(t)
+	bin := buildCLI(t)
+	const runXDP = "/run/xdp" // libxdp's lock directory, without bpffs
+	_, err := os.Stat(runXDP)
+	hadRunXDP := err == nil
+	p := startCmd(t, exec.Command(bin, "compare", "--testbed", "--peers", dir, "--paths", "xdp-bench-xsk-drop", "-d", "30s"))
+	pid := p.cmd.Process.Pid
+	t.Cleanup(func() {
+		for _, n := range demoBeds(t, pid) {
+			testbed.Down(n) // with the program the killed tool left on its dut0
+		}
+		if !hadRunXDP {
+			os.Remove(runXDP) // only if empty
+		}
+	})
+	if !p.waitOutput(time.Minute, true, func(s string) bool { return strings.Contains(s, "measuring for") }) {
+		p.cmd.Process.Kill()
+		t.Fatalf("compare did not start:\n%s", p.wait(t))
+	}
+	var children []int
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && len(children) == 0; time.Sleep(50 * time.Millisecond) {
+		children = childrenNamed(t, pid, "xdp-bench")
+	}
+	if len(children) == 0 {
+		p.cmd.Process.Kill()
+		t.Fatalf("no xdp-bench started:\n%s", p.wait(t))
+	}
+	p.signal(t, syscall.SIGKILL)
+	p.wait(t)
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && len(alive(children, "xdp-bench")) > 0; {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if left := alive(children, "xdp-bench"); len(left) > 0 {
+		for _, c := range left {
+			syscall.Kill(c, syscall.SIGKILL)
+		}
+		t.Fatalf("xdp-bench %v outlived compare's kill -9", left)
 	}
 }
 

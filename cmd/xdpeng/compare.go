@@ -39,6 +39,7 @@ type compareFlags struct {
 	trial            time.Duration
 	resolution       float64
 	verify           int
+	peers            string
 	dut              dutFlags
 }
 
@@ -73,6 +74,18 @@ arguments and busy_budget=0), dpdk-l2fwd and dpdk-l2fwd-nobusy (macswap).
 Where dpdk-testpmd is missing they are skipped with a note. Also only when
 named: xsk-drop-busy-poll (xsk-drop with --busy-poll), which bench measures.
 
+The peers, run only when named in --paths (test bed with one queue), each
+the C tool on dut0's queue 0 pinned to the DUT CPU, found in --peers DIR or
+else in PATH, and skipped with a note where absent: ` + peerList() + `.
+Their frames are counted at the device as the dpdk paths' are (veth's
+redirects on dut0; frames sent back where they come back, on gen0).
+xdp-trafficgen-udp is a generator under test instead: xdp-trafficgen udp on
+gen0 (one thread, on the first generator CPU, no --rate) into xdp-drop's
+XDP_DROP on dut0, sent counted at gen0's device; xdp-drop's row is the same
+with xdpeng's generator. Each is
+ended with SIGINT, and SIGKILL if it has not ended within 5 s; then every
+XDP or tc program it left on dut0 is removed, and a note says what it took.
+
 With --ndr (test bed or two hosts) it also searches each path's zero-loss throughput
 (RFC 2544's throughput, NDR): after the full-load trial, a binary search over
 --rate with trials of --trial each, from the full-load rate down, every
@@ -101,6 +114,7 @@ with the receiver threads.`,
   sudo xdpeng compare --testbed --paths xdp-drop,xsk-drop,asavie-drop --rate 2000000 --csv
   sudo xdpeng compare -i eth1 --paths xdp-drop,xsk-drop -d 10s
   sudo xdpeng compare --testbed --paths xsk-drop,dpdk-af-xdp,dpdk-af-xdp-nobusy
+  sudo xdpeng compare --testbed --peers ./peers/bin --paths xsk-drop,xdpsock-drop,xdp-bench-xsk-drop
   sudo xdpeng compare --testbed --paths xdp-drop,xsk-drop --ndr
   sudo xdpeng compare --testbed --paths xsk-drop --ndr --loss 0.1 --trial 2s
   sudo xdpeng compare --testbed --paths xsk-drop --ndr --trial 60s --verify 5
@@ -139,8 +153,20 @@ with the receiver threads.`,
 	secondsVarP(fs, &f.trial, "trial", "", compare.DefaultNDR.Trial, "with --ndr: length of each trial (seconds, or a duration like 500ms)")
 	fs.Float64Var(&f.resolution, "resolution", compare.DefaultNDR.Resolution*100, "with --ndr: stop when pass and fail are this percentage of the full-load rate apart")
 	fs.IntVar(&f.verify, "verify", compare.DefaultNDR.Verify, "with --ndr: `trials` at the answer, each of which must pass for it to stand")
+	fs.StringVar(&f.peers, "peers", "", "test bed: a directory to look for the peer tools (xdpsock, xdp-bench, xdp-trafficgen) in before PATH")
 	f.dut.register(fs)
 	return cmd
+}
+
+// peerList lists the peer paths and the tool each runs.
+func peerList() string {
+	var names []string
+	for _, p := range compare.AllPaths() {
+		if p.Needs == compare.Xdpsock || p.Needs == compare.XdpBench || p.Needs == compare.XdpTrafficgen {
+			names = append(names, p.Name)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 func pathList(f compare.Family) string {
@@ -156,7 +182,7 @@ func pathList(f compare.Family) string {
 func (f *compareFlags) config(cmd *cobra.Command) (compare.Config, error) {
 	cfg := compare.Config{
 		Duration: f.duration, Rate: f.rate, FrameSize: f.size, Testbed: f.testbed, BedName: f.name,
-		Queues: f.bedQueues, Interface: f.iface, Force: f.force,
+		Queues: f.bedQueues, Interface: f.iface, Force: f.force, Peers: f.peers,
 	}
 	if f.json && f.csv {
 		return cfg, errors.New("--json and --csv exclude each other")
@@ -181,6 +207,9 @@ func (f *compareFlags) config(cmd *cobra.Command) (compare.Config, error) {
 				return cfg, fmt.Errorf("--%s is for the generator: --testbed or --dut", fl)
 			}
 		}
+	}
+	if f.peers != "" && !f.testbed {
+		return cfg, errors.New("--peers is for --testbed: the peer tools run on a test bed's DUT")
 	}
 	if f.testbed && f.queues != "" {
 		return cfg, errors.New("-q/--queues is for -i or --dut; the test bed's queues are --bed-queues")

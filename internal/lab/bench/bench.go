@@ -54,10 +54,13 @@ const BRate = 1_000_000
 
 // Scenarios are the layouts of the project's performance targets, for a
 // machine with CPUs 0 and 1. The dpdk-* paths run where dpdk-testpmd is
-// installed (compare skips them with a note elsewhere).
+// installed, the peer paths (xdpsock-*, xdp-bench-*) where their tool is
+// found (Config.Peers, PATH); compare skips them with a note elsewhere.
 func Scenarios() []Scenario {
-	drop := []string{"xdp-drop", "xsk-drop", "asavie-drop", "dpdk-af-xdp", "dpdk-af-xdp-nobusy"}
-	fwd := []string{"xdp-tx", "xsk-l2fwd", "dpdk-l2fwd", "dpdk-l2fwd-nobusy", "xsk-fwd"}
+	drop := []string{"xdp-drop", "xsk-drop", "asavie-drop", "dpdk-af-xdp", "dpdk-af-xdp-nobusy", "xdpsock-drop", "xdp-bench-xsk-drop"}
+	l2fwdPeers := []string{"xdpsock-l2fwd", "xdp-bench-xsk-tx"}
+	fwd := append([]string{"xdp-tx", "xsk-l2fwd", "dpdk-l2fwd", "dpdk-l2fwd-nobusy"}, append(l2fwdPeers, "xsk-fwd")...)
+	pollPeers := []string{"xdpsock-drop-poll", "xdpsock-drop-busy-poll", "xdp-bench-xsk-drop-poll", "xdp-bench-xsk-drop"}
 	s := []Scenario{
 		{Name: "A", Layout: compare.LayoutA, Queues: 1, Size: 64, Paths: drop,
 			GenCPUs: []int{0}, DUTCPUs: []int{1},
@@ -67,12 +70,16 @@ func Scenarios() []Scenario {
 			GenCPUs: []int{0}, DUTCPUs: []int{1},
 			Describe: fmt.Sprintf("generator on CPU 0 paced to %d pps; the DUT's threaded NAPI and the receiver both on CPU 1, whose time per frame (ns/pkt) is the DUT's cost", BRate)},
 		{Name: "B-full", Layout: compare.LayoutB, Queues: 1, Size: 64,
-			Paths:   []string{"xdp-drop", "xsk-drop"},
+			Paths:   append([]string{"xdp-drop", "xdp-trafficgen-udp", "xsk-drop"}, pollPeers...),
 			GenCPUs: []int{0}, DUTCPUs: []int{1},
-			Describe: "as B at full load: the generator's own rate (xdp-drop), and what an overrun DUT's CPU spends on the generator's page-pool lock (xsk-drop)"},
+			Describe: "as B at full load: the generator's own rate (xdp-drop; xdp-trafficgen udp's into the same XDP_DROP), what an overrun DUT's CPU spends on the generator's page-pool lock (xsk-drop), and the peers' poll modes on the same CPU"},
 		{Name: "L", Layout: compare.LayoutA, Queues: 1, Size: 64, Paths: fwd,
 			GenCPUs: []int{0}, DUTCPUs: []int{1},
 			Describe: "as A, frames sent back (l2fwd) or forwarded (fwd); the generator side receives them on the CPU that sent them, the DUT's"},
+		{Name: "L-1M", Layout: compare.LayoutA, Queues: 1, Size: 64, RatePPS: BRate,
+			Paths:   append([]string{"xsk-l2fwd"}, l2fwdPeers...),
+			GenCPUs: []int{0}, DUTCPUs: []int{1},
+			Describe: fmt.Sprintf("as L, l2fwd only, the generator paced to %d pps", BRate)},
 		{Name: "L-rps", Layout: compare.LayoutA, Queues: 1, Size: 64, Paths: fwd, GenRPS: true,
 			GenCPUs: []int{0}, DUTCPUs: []int{1},
 			Describe: "as L, the generator ends steering what they receive to the generator's CPU 0 (RPS), as a link would take it off the DUT"},
@@ -123,6 +130,9 @@ type Config struct {
 	Duration time.Duration // per path and run
 	// Scenarios to run by name; empty means all.
 	Scenarios []string
+	// Peers is a directory where the peer paths look for their tools
+	// before PATH (compare.Config.Peers).
+	Peers string
 	// Remote, if set, runs the scenarios' paths on a DUT on another host
 	// (compare.Remote) instead of on test beds: the scenarios that are
 	// test-bed layouts (B, B-full, L-rps, 1q, 2q, 4q) and progbench (this
@@ -161,7 +171,7 @@ func compareConfig(sc Scenario, cfg Config) compare.Config {
 		return compare.Config{Paths: sc.Paths, Duration: cfg.Duration, FrameSize: sc.Size, Rate: sc.RatePPS, Remote: cfg.Remote, GenCPUs: sc.GenCPUs}
 	}
 	return compare.Config{Paths: sc.Paths, Duration: cfg.Duration, FrameSize: sc.Size, Testbed: true, Rate: sc.RatePPS,
-		Layout: sc.Layout, Queues: sc.Queues, GenCPUs: sc.GenCPUs, DUTCPUs: sc.DUTCPUs, GenRPS: sc.GenRPS}
+		Layout: sc.Layout, Queues: sc.Queues, GenCPUs: sc.GenCPUs, DUTCPUs: sc.DUTCPUs, GenRPS: sc.GenRPS, Peers: cfg.Peers}
 }
 
 // PathResult is one path of one scenario over the runs.
@@ -186,6 +196,9 @@ type PathResult struct {
 	// accounted for, over all runs (0 when every row closed).
 	NsRuns      []float64 `json:"ns_per_packet_runs"`
 	Unexplained int64     `json:"unexplained"`
+	// Cleanup is, for a peer path, how its tool was ended and what was
+	// removed after it, run by run (compare.Row.Cleanup).
+	Cleanup []string `json:"cleanup,omitempty"`
 	// Env is the environment of the scenario's first run of the path
 	// (the runs of a scenario share it).
 	Env labenv.Env `json:"env"`
@@ -227,6 +240,9 @@ type Result struct {
 	// end. Scenarios and Paths are then those that finished, and no
 	// target is judged.
 	Unfinished []string `json:"unfinished,omitempty"`
+	// Notes are compare's notes on paths it left out (a tool that is
+	// not installed), once each.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Interrupted reports whether the run was cancelled before it finished.
@@ -335,6 +351,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			}
 			sc = onDUT(sc, cfg.Remote)
 		}
+		if cfg.Peers != "" && hasPeer(sc.Paths) && strings.HasPrefix(sc.Command, "xdpeng compare") {
+			sc.Command += " --peers " + cfg.Peers
+		}
 		sc.Command += " -d " + cfg.Duration.String()
 		todo = append(todo, sc)
 	}
@@ -378,6 +397,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			for _, row := range r.Rows {
 				if row.Error != "" {
 					return res, fmt.Errorf("scenario %s: %s: %s", sc.Name, row.Path, row.Error)
+				}
+			}
+			for _, n := range r.Notes {
+				// A path left out says so (compare.SkipError).
+				if strings.Contains(n, " skipped: ") && !slices.Contains(res.Notes, n) {
+					res.Notes = append(res.Notes, n)
+					say("%s", n)
 				}
 			}
 			for _, row := range r.Rows {
@@ -472,6 +498,9 @@ func summarize(scenario, path string, rows []compare.Row) PathResult {
 		p.Mpps = append(p.Mpps, r.Mpps)
 		ns = append(ns, r.NsPerPacket)
 		p.Unexplained += r.Unexplained
+		if r.Cleanup != "" {
+			p.Cleanup = append(p.Cleanup, r.Cleanup)
+		}
 		off = append(off, r.OfferedMpps)
 		if want := r.Sent * uint64(max(r.Copies, 1)); want > 0 {
 			loss = append(loss, 100*float64(r.Dropped)/float64(want))
@@ -539,6 +568,33 @@ func targets(r *Result) []Target {
 		"issue 15: busy polling never worse than the default wait (it was 0.35 against 2.2 Mpps); 0.99: a paced run's noise. On veth the socket has no NAPI to poll and the worker falls back to the default wait, so this checks that the fallback costs nothing")
 	ratio("xsk-l2fwd / DPDK macswap, busy_budget=0 (L)", "L", "xsk-l2fwd", "dpdk-l2fwd-nobusy", 1.3,
 		"issue 15: l2fwd >= 1.3x xdpsock at full load (testpmd macswap stands in; in L-rps the generator, not the path, sets the rate)")
+	// best is the peer with the highest median Mpps in scenario sc.
+	best := func(sc string, peers []string) (string, bool) {
+		var name string
+		var top float64
+		for _, p := range peers {
+			if x, ok := mpps(sc, p); ok && x > top {
+				name, top = p, x
+			}
+		}
+		return name, name != ""
+	}
+	vsPeers := func(name, sc, a string, peers []string, goal float64, ref string) {
+		if b, ok := best(sc, peers); ok {
+			ratio(name, sc, a, b, goal, ref)
+		}
+	}
+	peerRef := "issue 25: the peer tools a user has today, measured in this run"
+	vsPeers("xsk-drop / the best peer rxdrop, xdpsock -r or xdp-bench xsk-drop (A)", "A", "xsk-drop",
+		[]string{"xdpsock-drop", "xdp-bench-xsk-drop"}, 1.0, peerRef+" (all at CPU 0's bound)")
+	vsPeers("xsk-l2fwd / the best peer l2fwd, xdpsock -l or xdp-bench xsk-tx (L)", "L", "xsk-l2fwd",
+		[]string{"xdpsock-l2fwd", "xdp-bench-xsk-tx"}, 1.1, peerRef)
+	vsPeers("xsk-l2fwd / the best peer l2fwd, paced (L-1M)", "L-1M", "xsk-l2fwd",
+		[]string{"xdpsock-l2fwd", "xdp-bench-xsk-tx"}, 1.1, peerRef)
+	vsPeers("xsk-drop / the best peer poll mode, xdpsock -p, -B -p or xdp-bench -p (B-full)", "B-full", "xsk-drop",
+		[]string{"xdpsock-drop-poll", "xdpsock-drop-busy-poll", "xdp-bench-xsk-drop-poll", "xdp-bench-xsk-drop"}, 1.2, peerRef)
+	ratio("generator: xdpeng's / xdp-trafficgen udp's, frames into XDP_DROP (B-full)", "B-full", "xdp-drop", "xdp-trafficgen-udp", 1.3,
+		peerRef+" (one thread each, on CPU 0)")
 	if x, ok := mpps("2q", "xsk-drop"); ok {
 		ts = append(ts, Target{Name: "xsk-drop, 2 queues, one process", Value: x, Goal: 6.4, Unit: "Mpps", Met: x >= 6.4,
 			Measured: "median Mpps of xsk-drop in scenario 2q", Reference: "two xdpsock -p processes 6.40 Mpps"})
@@ -564,6 +620,19 @@ func targets(r *Result) []Target {
 			Reference: "libxdp's default program: +10 ns"})
 	}
 	return ts
+}
+
+// peerTools are the programs of the peer paths (compare.PathInfo.Needs).
+var peerTools = []string{compare.Xdpsock, compare.XdpBench, compare.XdpTrafficgen}
+
+// hasPeer tells whether a peer path is among paths.
+func hasPeer(paths []string) bool {
+	for _, p := range paths {
+		if info, ok := compare.LookupPath(p); ok && slices.Contains(peerTools, info.Needs) {
+			return true
+		}
+	}
+	return false
 }
 
 // ints lists CPUs as a command line takes them: 0,1.
@@ -619,6 +688,7 @@ type (
 		// target is judged.
 		Interrupted bool     `json:"interrupted"`
 		Unfinished  []string `json:"unfinished,omitempty"`
+		Notes       []string `json:"notes,omitempty"`
 	}
 )
 
@@ -632,7 +702,7 @@ func WriteJSON(w io.Writer, r *Result) error {
 		lines = append(lines, RowLine{Type: "row", PathResult: p})
 	}
 	lines = append(lines, SummaryLine{Type: "summary", ProgBench: r.ProgBench, OverDrop: r.OverDrop, Costs: r.Costs, Targets: r.Targets,
-		Interrupted: r.Interrupted(), Unfinished: r.Unfinished})
+		Interrupted: r.Interrupted(), Unfinished: r.Unfinished, Notes: r.Notes})
 	for _, l := range lines {
 		if err := enc.Encode(l); err != nil {
 			return fmt.Errorf("encode JSON: %w", err)

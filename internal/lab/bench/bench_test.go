@@ -31,6 +31,12 @@ func TestTargets(t *testing.T) {
 			{Scenario: "L", Path: "dpdk-l2fwd-nobusy", MedianMpps: 0.8},
 			{Scenario: "L", Path: "xsk-fwd", MedianMpps: 2},
 			{Scenario: "L-rps", Path: "xsk-fwd", MedianMpps: 2.2},
+			{Scenario: "L", Path: "xdpsock-l2fwd", MedianMpps: 0.5},
+			{Scenario: "L", Path: "xdp-bench-xsk-tx", MedianMpps: 0.8},
+			{Scenario: "B-full", Path: "xsk-drop", MedianMpps: 4},
+			{Scenario: "B-full", Path: "xdp-trafficgen-udp", MedianMpps: 5},
+			{Scenario: "B-full", Path: "xdpsock-drop-poll", MedianMpps: 3.2},
+			{Scenario: "B-full", Path: "xdp-bench-xsk-drop-poll", MedianMpps: 2},
 		},
 		// Lower quartiles 22.1 and 28.1: +6.
 		ProgBench: []progbench.Result{
@@ -70,7 +76,15 @@ func TestTargets(t *testing.T) {
 			t.Errorf("target %q: L-rps and L are two arrangements of the bed, not a before and after", name)
 		}
 	}
+	// Against the best peer of the same run: xdp-bench's 0.8 in L,
+	// xdpsock -p's 3.2 in B-full; no peer row in A, so no target there.
+	check("xsk-l2fwd / the best peer l2fwd, xdpsock -l or xdp-bench xsk-tx (L)", 1.25, true)
+	check("xsk-drop / the best peer poll mode, xdpsock -p, -B -p or xdp-bench -p (B-full)", 1.25, true)
+	if _, ok := got["xsk-drop / the best peer rxdrop, xdpsock -r or xdp-bench xsk-drop (A)"]; ok {
+		t.Error("a target against peers that did not run was reported")
+	}
 	check("generator, one thread, receiver on its own CPU (B-full)", 10, true)
+	check("generator: xdpeng's / xdp-trafficgen udp's, frames into XDP_DROP (B-full)", 6.0/5, false)
 	check("steering program cost over XDP_DROP", 6, true)
 	if _, ok := got["xsk-drop, 2 queues, one process"]; ok {
 		t.Error("a target without its scenario was reported")
@@ -78,7 +92,7 @@ func TestTargets(t *testing.T) {
 }
 
 func TestScenarioCommands(t *testing.T) {
-	const wantA = "xdpeng compare --testbed --layout A --bed-queues 1 --size 64 --gen-cpus 0 --dut-cpus 1 --paths xdp-drop,xsk-drop,asavie-drop,dpdk-af-xdp,dpdk-af-xdp-nobusy"
+	const wantA = "xdpeng compare --testbed --layout A --bed-queues 1 --size 64 --gen-cpus 0 --dut-cpus 1 --paths xdp-drop,xsk-drop,asavie-drop,dpdk-af-xdp,dpdk-af-xdp-nobusy,xdpsock-drop,xdp-bench-xsk-drop"
 	if got := Scenarios()[0].Command; got != wantA {
 		t.Errorf("scenario A's command = %q, want %q", got, wantA)
 	}

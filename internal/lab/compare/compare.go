@@ -51,6 +51,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -85,7 +86,7 @@ type PathInfo struct {
 	// count where frames come out, on the generator side).
 	Testbed bool
 	// Needs names a program the path runs that xdpeng does not bring
-	// (dpdk-testpmd): such a path runs only when asked for by name, and
+	// (dpdk-testpmd, xdpsock, xdp-bench): such a path runs only when asked for by name, and
 	// is skipped with a note where the program is missing.
 	Needs string
 	// Remote says that the path runs on a DUT that is another host
@@ -122,6 +123,22 @@ var paths = []PathInfo{
 		Doc: "DPDK's AF_XDP driver, dpdk-testpmd macswap (swap MACs, send back), its default arguments; counted where the frames come back (gen0)"},
 	{Name: "dpdk-l2fwd-nobusy", Family: Drop, Testbed: true, Needs: TestPMD,
 		Doc: "the same with busy_budget=0"},
+	{Name: "xdpsock-drop", Family: Drop, Testbed: true, Needs: Xdpsock,
+		Doc: "xdpsock -r -N -c (bpf-examples): AF_XDP rxdrop, its busy loop; counted at the device: veth's XDP redirects on dut0"},
+	{Name: "xdpsock-drop-poll", Family: Drop, Testbed: true, Needs: Xdpsock,
+		Doc: "xdpsock -r -p: the same, waiting in poll()"},
+	{Name: "xdpsock-drop-busy-poll", Family: Drop, Testbed: true, Needs: Xdpsock,
+		Doc: "xdpsock -r -B -p: the same with preferred busy polling"},
+	{Name: "xdpsock-l2fwd", Family: Drop, Testbed: true, Needs: Xdpsock,
+		Doc: "xdpsock -l -N -c: swap MACs, send back; counted where the frames come back (gen0)"},
+	{Name: "xdp-bench-xsk-drop", Family: Drop, Testbed: true, Needs: XdpBench,
+		Doc: "xdp-bench xsk-drop (xdp-tools >= 1.6), its defaults; counted at the device: veth's XDP redirects on dut0"},
+	{Name: "xdp-bench-xsk-drop-poll", Family: Drop, Testbed: true, Needs: XdpBench,
+		Doc: "xdp-bench xsk-drop -p: the same, waiting in poll()"},
+	{Name: "xdp-bench-xsk-tx", Family: Drop, Testbed: true, Needs: XdpBench,
+		Doc: "xdp-bench xsk-tx, its defaults: swap MACs, send back; counted where the frames come back (gen0)"},
+	{Name: "xdp-trafficgen-udp", Family: Drop, Testbed: true, Needs: XdpTrafficgen,
+		Doc: "the generator under test: xdp-trafficgen udp on gen0, one thread, into xdp-drop's XDP_DROP on dut0 (beside xdp-drop, whose frames come from xdpeng's generator); sent counted at gen0's device"},
 }
 
 // Paths returns the paths of a family, or all of them for "", that run
@@ -251,6 +268,10 @@ type Config struct {
 	// (see ErrDefaultRoute).
 	Force bool
 
+	// Peers is a directory where the peer paths look for their tools
+	// (xdpsock, xdp-bench) before PATH; "" is PATH alone.
+	Peers string
+
 	// Remote, if set, runs the paths on a DUT that is another host,
 	// reached over ssh, with the generator and sinks here (see Remote).
 	// Queues (InterfaceQueues) and DUTCPUs are then the DUT's.
@@ -305,6 +326,11 @@ func (c *Config) Check() error {
 		}
 		if p.Testbed && !c.Testbed {
 			return fmt.Errorf("path %s counts frames on a test bed's veth ends (where they come out, or at the DUT's veth counters): use --testbed", n)
+		}
+	}
+	if c.Peers != "" {
+		if st, err := os.Stat(c.Peers); err != nil || !st.IsDir() {
+			return fmt.Errorf("peers directory %q: not a directory (%v): give the directory that holds xdpsock and xdp-bench", c.Peers, err)
 		}
 	}
 	if c.Duration <= 0 {
@@ -475,6 +501,10 @@ type Row struct {
 	// Env is the environment the row was measured in, with the path's
 	// XDP mode.
 	Env labenv.Env `json:"env"`
+	// Cleanup says, for a path that runs another program (a peer tool),
+	// how that program was ended (SIGINT, or SIGKILL when it did not end)
+	// and what it left on the device that was removed after it.
+	Cleanup string `json:"cleanup,omitempty"`
 	// Error is set when the path could not be run.
 	Error string `json:"error,omitempty"`
 }
@@ -556,6 +586,9 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 			}
 			row.Error = perr.Error()
 			cfg.progress("%-20s failed: %v", name, perr)
+		}
+		if row.Cleanup != "" {
+			res.Notes = append(res.Notes, row.Path+": "+row.Cleanup)
 		}
 		res.Rows = append(res.Rows, row)
 	}

@@ -43,6 +43,9 @@ type env struct {
 	cpus     []int // the receiver thread of queues[i] runs on cpus[i]
 	dutCPUs  []int
 	genCPUs  []int
+	// peers is the directory the peer tools are looked for in first
+	// (Config.Peers).
+	peers string
 
 	// errs counts the xdp tracepoints (nil where they cannot be), and
 	// netns is the cookie of the DUT's namespace, to pick its device.
@@ -119,7 +122,7 @@ func traceReasonsOf(d xdperr.Snapshot, s *sample, native bool) {
 
 func bedEnv(bed *testbed.Bed, cfg *Config) (*env, error) {
 	e := &env{bed: bed, links: bed.Links, genNS: bed.GenNS, dutNS: bed.DUTNS, dut: bed.Links[0].DUT, dutIndex: bed.Links[0].DUTIndex,
-		dutCPUs: cfg.DUTCPUs, genCPUs: cfg.GenCPUs}
+		dutCPUs: cfg.DUTCPUs, genCPUs: cfg.GenCPUs, peers: cfg.Peers}
 	for q := range bed.Queues {
 		e.queues = append(e.queues, q)
 	}
@@ -330,6 +333,12 @@ type runner interface {
 	xdpMode() string
 }
 
+// ender is a runner of another program (a peer tool), which says after
+// stop how that program was ended and what was removed after it.
+type ender interface {
+	ended() string
+}
+
 // measure runs one path: set up, offer the load, sample inside it, drain,
 // tear down; with cfg.NDR, search its zero-loss rate before tearing down.
 func measure(ctx context.Context, e *env, cfg *Config, info PathInfo, shared labenv.Env) (row Row, err error) {
@@ -339,6 +348,9 @@ func measure(ctx context.Context, e *env, cfg *Config, info PathInfo, shared lab
 		defer func() {
 			if serr := s.close(); serr != nil {
 				err = errors.Join(err, serr)
+			}
+			if en, ok := s.r.(ender); ok {
+				row.Cleanup = en.ended()
 			}
 		}()
 	}
@@ -421,6 +433,10 @@ func (s *session) trial(ctx context.Context, gcfg *gen.Config, d time.Duration, 
 	if gcfg != nil {
 		go func() {
 			defer close(genDone)
+			if g, ok := r.(generator); ok {
+				genStats, genErr = g.generate(ctx, *gcfg)
+				return
+			}
 			genErr = e.inGen(func() (err error) {
 				genStats, err = gen.Run(ctx, *gcfg, nil)
 				return err

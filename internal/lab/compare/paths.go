@@ -78,6 +78,12 @@ func newRunner(name string, e *env, o pathOpts) (runner, error) {
 	case "dpdk-l2fwd-nobusy":
 		return &dpdkRunner{e: e, o: o, macswap: true, noBusy: true}, nil
 	}
+	if name == "xdp-trafficgen-udp" {
+		return &trafficgenRunner{kernRunner: kernRunner{e: e, o: o, action: kern.Drop, hook: kern.XDP}, name: name}, nil
+	}
+	if p, ok := peerPaths[name]; ok {
+		return &peerRunner{e: e, o: o, name: name, p: p}, nil
+	}
 	return nil, fmt.Errorf("no runner for path %q", name)
 }
 
