@@ -41,7 +41,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -325,9 +324,21 @@ func (e *Engine) Run(ctx context.Context) error { return e.run(ctx) }
 // Started is when Run started the workers; zero before.
 func (e *Engine) Started() time.Time { return e.startedAt() }
 
-// Close detaches the program and closes the sockets. It is safe to call
-// more than once and after a failed New.
+// Stats reads every worker's counters and its socket's XDP statistics. It
+// may be called from any goroutine, also while Run runs; after Close it
+// fails with os.ErrClosed.
+func (e *Engine) Stats() (Snapshot, error) { return e.stats() }
+
+// Close stops a Run that is running and waits for its workers to end, then
+// detaches the program and closes the sockets. It may be called from any
+// goroutine, at any time, more than once, and after a failed New; but not
+// from OnLinkChange, which Run calls and Close would wait for. After
+// Close, Run and Stats fail with os.ErrClosed.
 func (e *Engine) Close() error {
+	if !e.shutdown() {
+		return nil
+	}
+	defer e.life.Unlock()
 	e.closeLinks()
 	var errs []error
 	if e.link != nil {
@@ -352,8 +363,71 @@ type core struct {
 	stop    atomic.Bool
 	started atomic.Int64 // UnixNano when run started, 0 before
 
-	links        *netdev.LinkWatch // the devices' link state; nil if not watched
+	links        linkSource // the devices' link state; nil if not watched
 	onLinkChange func(LinkChange)
+
+	// state guards closing, quit and running: Close sets closing, closes
+	// quit to end a Run, and waits for running to be closed.
+	state   sync.Mutex
+	closing bool
+	quit    chan struct{}
+	running chan struct{} // closed when the Run under way returns; nil while none is
+	// life guards the sockets and UMEMs: Stats holds it for reading,
+	// Close for writing while it frees them, once no Run is under way.
+	life   sync.RWMutex
+	closed bool // under life
+}
+
+// quitLocked is the channel Close closes; c.state must be held.
+func (c *core) quitLocked() chan struct{} {
+	if c.quit == nil {
+		c.quit = make(chan struct{})
+	}
+	return c.quit
+}
+
+// shutdown begins Close: it ends a Run under way and waits for it to
+// return, then takes c.life for writing and marks c closed. It reports
+// false, holding nothing, when Close was called before; otherwise the
+// caller frees what c holds and unlocks c.life.
+func (c *core) shutdown() bool {
+	c.state.Lock()
+	if c.closing {
+		c.state.Unlock()
+		return false
+	}
+	c.closing = true
+	close(c.quitLocked())
+	running := c.running
+	c.state.Unlock()
+	if running != nil {
+		<-running
+	}
+	c.life.Lock()
+	c.closed = true
+	return true
+}
+
+// begin marks a Run under way and returns the channel that Close closes
+// to end it, and the function that marks the Run's end; it fails after
+// Close and while another Run runs.
+func (c *core) begin() (quit <-chan struct{}, end func(), err error) {
+	c.state.Lock()
+	defer c.state.Unlock()
+	if c.closing {
+		return nil, nil, fmt.Errorf("run: %w", os.ErrClosed)
+	}
+	if c.running != nil {
+		return nil, nil, errors.New("run: already running")
+	}
+	done := make(chan struct{})
+	c.running = done
+	return c.quitLocked(), func() {
+		c.state.Lock()
+		c.running = nil
+		close(done)
+		c.state.Unlock()
+	}, nil
 }
 
 func (c *core) zeroCopy() bool { return len(c.workers) > 0 && c.workers[0].sock.ZeroCopy() }
@@ -368,6 +442,12 @@ func (c *core) startedAt() time.Time {
 // run starts the workers and returns when ctx is done, when every worker
 // has finished (a generator that sent its count), or when a worker fails.
 func (c *core) run(ctx context.Context) error {
+	quit, end, err := c.begin()
+	if err != nil {
+		return err
+	}
+	defer end()
+	c.stop.Store(false)
 	c.started.Store(time.Now().UnixNano())
 	errs := make(chan error, len(c.workers))
 	var wg sync.WaitGroup
@@ -381,12 +461,13 @@ func (c *core) run(ctx context.Context) error {
 	// Receiving workers run until stopped; a generator's workers end by
 	// themselves when they have sent their count, and the run ends when
 	// all have, or at the first error.
-	var err error
 	ended := 0
 wait:
 	for ended < len(c.workers) {
 		select {
 		case <-ctx.Done():
+			break wait
+		case <-quit:
 			break wait
 		case ev, ok := <-c.linkEvents():
 			if err = c.onLink(ev, ok); err != nil {
@@ -418,7 +499,8 @@ wait:
 func workerThreadName(q int) string { return fmt.Sprintf("xdpeng-q%d", q) }
 
 // runWorker pins the worker's goroutine to its CPU and runs its loop. A
-// panic in the handler becomes an error that stops the engine.
+// panic in the handler comes back as a *HandlerPanicError (see
+// worker.handle); any error stops the other workers.
 func (c *core) runWorker(w *worker) (err error) {
 	// The thread stays locked until the goroutine ends, so Go retires it
 	// rather than reuse a thread with a narrowed affinity.
@@ -430,16 +512,11 @@ func (c *core) runWorker(w *worker) (err error) {
 	// /proc/PID/task/TID/comm show which worker is which. Only a label:
 	// a kernel that refuses it changes nothing else.
 	_ = os.WriteFile("/proc/thread-self/comm", []byte(workerThreadName(w.queue)), 0)
-	defer func() {
-		if r := recover(); r != nil {
-			w.publish()
-			err = &HandlerPanicError{Queue: w.queue, Value: r, Stack: debug.Stack()}
-		}
-		if err != nil {
-			c.stop.Store(true)
-		}
-	}()
-	return w.run(&c.stop)
+	if err := w.run(&c.stop); err != nil {
+		c.stop.Store(true)
+		return err
+	}
+	return nil
 }
 
 // closeSockets closes every socket and UMEM.

@@ -321,9 +321,18 @@ func (g *Generator) Run(ctx context.Context) error { return g.run(ctx) }
 // Started is when Run started the workers; zero before.
 func (g *Generator) Started() time.Time { return g.startedAt() }
 
-// Close closes the sockets. It is safe to call more than once and after a
-// failed NewGenerator.
+// Stats reads every worker's counters and its socket's XDP statistics, as
+// Engine.Stats does.
+func (g *Generator) Stats() (Snapshot, error) { return g.stats() }
+
+// Close stops a Run that is running and waits for its workers to end, then
+// closes the sockets, as Engine.Close does. It is safe to call at any
+// time, more than once and after a failed NewGenerator.
 func (g *Generator) Close() error {
+	if !g.shutdown() {
+		return nil
+	}
+	defer g.life.Unlock()
 	g.closeLinks()
 	return g.closeSockets()
 }

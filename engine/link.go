@@ -67,6 +67,13 @@ func (c *core) watchLinks(devs ...*netdev.Info) error {
 	return nil
 }
 
+// linkSource is a watch of the devices' links: netdev.LinkWatch.
+type linkSource interface {
+	Events() <-chan netdev.LinkEvent
+	Err() error
+	Close() error
+}
+
 // linkEvents is where run reads the watch's events from: nil (never ready)
 // without a watch.
 func (c *core) linkEvents() <-chan netdev.LinkEvent {
@@ -80,8 +87,13 @@ func (c *core) linkEvents() <-chan netdev.LinkEvent {
 // device gone, nil otherwise (after telling c.onLinkChange).
 func (c *core) onLink(ev netdev.LinkEvent, ok bool) error {
 	if !ok {
-		// The watch failed; the run goes on without it.
+		// The watch failed: without it, a device deleted now would go
+		// unnoticed, so the run ends with the watch's error.
+		err := c.links.Err()
 		c.links = nil
+		if err != nil {
+			return fmt.Errorf("watch the devices' links: %w", err)
+		}
 		return nil
 	}
 	if ev.Kind == netdev.LinkGone {

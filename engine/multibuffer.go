@@ -103,7 +103,7 @@ func (w *worker) rxHandleMB() uint32 {
 	w.c.rxBytes += bytes
 	w.c.batches++
 
-	w.handler.Handle(b)
+	w.handle(b)
 
 	mask := w.umem.BaseMask()
 	var tidx, troom uint32

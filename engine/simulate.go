@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/xdpeng/xdpeng/internal/netdev"
@@ -138,11 +137,6 @@ func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 	}
 	w, kernels, k, u, batch, cfg := sw.w, sw.kernels, sw.kernels[0], sw.u, sw.batch, &sw.cfg
 
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("simulate: %w", &HandlerPanicError{Value: r, Stack: debug.Stack()})
-		}
-	}()
 	res.Frames = make([]SimFrame, len(frames))
 	for start := 0; start < len(frames); start += batch {
 		end := min(start+batch, len(frames))
@@ -233,10 +227,17 @@ func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 			}
 			next += b.n
 			w.complete()
+			if w.panicked != nil {
+				res.Stats = w.stats(socketStats(k.Stats))
+				return res, fmt.Errorf("simulate: %w", w.panicked)
+			}
 		}
 	}
 	if w.idler != nil {
-		w.idler.Idle()
+		w.idle1()
+		if w.panicked != nil {
+			return res, fmt.Errorf("simulate: %w", w.panicked)
+		}
 	}
 	res.Stats = w.stats(socketStats(k.Stats))
 	return res, nil

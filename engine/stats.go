@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/xdpeng/xdpeng/internal/xsk"
@@ -108,9 +110,13 @@ func (s Snapshot) Total() QueueStats {
 	return t
 }
 
-// Stats reads every worker's counters and its socket's XDP statistics. It
-// may be called from any goroutine, also while Run runs.
-func (c *core) Stats() (Snapshot, error) {
+// stats reads every worker's counters and its socket's XDP statistics.
+func (c *core) stats() (Snapshot, error) {
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed {
+		return Snapshot{}, fmt.Errorf("stats: %w", os.ErrClosed)
+	}
 	snap := Snapshot{Time: time.Now(), Queues: make([]QueueStats, len(c.workers))}
 	for i, w := range c.workers {
 		p := w.pub

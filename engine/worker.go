@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -66,6 +67,10 @@ type worker struct {
 	ports []*xsk.Socket
 	// out is the per-batch state of each port (syncPorts).
 	out []outPort
+
+	// panicked is the handler's panic, once it panicked; the worker then
+	// stops.
+	panicked *HandlerPanicError
 
 	// tx is the generator state of a txonly worker, nil otherwise.
 	tx *txGen
@@ -168,6 +173,9 @@ func (w *worker) run(stop *atomic.Bool) error {
 			}
 		}
 		if w.step() > 0 {
+			if w.panicked != nil {
+				break
+			}
 			spins = 0
 			w.idleCalled = false
 			continue
@@ -180,7 +188,10 @@ func (w *worker) run(stop *atomic.Bool) error {
 		}
 		if w.idler != nil && !w.idleCalled {
 			w.idleCalled = true
-			w.idler.Idle()
+			w.idle1()
+		}
+		if w.panicked != nil {
+			break
 		}
 		if err := w.idle(&spins); err != nil {
 			return err
@@ -188,7 +199,34 @@ func (w *worker) run(stop *atomic.Bool) error {
 	}
 	w.drain()
 	w.publish()
+	if w.panicked != nil {
+		return w.panicked
+	}
 	return nil
+}
+
+// handle runs the handler on b. A panic in it is kept in w.panicked, and
+// the batch's verdicts, as far as the handler set them, are carried out:
+// no frame is lost, and the worker stops after the batch. Only the
+// handler's code is recovered from: a panic in the worker's own is a bug
+// that crashes the program.
+func (w *worker) handle(b *Batch) {
+	defer w.recoverHandler()
+	w.handler.Handle(b)
+}
+
+// idle1 tells the handler that its queue is idle, as handle runs it.
+func (w *worker) idle1() {
+	defer w.recoverHandler()
+	w.idler.Idle()
+}
+
+// recoverHandler keeps a panic of the handler's in w.panicked; call it
+// deferred around the handler's code only.
+func (w *worker) recoverHandler() {
+	if r := recover(); r != nil && w.panicked == nil {
+		w.panicked = &HandlerPanicError{Queue: w.queue, Value: r, Stack: debug.Stack()}
+	}
 }
 
 // step is one turn of the worker's loop while frames flow: a batch from the
@@ -283,7 +321,7 @@ func (w *worker) rxHandle() uint32 {
 	w.c.rxBytes += bytes
 	w.c.batches++
 
-	w.handler.Handle(b)
+	w.handle(b)
 
 	switch {
 	case b.forwarded:

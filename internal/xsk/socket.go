@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -120,6 +121,7 @@ type Socket struct {
 	maps     []mapping
 	zeroCopy bool
 	kernel   *MemKernel // set for in-memory sockets
+	closed   bool       // set by Close
 }
 
 // NewSocket creates a socket on u, fills its fill ring, and binds it to
@@ -295,7 +297,7 @@ func (s *Socket) Refill() uint32 {
 	return got
 }
 
-// FD is the socket's file descriptor (-1 for an in-memory socket).
+// FD is the socket's file descriptor (-1 for an in-memory or closed socket).
 func (s *Socket) FD() int { return s.fd }
 
 // Umem is the UMEM the socket uses.
@@ -314,7 +316,10 @@ func (s *Socket) Kernel() *MemKernel { return s.kernel }
 // MSG_DONTWAIT); call it only when Fill.NeedWakeup says so, or for busy
 // polling.
 func (s *Socket) WakeRx() error {
-	if s.fd < 0 {
+	if s.closed {
+		return fmt.Errorf("wake up rx: %w", os.ErrClosed)
+	}
+	if s.kernel != nil {
 		return nil
 	}
 	switch err := kick(unix.SYS_RECVFROM, s.fd); err {
@@ -328,8 +333,11 @@ func (s *Socket) WakeRx() error {
 // WakeTx asks the kernel to transmit what the tx ring holds (sendto with
 // MSG_DONTWAIT). In copy mode this is where transmission happens.
 func (s *Socket) WakeTx() error {
-	if s.fd < 0 {
-		if s.kernel != nil && s.kernel.AutoTransmit {
+	if s.closed {
+		return fmt.Errorf("wake up tx: %w", os.ErrClosed)
+	}
+	if s.kernel != nil {
+		if s.kernel.AutoTransmit {
 			s.kernel.Transmit(int(s.Tx.size))
 		}
 		return nil
@@ -356,7 +364,10 @@ func kick(trap uintptr, fd int) unix.Errno {
 // Poll waits up to timeoutMs for received frames (and, with tx, for room to
 // transmit). It reports whether the socket is ready.
 func (s *Socket) Poll(timeoutMs int, tx bool) (bool, error) {
-	if s.fd < 0 {
+	if s.closed {
+		return false, fmt.Errorf("poll AF_XDP socket: %w", os.ErrClosed)
+	}
+	if s.kernel != nil {
 		return true, nil
 	}
 	fds := [1]unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}}
@@ -375,7 +386,10 @@ func (s *Socket) Poll(timeoutMs int, tx bool) (bool, error) {
 // to usecs microseconds and budget packets, instead of in softirq
 // (SO_PREFER_BUSY_POLL, SO_BUSY_POLL, SO_BUSY_POLL_BUDGET).
 func (s *Socket) SetBusyPoll(usecs, budget int) error {
-	if s.fd < 0 {
+	if s.closed {
+		return fmt.Errorf("set busy polling: %w", os.ErrClosed)
+	}
+	if s.kernel != nil {
 		return nil
 	}
 	for _, o := range []struct {
@@ -400,7 +414,10 @@ func (s *Socket) SetBusyPoll(usecs, budget int) error {
 // is such a device in Linux 6.18 (it registers its XDP receive queues
 // before their NAPI instances get ids). An in-memory socket has none.
 func (s *Socket) NAPIID() (uint32, error) {
-	if s.fd < 0 {
+	if s.closed {
+		return 0, fmt.Errorf("read SO_INCOMING_NAPI_ID: %w", os.ErrClosed)
+	}
+	if s.kernel != nil {
 		return 0, nil
 	}
 	id, err := unix.GetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_INCOMING_NAPI_ID)
@@ -437,6 +454,9 @@ func (s *Statistics) Add(o Statistics) {
 
 // Statistics reads the socket's XDP_STATISTICS.
 func (s *Socket) Statistics() (Statistics, error) {
+	if s.closed {
+		return Statistics{}, fmt.Errorf("read XDP_STATISTICS: %w", os.ErrClosed)
+	}
 	if s.kernel != nil {
 		return s.kernel.Stats, nil
 	}
@@ -455,8 +475,14 @@ func (s *Socket) Statistics() (Statistics, error) {
 }
 
 // Close unmaps the rings and closes the socket. The UMEM's own socket is
-// closed by Umem.Close.
+// closed by Umem.Close. A closed socket's system calls (Poll, WakeRx,
+// WakeTx, Statistics, ...) fail with os.ErrClosed; its rings must not be
+// touched. Close is safe to call more than once.
 func (s *Socket) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
 	var errs []error
 	for i := range s.maps {
 		errs = append(errs, s.maps[i].unmap())
