@@ -120,3 +120,23 @@ func TestZeroConfig(t *testing.T) {
 		}
 	}
 }
+
+// Validate changes nothing: New and NewGenerator fill in the defaults.
+func TestValidateIsPure(t *testing.T) {
+	c := DefaultConfig()
+	c.Interface, c.PollTimeout = "eth0", 0
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.PollTimeout != 0 || c.Queues != nil || c.CPUs != nil {
+		t.Fatalf("Validate changed the config: PollTimeout %v, Queues %v, CPUs %v", c.PollTimeout, c.Queues, c.CPUs)
+	}
+	g := DefaultGeneratorConfig()
+	g.Interface, g.PollTimeout, g.Frames = "eth0", 0, [][]byte{make([]byte, 64)}
+	if err := g.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if g.PollTimeout != 0 {
+		t.Fatalf("GeneratorConfig.Validate changed PollTimeout to %v", g.PollTimeout)
+	}
+}

@@ -68,6 +68,7 @@ func New(cfg Config) (_ *Engine, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.PollTimeout = pollTimeout(cfg.PollTimeout)
 	info, err := lookup(cfg.Interface)
 	if err != nil {
 		return nil, err

@@ -58,7 +58,8 @@ type GeneratorConfig struct {
 	// BusyPollUsecs and BusyPollBudget are SO_BUSY_POLL and
 	// SO_BUSY_POLL_BUDGET for WaitBusyPoll.
 	BusyPollUsecs, BusyPollBudget int
-	// PollTimeout bounds each poll() so that a stop is noticed promptly.
+	// PollTimeout bounds each poll() so that a stop is noticed promptly;
+	// 0 means 100 ms (NewGenerator fills it in).
 	PollTimeout time.Duration
 
 	// Frames are the frames to send, each at least an Ethernet header and
@@ -101,7 +102,9 @@ func (c *GeneratorConfig) sockets() Config {
 	}
 }
 
-// Validate checks everything that can be checked without the device.
+// Validate checks everything that can be checked without the device. It
+// changes nothing: NewGenerator fills in the defaults (queues, CPUs,
+// PollTimeout).
 func (c *GeneratorConfig) Validate() error {
 	if c.Interface == "" {
 		return errors.New("no interface given")
@@ -113,7 +116,6 @@ func (c *GeneratorConfig) Validate() error {
 	if err := sc.checkSockets(false); err != nil {
 		return err
 	}
-	c.PollTimeout = sc.PollTimeout
 	if uint32(c.Batch) > c.TxSize {
 		return fmt.Errorf("batch size %d is larger than the tx ring (%d): a batch must fit in the ring", c.Batch, c.TxSize)
 	}
@@ -189,6 +191,7 @@ func NewGenerator(cfg GeneratorConfig) (_ *Generator, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.PollTimeout = pollTimeout(cfg.PollTimeout)
 	info, err := lookup(cfg.Interface)
 	if err != nil {
 		return nil, err

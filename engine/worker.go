@@ -111,7 +111,7 @@ type options struct {
 }
 
 func workerOptions(c *Config) options {
-	return options{batch: c.Batch, wait: c.Wait, needWakeup: c.NeedWakeup, pollTimeout: c.PollTimeout,
+	return options{batch: c.Batch, wait: c.Wait, needWakeup: c.NeedWakeup, pollTimeout: pollTimeout(c.PollTimeout),
 		multiBuffer: c.MultiBuffer, rxSize: c.RxSize}
 }
 
