@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+
+	"github.com/xdpeng/xdpeng/internal/platform"
 )
 
 // Errors New and NewGenerator return where the caller can do something
@@ -46,6 +48,10 @@ var (
 	// ErrFrameTooLong: a generator frame longer than the device's MTU
 	// allows (*FrameTooLongError).
 	ErrFrameTooLong = errors.New("frame longer than the MTU allows")
+	// ErrNotSupported: New, NewGenerator and LookupDevice on an operating
+	// system other than Linux, where AF_XDP does not exist. Simulate and
+	// Sim work everywhere.
+	ErrNotSupported = platform.ErrNotSupported
 	// ErrHandlerPanic: a handler panicked, which stopped the engine or
 	// the simulation (*HandlerPanicError; Engine.Run, Sim.Run, Simulate).
 	ErrHandlerPanic = errors.New("handler panicked")

@@ -52,21 +52,6 @@ type LinkChange struct {
 	AdminUp, Carrier bool
 }
 
-// watchLinks starts watching the devices in the calling thread's network
-// namespace, which is the one they were looked up in.
-func (c *core) watchLinks(devs ...*netdev.Info) error {
-	names := map[int]string{}
-	for _, d := range devs {
-		names[d.Index] = d.Name
-	}
-	w, err := netdev.WatchLinks(names)
-	if err != nil {
-		return err
-	}
-	c.links = w
-	return nil
-}
-
 // linkSource is a watch of the devices' links: netdev.LinkWatch.
 type linkSource interface {
 	Events() <-chan netdev.LinkEvent

@@ -1,3 +1,5 @@
+//go:build linux
+
 package netdev
 
 import (
@@ -11,48 +13,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// LinkEventKind says what happened to a watched device.
-type LinkEventKind int
-
-const (
-	// LinkDown: the device stopped passing frames. It was set down, or it
-	// lost its carrier (a veth whose peer went down or away).
-	LinkDown LinkEventKind = iota + 1
-	// LinkUp: the device passes frames again.
-	LinkUp
-	// LinkGone: the device was deleted, or left the network namespace
-	// (moved to another, or its namespace was torn down). Nothing more is
-	// reported about it.
-	LinkGone
-)
-
-// String returns "down", "up" or "gone".
-func (k LinkEventKind) String() string {
-	switch k {
-	case LinkDown:
-		return "down"
-	case LinkUp:
-		return "up"
-	case LinkGone:
-		return "gone"
-	}
-	return fmt.Sprintf("LinkEventKind(%d)", int(k))
-}
-
-// LinkEvent is a change of a watched device's state.
-type LinkEvent struct {
-	Kind LinkEventKind
-	// Time is when the watch read the kernel's notification.
-	Time time.Time
-	// Index and Name are the device's, as given to WatchLinks.
-	Index int
-	Name  string
-	// AdminUp (IFF_UP) and Carrier (IFF_LOWER_UP) are the state after the
-	// change; both false when the device is gone. A device passes frames
-	// when both are true.
-	AdminUp, Carrier bool
-}
 
 // LinkWatch reports changes of the state of some devices, from the kernel's
 // link notifications (RTNLGRP_LINK) in one network namespace.
