@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
@@ -47,6 +48,21 @@ func OutputPort(i int) Port {
 		return noPort
 	}
 	return Port(i + 1)
+}
+
+// String names the port as xdpeng prints it: "in" for PortIn, "out0" for
+// OutputPort(0), and so on; "none" for the port OutputPort gives an index
+// out of range.
+func (p Port) String() string {
+	switch {
+	case p == PortIn:
+		return "in"
+	case p <= MaxOutputs:
+		return "out" + strconv.Itoa(int(p)-1)
+	case p == noPort:
+		return "none"
+	}
+	return fmt.Sprintf("Port(%d)", uint8(p))
 }
 
 // noPort is the port OutputPort gives an index out of range: above the

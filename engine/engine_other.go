@@ -2,7 +2,11 @@
 
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"net"
+	"net/netip"
+)
 
 // New validates cfg and fails with ErrNotSupported: an engine needs Linux.
 // Simulate and Sim run a handler on every operating system.
@@ -32,3 +36,9 @@ func LookupDevice(name string) (Device, error) {
 type steerProg struct{}
 
 func (*steerProg) Close() error { return nil }
+
+// NextHopMAC fails with ErrNotSupported: neighbours and veth peers are
+// Linux's.
+func NextHopMAC(device string, dst netip.Addr) (net.HardwareAddr, error) {
+	return nil, fmt.Errorf("next hop out of %s: %w", device, ErrNotSupported)
+}

@@ -102,7 +102,7 @@ func (e *Engine) Outputs() []OutputInfo {
 func (e *Engine) OutputStats(p Port) (SocketStats, error) {
 	var sum SocketStats
 	if p == PortIn || int(p) > len(e.outs) {
-		return sum, fmt.Errorf("port %d is not an output", p)
+		return sum, fmt.Errorf("port %v is not an output", p)
 	}
 	for _, w := range e.workers {
 		st, err := w.ports[p].Statistics()

@@ -343,3 +343,15 @@ func TestSimFrameSize(t *testing.T) {
 		t.Errorf("a %d-byte frame: %v, want %q", def, err, want)
 	}
 }
+
+// Ports print as xdpeng names them.
+func TestPortString(t *testing.T) {
+	for p, want := range map[engine.Port]string{
+		engine.PortIn: "in", engine.OutputPort(0): "out0", engine.OutputPort(9): "out9",
+		engine.OutputPort(engine.MaxOutputs - 1): "out63", engine.OutputPort(engine.MaxOutputs): "none", engine.Port(200): "Port(200)",
+	} {
+		if got := p.String(); got != want {
+			t.Errorf("Port(%d).String() = %q, want %q", uint8(p), got, want)
+		}
+	}
+}

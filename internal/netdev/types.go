@@ -6,6 +6,7 @@ package netdev
 // there only.
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -105,3 +106,6 @@ func FrameMTU(frameSize, headroom, frames int) int {
 	}
 	return max(frames*room-ethHeaderLen-vlanTagLen, 0)
 }
+
+// ErrNoDstMAC is returned by DstMAC when it finds no address to send to.
+var ErrNoDstMAC = errors.New("no destination MAC found")
