@@ -355,3 +355,20 @@ func TestPortString(t *testing.T) {
 		}
 	}
 }
+
+// A port reads back as it is written.
+func TestPortText(t *testing.T) {
+	for _, p := range []engine.Port{engine.PortIn, engine.OutputPort(0), engine.OutputPort(63), engine.OutputPort(64)} {
+		b, _ := p.MarshalText()
+		var q engine.Port
+		if err := q.UnmarshalText(b); err != nil || q != p {
+			t.Errorf("%v: read back as %v, %v", p, q, err)
+		}
+	}
+	var q engine.Port
+	for _, bad := range []string{"out64", "out", "out01", "2", "port1"} {
+		if err := q.UnmarshalText([]byte(bad)); err == nil {
+			t.Errorf("%q read as %v, want an error", bad, q)
+		}
+	}
+}

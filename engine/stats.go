@@ -76,6 +76,30 @@ type QueueStats struct {
 	BusyPollInert bool `json:"busy_poll_inert,omitempty"`
 	// XDP are the kernel's counters of the queue's socket.
 	XDP SocketStats `json:"xdp_stats"`
+	// Ports are TxPackets, TxBytes and TxRingFull port by port, Ports[p]
+	// for port p: PortIn (Transmit, and Forward to PortIn) first, then
+	// each output. Only an engine with outputs has them. Frames forwarded
+	// to a port the engine does not have are in Dropped, not here.
+	Ports []PortStats `json:"ports,omitempty"`
+}
+
+// PortStats are one port's share of its queue's transmit counters.
+type PortStats struct {
+	Port Port `json:"port"`
+	// TxPackets were transmitted and completed, TxBytes submitted.
+	TxPackets uint64 `json:"tx_packets"`
+	TxBytes   uint64 `json:"tx_bytes"`
+	// TxRingFull are the frames for the port that it dropped: its tx ring
+	// was full, or (an output with a UMEM of its own) it had no free frame
+	// to copy into.
+	TxRingFull uint64 `json:"tx_ring_full"`
+}
+
+// Add adds o's counters to p.
+func (p *PortStats) Add(o PortStats) {
+	p.TxPackets += o.TxPackets
+	p.TxBytes += o.TxBytes
+	p.TxRingFull += o.TxRingFull
 }
 
 // Add adds o's counters to q.
@@ -93,6 +117,12 @@ func (q *QueueStats) Add(o QueueStats) {
 	q.Naps += o.Naps
 	q.BusyPollInert = q.BusyPollInert || o.BusyPollInert
 	q.XDP.Add(o.XDP)
+	for i, p := range o.Ports {
+		if i == len(q.Ports) {
+			q.Ports = append(q.Ports, PortStats{Port: p.Port})
+		}
+		q.Ports[i].Add(p)
+	}
 }
 
 // Snapshot is every queue's counters at one moment.
@@ -134,6 +164,9 @@ func (c *core) stats() (Snapshot, error) {
 		q.Batches = p.batches.Load()
 		q.Naps = p.naps.Load()
 		q.BusyPollInert = p.busyPollInert.Load()
+		q.Ports = w.portStats(func(o *outPort) portLocal {
+			return portLocal{o.pub.txPackets.Load(), o.pub.txBytes.Load(), o.pub.txRingFull.Load()}
+		})
 		st, err := w.sock.Statistics()
 		if err != nil {
 			return snap, err
@@ -152,5 +185,20 @@ func (w *worker) stats(xdp SocketStats) QueueStats {
 		RxPackets: c.rxPackets, RxBytes: c.rxBytes, TxPackets: c.txPackets, TxBytes: c.txBytes,
 		Dropped: c.dropped, TxRingFull: c.txRingFull, RxWakeups: c.rxWakeups, TxWakeups: c.txWakeups,
 		Polls: c.polls, Batches: c.batches, Naps: c.naps, XDP: xdp,
+		Ports: w.portStats(func(o *outPort) portLocal { return o.c }),
 	}
+}
+
+// portStats are the worker's per-port counters as read reads them, nil
+// without outputs.
+func (w *worker) portStats(read func(*outPort) portLocal) []PortStats {
+	if len(w.out) < 2 {
+		return nil
+	}
+	ps := make([]PortStats, len(w.out))
+	for i := range w.out {
+		c := read(&w.out[i])
+		ps[i] = PortStats{Port: Port(i), TxPackets: c.txPackets, TxBytes: c.txBytes, TxRingFull: c.txRingFull}
+	}
+	return ps
 }

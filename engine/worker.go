@@ -370,7 +370,9 @@ func (w *worker) transmitBatch(n uint32) {
 	// any.
 	tx, tmask := s.Tx.Slots()
 	ntx, txBytes := queueDest(tx, tmask, tidx, troom, addrs, lens, dests, destTransmit)
+	in := &w.out[PortIn]
 	w.c.txBytes += txBytes
+	in.c.txBytes += txBytes
 	if ntx < n {
 		var seen uint32 // transmitted frames so far, of which troom went out
 		w.recycle(func(i int) bool {
@@ -381,7 +383,7 @@ func (w *worker) transmitBatch(n uint32) {
 			if seen++; seen <= troom {
 				return true
 			}
-			w.c.txRingFull++
+			w.txRingFull(in)
 			return false
 		})
 	}
@@ -447,10 +449,13 @@ func (w *worker) sendBatch(n uint32) {
 	if s.Tx.Size() > 0 {
 		tidx, troom = s.Tx.Reserve(n)
 	}
-	var txBytes uint64
+	in := &w.out[PortIn]
 	if b.back {
 		tx, tmask := s.Tx.Slots()
+		var txBytes uint64
 		ntx, txBytes = queueBack(tx, tmask, tidx, troom, addrs, lens, dests)
+		w.c.txBytes += txBytes
+		in.c.txBytes += txBytes
 	}
 	main := PortIn
 	for _, d := range dests {
@@ -467,9 +472,9 @@ func (w *worker) sendBatch(n uint32) {
 		ptx, pmask := mo.s.Tx.Slots()
 		used, bytes := queueDest(ptx, pmask, mo.idx, mo.room, addrs, lens, dests, destForward+dest(main))
 		mo.used = used
-		txBytes += bytes
+		w.c.txBytes += bytes
+		mo.c.txBytes += bytes
 	}
-	w.c.txBytes += txBytes
 	if sent := ntx + mainUsed(mo); sent < n {
 		var seenTx, seenMain uint32
 		w.recycle(func(i int) bool {
@@ -479,13 +484,13 @@ func (w *worker) sendBatch(n uint32) {
 				if seenTx++; seenTx <= troom {
 					return true
 				}
-				w.c.txRingFull++
+				w.txRingFull(in)
 				return false
 			case mo != nil && d == destForward+dest(main):
 				if seenMain++; seenMain <= mo.room {
 					return true
 				}
-				w.c.txRingFull++
+				w.txRingFull(mo)
 				return false
 			case d > destForward:
 				return w.forward(d.port(), addrs[i], lens[i], n-uint32(i))
@@ -568,6 +573,28 @@ type outPort struct {
 	reserved        bool
 	// eop is the port's own UMEM's worker.eop (copy ports, multi-buffer).
 	eop []uint8
+	// c is the port's share of the worker's transmit counters, pub where
+	// publish puts them.
+	c   portLocal
+	pub *portCounters
+}
+
+// portLocal and portCounters are a port's transmit counters (QueueStats.
+// Ports): the worker's private copy, and the one the stats loop reads.
+type portLocal struct{ txPackets, txBytes, txRingFull uint64 }
+
+type portCounters struct{ txPackets, txBytes, txRingFull atomic.Uint64 }
+
+// txRingFull counts a frame for port o that found no room.
+func (w *worker) txRingFull(o *outPort) {
+	w.c.txRingFull++
+	o.c.txRingFull++
+}
+
+// txBytes counts bytes queued on port o.
+func (w *worker) txBytes(o *outPort, n uint64) {
+	w.c.txBytes += n
+	o.c.txBytes += n
 }
 
 // syncPorts builds the per-port state; call it after w.ports changed,
@@ -575,7 +602,7 @@ type outPort struct {
 func (w *worker) syncPorts() {
 	w.out = make([]outPort, len(w.ports))
 	for i, s := range w.ports {
-		w.out[i] = outPort{s: s, copy: s.Umem() != w.umem}
+		w.out[i] = outPort{s: s, copy: s.Umem() != w.umem, pub: new(portCounters)}
 		if w.mb && w.out[i].copy {
 			w.out[i].eop = make([]uint8, s.Umem().NumFrames())
 		}
@@ -593,7 +620,7 @@ func (w *worker) forward(p Port, addr uint64, length uint32, rest uint32) bool {
 		return false
 	}
 	if o.used == o.room {
-		w.c.txRingFull++
+		w.txRingFull(o)
 		return false
 	}
 	if o.copy {
@@ -601,18 +628,18 @@ func (w *worker) forward(p Port, addr uint64, length uint32, rest uint32) bool {
 		if !ok {
 			// Every frame of the port's UMEM is in flight: as good as a
 			// full ring.
-			w.c.txRingFull++
+			w.txRingFull(o)
 			return false
 		}
 		copy(o.s.Umem().Frame(dst, length), w.umem.Frame(addr, length))
 		o.s.Tx.Set(o.idx+o.used, dst, length)
 		o.used++
-		w.c.txBytes += uint64(length)
+		w.txBytes(o, uint64(length))
 		return false
 	}
 	o.s.Tx.Set(o.idx+o.used, addr, length)
 	o.used++
-	w.c.txBytes += uint64(length)
+	w.txBytes(o, uint64(length))
 	return true
 }
 
@@ -732,6 +759,7 @@ func (w *worker) complete() {
 		s.Completion.Release(n)
 		w.txOutstanding -= n
 		w.c.txPackets += done
+		o.c.txPackets += done
 	}
 	w.refill()
 }
@@ -938,5 +966,11 @@ func (w *worker) publish() {
 	p.polls.Store(c.polls)
 	p.batches.Store(c.batches)
 	p.naps.Store(c.naps)
+	for i := range w.out {
+		o := &w.out[i]
+		o.pub.txPackets.Store(o.c.txPackets)
+		o.pub.txBytes.Store(o.c.txBytes)
+		o.pub.txRingFull.Store(o.c.txRingFull)
+	}
 	w.pubBatches, w.pubTxPackets = c.batches, c.txPackets
 }
