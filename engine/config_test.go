@@ -103,3 +103,15 @@ func TestValidateIsPure(t *testing.T) {
 		t.Fatalf("GeneratorConfig.Validate changed PollTimeout to %v", g.PollTimeout)
 	}
 }
+
+// RxDropReason names the multi-buffer drop that no other counter shows.
+func TestRxDropReason(t *testing.T) {
+	c := DefaultConfig()
+	if r := c.RxDropReason(); !strings.Contains(r, "fill ring") || strings.Contains(r, "segments") {
+		t.Errorf("single-buffer reason %q", r)
+	}
+	c.MultiBuffer = true
+	if r := c.RxDropReason(); !strings.Contains(r, "segments") {
+		t.Errorf("multi-buffer reason %q does not name the segments", r)
+	}
+}

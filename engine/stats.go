@@ -12,7 +12,11 @@ import (
 // (XDP_STATISTICS): what it could not deliver or take.
 type SocketStats struct {
 	// RxDropped are received frames the socket dropped for any reason
-	// but a full rx ring (no fill-ring buffer, a frame too long).
+	// but a full rx ring: a frame that found no buffer in the fill ring
+	// (counted in RxFillRingEmptyDescs too); with multi-buffer, a frame
+	// that found fewer buffers in the fill ring than it has segments
+	// (counted nowhere else); a frame longer than a UMEM frame without
+	// multi-buffer. Config.RxDropReason says which apply.
 	RxDropped uint64 `json:"rx_dropped"`
 	// RxInvalidDescs and TxInvalidDescs are descriptors the kernel
 	// refused (an address outside the UMEM, a length too large).
@@ -26,6 +30,18 @@ type SocketStats struct {
 	// when asked to transmit.
 	RxFillRingEmptyDescs uint64 `json:"rx_fill_ring_empty_descs"`
 	TxRingEmptyDescs     uint64 `json:"tx_ring_empty_descs"`
+}
+
+// RxDropReason says what SocketStats.RxDropped counts on the sockets of an
+// engine configured as c, for a report to name it: without multi-buffer,
+// frames that found the fill ring empty (RxFillRingEmptyDescs counts those
+// too); with it, also frames whose segments the fill ring did not hold all
+// of, which no other counter shows.
+func (c Config) RxDropReason() string {
+	if c.MultiBuffer {
+		return "no buffers in the fill ring for all of a frame's segments (each segment takes one; a deeper fill ring, or larger UMEM frames, rides out longer bursts)"
+	}
+	return "no buffer in the fill ring"
 }
 
 // Drops is how many received frames the socket dropped.
