@@ -69,8 +69,8 @@ type Engine struct {
 // AF_XDP buffer (XDP_PACKET_HEADROOM); frameOverhead is what a frame adds
 // to the MTU: an Ethernet header and one VLAN tag.
 const (
-	xdpHeadroom   = 256
-	frameOverhead = 14 + 4
+	xdpHeadroom   = xsk.KernelHeadroom
+	frameOverhead = netdev.FrameOverhead
 )
 
 // resolveCPUs gives each queue's worker a CPU: the configured ones, checked
@@ -343,14 +343,3 @@ type kindError struct{ kind, err error }
 
 func (e *kindError) Error() string   { return e.err.Error() }
 func (e *kindError) Unwrap() []error { return []error{e.kind, e.err} }
-
-// bindError gives a failed bind its kind.
-func bindError(err error) error {
-	switch {
-	case errors.Is(err, xsk.ErrBusy):
-		return &kindError{ErrQueueBusy, err}
-	case errors.Is(err, xsk.ErrNoZeroCopy):
-		return &kindError{ErrNoZeroCopy, err}
-	}
-	return err
-}

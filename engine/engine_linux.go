@@ -77,9 +77,6 @@ func New(cfg Config) (_ *Engine, err error) {
 		return nil, err
 	}
 	if e.link, err = hook.AttachXDP(e.prog.Program, info.Index, hookMode(cfg.XDPMode), cfg.Force); err != nil {
-		if errors.Is(err, hook.ErrNoNativeXDP) {
-			return nil, &kindError{ErrNoNativeXDP, err}
-		}
 		return nil, attachedError(err)
 	}
 	devs := []*netdev.Info{info}
@@ -173,7 +170,7 @@ func (e *Engine) bindAll() error {
 			MultiBuffer:    cfg.MultiBuffer,
 		})
 		if err != nil {
-			return bindError(err)
+			return err
 		}
 		w := newWorker(q, cfg.CPUs[i], s, h, workerOptions(cfg))
 		e.workers = append(e.workers, w)

@@ -83,7 +83,7 @@ func NewGenerator(cfg GeneratorConfig) (_ *Generator, err error) {
 			MultiBuffer:    cfg.MultiBuffer,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("queue %d: %w", q, bindError(err))
+			return nil, fmt.Errorf("queue %d: %w", q, err)
 		}
 		w := newWorker(q, cfg.CPUs[i], s, nil, workerOptions(&sc))
 		w.tx = newTxGen(&cfg, i, n)

@@ -70,7 +70,7 @@ func (e *Engine) bindOutput(w *worker, k int, fillFrame uint32) error {
 		if o.sharedOnce {
 			// An earlier queue shares its UMEM with this output, this
 			// one cannot: mixing the two would make Copy a half-truth.
-			return fmt.Errorf("queue %d: share UMEM with %s: %w", w.queue, o.info.Name, bindError(err))
+			return fmt.Errorf("queue %d: share UMEM with %s: %w", w.queue, o.info.Name, err)
 		}
 		o.copy, o.why = true, err
 	}
@@ -81,7 +81,7 @@ func (e *Engine) bindOutput(w *worker, k int, fillFrame uint32) error {
 	sc.Mode, sc.NeedWakeup, sc.MultiBuffer = cfg.BindMode.xsk(), cfg.NeedWakeup, cfg.MultiBuffer
 	s, err := xsk.NewSocket(u, sc)
 	if err != nil {
-		return fmt.Errorf("queue %d: output socket on %s: %w", w.queue, o.info.Name, bindError(err))
+		return fmt.Errorf("queue %d: output socket on %s: %w", w.queue, o.info.Name, err)
 	}
 	w.ports = append(w.ports, s)
 	return nil

@@ -87,8 +87,9 @@ type QueueStats struct {
 	Naps uint64 `json:"naps"`
 	// BusyPollInert reports that the queue was to busy-poll
 	// (WaitBusyPoll) but its socket has no NAPI instance to poll, so
-	// that a recvfrom would run nothing (veth in Linux 6.18): the worker
-	// waits as WaitAdaptive does instead.
+	// that a recvfrom would run nothing (veth, which registers its XDP
+	// receive queues without NAPI ids): the worker waits as WaitAdaptive
+	// does instead.
 	BusyPollInert bool `json:"busy_poll_inert,omitempty"`
 	// XDP are the kernel's counters of the queue's socket.
 	XDP SocketStats `json:"xdp_stats"`

@@ -887,12 +887,11 @@ const (
 	// shareWait is the share of the time spent waiting for the CPU above
 	// which a span counts as shared, and shareSpans how many such spans in
 	// a row make the CPU shared. A thread that wants the CPU all the time (a
-	// NAPI thread, a generator) makes it half or more in every span (layout
-	// B). Another thread's burst of some milliseconds (kdamond, a kworker,
-	// a VM's agent: 6.4 ms at once seen here) fills two spans, and any
-	// ordinary wait in the third made three: a second of naps, about
-	// 3,000 of them, for a worker that had its CPU to itself (layout A,
-	// l2fwd at 91 kpps). Six spans, 30 ms, outlast such bursts.
+	// NAPI thread, a generator) makes it half or more in every span.
+	// Another thread's burst of some milliseconds (kdamond, a kworker, a
+	// VM's agent) can fill two spans, and an ordinary wait the third; six
+	// spans, 30 ms, outlast such bursts, so that a worker with a CPU of its
+	// own does not take to napping for a second (shareHold) after one.
 	shareWait  = 0.10
 	shareSpans = 6
 )

@@ -196,7 +196,7 @@ func detachNetlinkAll(dev netlink.Link) error {
 var (
 	// ErrNoNativeXDP: the driver has no native XDP; generic mode works on
 	// every interface.
-	ErrNoNativeXDP = errors.New("the driver has no native XDP support")
+	ErrNoNativeXDP = netdev.ErrNoNativeXDP
 	// ErrMTUTooLarge: the driver takes no XDP program at this MTU in this
 	// mode.
 	ErrMTUTooLarge = errors.New("the MTU is too large for XDP on this driver")

@@ -10,6 +10,9 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/xdpeng/xdpeng/engine/packet"
+	"github.com/xdpeng/xdpeng/internal/xsk"
 )
 
 // Info describes an interface as xdpeng needs it.
@@ -79,13 +82,9 @@ type LinkEvent struct {
 	AdminUp, Carrier bool
 }
 
-// XDP_PACKET_HEADROOM, and the Ethernet header and one VLAN tag, which a
-// frame carries on top of its MTU.
-const (
-	xdpPacketHeadroom = 256
-	ethHeaderLen      = 14
-	vlanTagLen        = 4
-)
+// FrameOverhead is what a frame carries on top of its MTU: an Ethernet
+// header and one VLAN tag.
+const FrameOverhead = packet.EthHdrLen + packet.VLANTagLen
 
 // CopyModeMaxFrags is how many descriptors one packet may span in AF_XDP copy
 // mode on every kernel: CONFIG_MAX_SKB_FRAGS + 1, and the config's minimum is
@@ -100,12 +99,17 @@ const CopyModeMaxFrags = 18
 // headroom bytes (xsk_pool_get_rx_frame_size in include/net/xdp_sock_drv.h).
 // It returns 0 if not even an empty frame fits.
 func FrameMTU(frameSize, headroom, frames int) int {
-	room := frameSize - xdpPacketHeadroom - headroom
+	room := frameSize - xsk.KernelHeadroom - headroom
 	if room <= 0 || frames <= 0 {
 		return 0
 	}
-	return max(frames*room-ethHeaderLen-vlanTagLen, 0)
+	return max(frames*room-FrameOverhead, 0)
 }
+
+// ErrNoNativeXDP: the driver has no native XDP (XDP_FLAGS_DRV_MODE);
+// generic mode works on every interface. The packages that attach or plan
+// XDP programs (hook, kern, engine) return this value.
+var ErrNoNativeXDP = errors.New("the driver has no native XDP support")
 
 // ErrNoDstMAC is returned by DstMAC when it finds no address to send to.
 var ErrNoDstMAC = errors.New("no destination MAC found")
