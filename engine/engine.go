@@ -163,7 +163,7 @@ type core struct {
 	stop    atomic.Bool
 	started atomic.Int64 // UnixNano when run started, 0 before
 
-	links        linkSource // the devices' link state; nil if not watched
+	links        *LinkWatcher // the devices' link state; nil if not watched
 	onLinkChange func(LinkChange)
 
 	// state guards closing, quit and running: Close sets closing, closes
@@ -269,10 +269,13 @@ wait:
 			break wait
 		case <-quit:
 			break wait
-		case ev, ok := <-c.linkEvents():
-			if err = c.onLink(ev, ok); err != nil {
+		case ch, ok := <-c.linkChanges():
+			if err = c.onLink(ch, ok); err != nil {
 				break wait
 			}
+		case g := <-c.linkGone():
+			err = g
+			break wait
 		case err = <-errs:
 			ended++
 			if err != nil {

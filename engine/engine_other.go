@@ -42,3 +42,9 @@ func (*steerProg) Close() error { return nil }
 func NextHopMAC(device string, dst netip.Addr) (net.HardwareAddr, error) {
 	return nil, fmt.Errorf("next hop out of %s: %w", device, ErrNotSupported)
 }
+
+// WatchLinks fails with ErrNotSupported: link notifications are Linux's
+// netlink.
+func WatchLinks(names ...string) (*LinkWatcher, error) {
+	return nil, fmt.Errorf("watch links: %w", ErrNotSupported)
+}

@@ -120,7 +120,7 @@ func TestRunEndsWhenLinkWatchFails(t *testing.T) {
 	fail := errors.New("netlink socket failed")
 	w := &failedWatch{events: make(chan netdev.LinkEvent), err: fail}
 	close(w.events)
-	e.links = w
+	e.links = newLinkWatcher(w)
 	if err := e.Run(context.Background()); !errors.Is(err, fail) {
 		t.Fatalf("Run with a failed link watch = %v, want %v", err, fail)
 	}
