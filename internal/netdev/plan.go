@@ -106,6 +106,18 @@ func (f *Facts) Plan() Plan {
 	return p
 }
 
+// SendNeed is what sending out of the device takes for a sender of XDP
+// frames (xdp: redirected frames, a generator's bpf_redirect) or of AF_XDP
+// frames: those go through the driver's XDP transmit in zero-copy mode
+// (zeroCopy says the sender may bind so, and the device has it), while copy
+// mode hands the device skbs and works on every device (TxReady).
+func (p Plan) SendNeed(xdp, zeroCopy bool) TxNeed {
+	if !xdp && !(zeroCopy && p.ZeroCopy) {
+		return TxReady
+	}
+	return p.Transmit
+}
+
 // txNeed: __xdp_enqueue in kernel/bpf/devmap.c refuses a redirected frame
 // unless the target has ndo-xmit, so the flag alone says whether transmit
 // works now; the rest says what would make it work.
