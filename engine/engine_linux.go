@@ -21,10 +21,12 @@ func New(cfg Config) (_ *Engine, err error) {
 		return nil, err
 	}
 	cfg.PollTimeout = pollTimeout(cfg.PollTimeout)
-	info, err := lookup(cfg.Interface)
+	// The device's facts are read once; what follows decides from them.
+	facts, err := probe(cfg.Interface)
 	if err != nil {
 		return nil, err
 	}
+	info, plan := &facts.Info, facts.Plan()
 	if cfg.Queues == nil {
 		for q := 0; q < info.RxQueues; q++ {
 			cfg.Queues = append(cfg.Queues, q)
@@ -35,10 +37,6 @@ func New(cfg Config) (_ *Engine, err error) {
 	}
 	dev := deviceOf(info)
 	if err := dev.CheckQueues(cfg.Queues); err != nil {
-		return nil, err
-	}
-	facts, plan, err := devicePlan(info)
-	if err != nil {
 		return nil, err
 	}
 	if err := cfg.resolveXDPMode(info, plan); err != nil {
@@ -57,7 +55,7 @@ func New(cfg Config) (_ *Engine, err error) {
 	if err := cfg.resolveCPUs(); err != nil {
 		return nil, err
 	}
-	if err := attachedError(hook.CheckXDPFree(info.Index, cfg.Force)); err != nil {
+	if err := attachedError(foreignXDP(facts, cfg.Force)); err != nil {
 		return nil, err
 	}
 

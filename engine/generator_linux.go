@@ -13,10 +13,11 @@ func NewGenerator(cfg GeneratorConfig) (_ *Generator, err error) {
 		return nil, err
 	}
 	cfg.PollTimeout = pollTimeout(cfg.PollTimeout)
-	info, err := lookup(cfg.Interface)
+	facts, err := probe(cfg.Interface)
 	if err != nil {
 		return nil, err
 	}
+	info, plan := &facts.Info, facts.Plan()
 	queues := max(info.TxQueues, info.RxQueues)
 	if cfg.Queues == nil {
 		for q := 0; q < info.TxQueues; q++ {
@@ -25,10 +26,6 @@ func NewGenerator(cfg GeneratorConfig) (_ *Generator, err error) {
 	}
 	if len(cfg.Queues) == 0 {
 		return nil, fmt.Errorf("%s reports no tx queues", cfg.Interface)
-	}
-	_, plan, err := devicePlan(info)
-	if err != nil {
-		return nil, err
 	}
 	if err := checkZeroCopy(info, plan, cfg.BindMode); err != nil {
 		return nil, err
