@@ -65,6 +65,9 @@ func TestCloseWhileRunning(t *testing.T) {
 	if _, err := e.Stats(); !errors.Is(err, os.ErrClosed) {
 		t.Errorf("Stats after Close = %v, want os.ErrClosed", err)
 	}
+	if _, err := e.OutputStats(OutputPort(0)); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("OutputStats after Close = %v, want os.ErrClosed", err)
+	}
 	if err := e.Close(); err != nil {
 		t.Errorf("second Close = %v", err)
 	}

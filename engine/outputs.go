@@ -6,6 +6,7 @@ package engine
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/xsk"
@@ -98,9 +99,15 @@ func (e *Engine) Outputs() []OutputInfo {
 
 // OutputStats sums the XDP_STATISTICS of the sockets of output port p over
 // the queues (TxInvalidDescs and TxRingEmptyDescs are the ones that matter
-// for a socket that only transmits).
+// for a socket that only transmits). It may be called while Run runs;
+// after Close it fails with os.ErrClosed.
 func (e *Engine) OutputStats(p Port) (SocketStats, error) {
+	e.life.RLock()
+	defer e.life.RUnlock()
 	var sum SocketStats
+	if e.closed {
+		return sum, fmt.Errorf("output stats: %w", os.ErrClosed)
+	}
 	if p == PortIn || int(p) > len(e.outs) {
 		return sum, fmt.Errorf("port %v is not an output", p)
 	}
