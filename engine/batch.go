@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
@@ -47,6 +49,44 @@ func OutputPort(i int) Port {
 		return noPort
 	}
 	return Port(i + 1)
+}
+
+// String names the port as xdpeng prints it: "in" for PortIn, "out0" for
+// OutputPort(0), and so on; "none" for the port OutputPort gives an index
+// out of range.
+func (p Port) String() string {
+	switch {
+	case p == PortIn:
+		return "in"
+	case p <= MaxOutputs:
+		return "out" + strconv.Itoa(int(p)-1)
+	case p == noPort:
+		return "none"
+	}
+	return fmt.Sprintf("Port(%d)", uint8(p))
+}
+
+// MarshalText is String, so that JSON names ports as xdpeng prints them.
+func (p Port) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText reads a port as String writes it.
+func (p *Port) UnmarshalText(b []byte) error {
+	s := string(b)
+	switch s {
+	case "in":
+		*p = PortIn
+		return nil
+	case "none":
+		*p = noPort
+		return nil
+	}
+	if n, ok := strings.CutPrefix(s, "out"); ok {
+		if i, err := strconv.Atoi(n); err == nil && i >= 0 && i < MaxOutputs && strconv.Itoa(i) == n {
+			*p = OutputPort(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("port %q: want in, out0 to out%d, or none", s, MaxOutputs-1)
 }
 
 // noPort is the port OutputPort gives an index out of range: above the

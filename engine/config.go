@@ -281,7 +281,8 @@ type Config struct {
 	// Outputs are the devices a handler can forward to, port
 	// OutputPort(i) for Outputs[i].
 	Outputs []Output
-	// PollTimeout bounds each poll() so that a stop is noticed promptly.
+	// PollTimeout bounds each poll() so that a stop is noticed promptly;
+	// 0 means 100 ms (New fills it in).
 	PollTimeout time.Duration
 	// OnLinkChange, if set, hears the device or an output going down
 	// (set down, carrier lost) and coming back while Run runs; the run goes
@@ -309,7 +310,7 @@ func DefaultConfig() Config {
 		Wait:           WaitAdaptive,
 		BusyPollUsecs:  20,
 		BusyPollBudget: 64,
-		PollTimeout:    100 * time.Millisecond,
+		PollTimeout:    defaultPollTimeout,
 	}
 }
 
@@ -317,7 +318,8 @@ func DefaultConfig() Config {
 const MaxBatch = 2048
 
 // Validate checks everything that can be checked without the device, so that
-// bad input is refused before anything is attached.
+// bad input is refused before anything is attached. It changes nothing: New
+// fills in the defaults (queues, CPUs, PollTimeout).
 func (c *Config) Validate() error {
 	if c.Interface == "" {
 		return errors.New("no interface given")
@@ -404,10 +406,18 @@ func (c *Config) checkSockets(rx bool) error {
 	if c.Wait == WaitBusyPoll && (c.BusyPollUsecs <= 0 || c.BusyPollBudget <= 0) {
 		return fmt.Errorf("busy polling needs a positive time (BusyPollUsecs %d) and budget (BusyPollBudget %d)", c.BusyPollUsecs, c.BusyPollBudget)
 	}
-	if c.PollTimeout <= 0 {
-		c.PollTimeout = 100 * time.Millisecond
-	}
 	return nil
+}
+
+// defaultPollTimeout is PollTimeout's default.
+const defaultPollTimeout = 100 * time.Millisecond
+
+// pollTimeout is d, or defaultPollTimeout for 0 (or less).
+func pollTimeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return defaultPollTimeout
+	}
+	return d
 }
 
 // umemConfig is the configuration of a UMEM of n frames, in normal pages.

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
-	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
 // TestValidateChecksEachCPUFirst: a CPU that is not online is named as
@@ -52,41 +50,6 @@ func TestDeviceCheckQueues(t *testing.T) {
 	}
 }
 
-// TestCheckMultiBuffer: multi-buffer in native mode needs rx-sg among the
-// device's XDP features; generic mode, a device that has it, and a kernel
-// that reports no features are let through.
-func TestCheckMultiBuffer(t *testing.T) {
-	facts := func(x netdev.XDPFeatures) *netdev.Facts {
-		f := &netdev.Facts{Info: netdev.Info{Name: "eth1", Driver: "ice"}}
-		if x != 0 {
-			f.Features = &netdev.DevFeatures{XDP: x}
-		}
-		return f
-	}
-	for _, tc := range []struct {
-		name   string
-		f      *netdev.Facts
-		mode   XDPMode
-		refuse bool
-	}{
-		{"native without rx-sg", facts(netdev.XDPBasic | netdev.XDPRedirect), XDPNative, true},
-		{"native with rx-sg", facts(netdev.XDPBasic | netdev.XDPRedirect | netdev.XDPRxSG), XDPNative, false},
-		{"generic without rx-sg", facts(netdev.XDPBasic | netdev.XDPRedirect), XDPGeneric, false},
-		{"features unknown", facts(0), XDPNative, false},
-	} {
-		c := Config{MultiBuffer: true, XDPMode: tc.mode}
-		err := c.checkMultiBuffer(tc.f, tc.f.Plan())
-		var me *MultiBufferError
-		if got := errors.As(err, &me); got != tc.refuse || (got && (!me.NoRxSG || me.Device != "eth1" || !errors.Is(err, ErrMultiBuffer) || !strings.Contains(err.Error(), "lack rx-sg"))) {
-			t.Errorf("%s: %v, want refused %v", tc.name, err, tc.refuse)
-		}
-		c.MultiBuffer = false
-		if err := c.checkMultiBuffer(tc.f, tc.f.Plan()); err != nil {
-			t.Errorf("%s without multi-buffer: %v", tc.name, err)
-		}
-	}
-}
-
 // TestZeroConfig: a zero Config is refused with where to start, not with
 // the first field it lacks; its XDP mode is XDPAuto, the default, and an
 // XDP mode that is none of the three is refused.
@@ -118,5 +81,37 @@ func TestZeroConfig(t *testing.T) {
 		if m.String() != want {
 			t.Errorf("XDPMode %d is %q, want %q", int(m), m, want)
 		}
+	}
+}
+
+// Validate changes nothing: New and NewGenerator fill in the defaults.
+func TestValidateIsPure(t *testing.T) {
+	c := DefaultConfig()
+	c.Interface, c.PollTimeout = "eth0", 0
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.PollTimeout != 0 || c.Queues != nil || c.CPUs != nil {
+		t.Fatalf("Validate changed the config: PollTimeout %v, Queues %v, CPUs %v", c.PollTimeout, c.Queues, c.CPUs)
+	}
+	g := DefaultGeneratorConfig()
+	g.Interface, g.PollTimeout, g.Frames = "eth0", 0, [][]byte{make([]byte, 64)}
+	if err := g.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if g.PollTimeout != 0 {
+		t.Fatalf("GeneratorConfig.Validate changed PollTimeout to %v", g.PollTimeout)
+	}
+}
+
+// RxDropReason names the multi-buffer drop that no other counter shows.
+func TestRxDropReason(t *testing.T) {
+	c := DefaultConfig()
+	if r := c.RxDropReason(); !strings.Contains(r, "fill ring") || strings.Contains(r, "segments") {
+		t.Errorf("single-buffer reason %q", r)
+	}
+	c.MultiBuffer = true
+	if r := c.RxDropReason(); !strings.Contains(r, "segments") {
+		t.Errorf("multi-buffer reason %q does not name the segments", r)
 	}
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"net"
 
 	"github.com/xdpeng/xdpeng/internal/netdev"
@@ -24,25 +23,6 @@ type Device struct {
 
 func deviceOf(i *netdev.Info) Device {
 	return Device{Name: i.Name, Index: i.Index, MAC: i.MAC, Driver: i.Driver, MTU: i.MTU, RxQueues: i.RxQueues, TxQueues: i.TxQueues}
-}
-
-// LookupDevice returns the device called name in the calling thread's
-// network namespace; a *DeviceError if there is none.
-func LookupDevice(name string) (Device, error) {
-	info, err := lookup(name)
-	if err != nil {
-		return Device{}, err
-	}
-	return deviceOf(info), nil
-}
-
-func lookup(name string) (*netdev.Info, error) {
-	info, err := netdev.Lookup(name)
-	var nf *netdev.NoInterfaceError
-	if errors.As(err, &nf) {
-		return nil, &DeviceError{Name: nf.Name}
-	}
-	return info, err
 }
 
 // CheckQueues returns a *QueueError for the first of queues that d does not

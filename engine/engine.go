@@ -27,7 +27,13 @@
 // the sockets; the program is attached with a bpf_link, so the kernel
 // detaches it too if the process dies. Errors a caller can act on are typed
 // (ErrNoDevice, ErrNoQueue, ErrMTU, ErrAttached, ErrQueueBusy,
-// ErrNoZeroCopy, ErrNoNativeXDP; see errors.Is).
+// ErrNoZeroCopy, ErrNoNativeXDP; see errors.Is). Close may be called at any
+// time: it ends a Run that is running and waits for its workers before it
+// frees anything.
+//
+// The package builds on every operating system, and Simulate runs a
+// handler on all of them; New, NewGenerator and LookupDevice need Linux and
+// return ErrNotSupported elsewhere.
 //
 // While it runs, an engine watches its devices' links: one that goes down
 // and comes back is told to Config.OnLinkChange and the run goes on; one
@@ -41,14 +47,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
-	"github.com/xdpeng/xdpeng/internal/hook"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
@@ -57,125 +60,18 @@ import (
 type Engine struct {
 	core
 	cfg  Config
-	prog *bpf.XskRedirect
+	prog *steerProg
 	link io.Closer
 	outs []output
-}
-
-// New validates cfg, binds a socket to every queue (and to the same queue
-// of every output), and attaches the steering program. On error nothing is
-// left attached or open.
-func New(cfg Config) (_ *Engine, err error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	info, err := lookup(cfg.Interface)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.Queues == nil {
-		for q := 0; q < info.RxQueues; q++ {
-			cfg.Queues = append(cfg.Queues, q)
-		}
-	}
-	if len(cfg.Queues) == 0 {
-		return nil, fmt.Errorf("%s reports no rx queues", cfg.Interface)
-	}
-	dev := deviceOf(info)
-	if err := dev.CheckQueues(cfg.Queues); err != nil {
-		return nil, err
-	}
-	facts, plan, err := devicePlan(info)
-	if err != nil {
-		return nil, err
-	}
-	if err := cfg.resolveXDPMode(info, plan); err != nil {
-		return nil, err
-	}
-	if err := cfg.checkMultiBuffer(facts, plan); err != nil {
-		return nil, err
-	}
-	if err := cfg.checkRxMetadata(facts); err != nil {
-		return nil, err
-	}
-	if err := checkMTU(info, &cfg); err != nil {
-		return nil, err
-	}
-	outs, err := lookupOutputs(&cfg, info)
-	if err != nil {
-		return nil, err
-	}
-	if err := cfg.resolveCPUs(); err != nil {
-		return nil, err
-	}
-	if err := attachedError(hook.CheckXDPFree(info.Index, cfg.Force)); err != nil {
-		return nil, err
-	}
-
-	e := &Engine{core: core{dev: info}, cfg: cfg, outs: outs}
-	if e.pages, err = choosePages(cfg.HugePages, cfg.Unaligned, e.umemSizes()); err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			e.Close()
-		}
-	}()
-	if e.prog, err = e.newSteering(); err != nil {
-		return nil, err
-	}
-	if err := e.bindAll(); err != nil {
-		return nil, err
-	}
-	if e.link, err = hook.AttachXDP(e.prog.Program, info.Index, hookMode(cfg.XDPMode), cfg.Force); err != nil {
-		if errors.Is(err, hook.ErrNoNativeXDP) {
-			return nil, &kindError{ErrNoNativeXDP, err}
-		}
-		return nil, attachedError(err)
-	}
-	devs := []*netdev.Info{info}
-	for _, o := range outs {
-		devs = append(devs, o.info)
-	}
-	if err := e.watchLinks(devs...); err != nil {
-		return nil, err
-	}
-	e.onLinkChange = cfg.OnLinkChange
-	return e, nil
 }
 
 // xdpHeadroom is what the kernel keeps in front of a received frame in an
 // AF_XDP buffer (XDP_PACKET_HEADROOM); frameOverhead is what a frame adds
 // to the MTU: an Ethernet header and one VLAN tag.
 const (
-	xdpHeadroom   = 256
-	frameOverhead = 14 + 4
+	xdpHeadroom   = xsk.KernelHeadroom
+	frameOverhead = netdev.FrameOverhead
 )
-
-// checkMTU refuses a frame size that cannot hold the largest frame the
-// device can receive (its MTU, an Ethernet header and a VLAN tag, after the
-// kernel's headroom and the UMEM's): the kernel would drop every such frame.
-// With multi-buffer a frame may take up to netdev.CopyModeMaxFrags UMEM
-// frames: what copy mode transmits on every kernel.
-func checkMTU(info *netdev.Info, c *Config) error {
-	if info.MTU <= 0 {
-		return nil
-	}
-	fs, hr := int(c.FrameSize), int(c.FrameHeadroom)
-	if c.MultiBuffer {
-		maxMTU := netdev.FrameMTU(fs, hr, netdev.CopyModeMaxFrags)
-		if info.MTU <= maxMTU {
-			return nil
-		}
-		room := fs - xdpHeadroom - hr
-		return &MultiBufferError{Device: info.Name, MTU: info.MTU, FrameSize: c.FrameSize, Headroom: c.FrameHeadroom,
-			Buffers: (info.MTU + frameOverhead + room - 1) / room, MaxBuffers: netdev.CopyModeMaxFrags, MaxMTU: maxMTU}
-	}
-	if maxMTU := netdev.FrameMTU(fs, hr, 1); info.MTU > maxMTU {
-		return &MTUError{Device: info.Name, MTU: info.MTU, FrameSize: c.FrameSize, Headroom: c.FrameHeadroom, MaxMTU: maxMTU}
-	}
-	return nil
-}
 
 // resolveCPUs gives each queue's worker a CPU: the configured ones, checked
 // against the queues and the online CPUs, or by default from the last
@@ -203,107 +99,6 @@ func (c *Config) resolveCPUs() error {
 	return nil
 }
 
-func (e *Engine) bindAll() error {
-	cfg := &e.cfg
-	per := cfg.framesPerSocket()
-	// stride is the frames each queue takes of a UMEM: its rx socket's,
-	// and one for the fill ring of each output socket that shares it (see
-	// bindOutput).
-	stride := per + uint32(len(e.outs))*outFrames
-	var shared *xsk.Umem
-	if cfg.SharedUmem {
-		u, err := e.newUmem(cfg.umemConfig(stride * uint32(len(cfg.Queues))))
-		if err != nil {
-			return err
-		}
-		shared = u
-	}
-	for i, q := range cfg.Queues {
-		u, first := shared, uint32(i)*stride
-		if u == nil {
-			var err error
-			if u, err = e.newUmem(cfg.umemConfig(stride)); err != nil {
-				return err
-			}
-			first = 0
-		}
-		var h Handler
-		if cfg.Handler != nil {
-			h = cfg.Handler(q)
-		}
-		mode, wakeup := cfg.BindMode.xsk(), cfg.NeedWakeup
-		if i > 0 && shared != nil {
-			// The kernel refuses bind flags on a socket that shares a
-			// UMEM (EINVAL): it inherits copy/zero-copy and need_wakeup
-			// from the UMEM's first socket.
-			mode, wakeup = xsk.Auto, false
-		}
-		txSize := cfg.TxSize
-		if hintsOf(h).ReceiveOnly && len(e.outs) == 0 {
-			// A socket that never transmits gets no tx ring, so poll()
-			// does not try to transmit from it.
-			txSize = 0
-		}
-		s, err := xsk.NewSocket(u, xsk.SocketConfig{
-			Ifindex:        e.dev.Index,
-			Queue:          q,
-			FillSize:       cfg.FillSize,
-			CompletionSize: cfg.CompletionSize,
-			RxSize:         cfg.RxSize,
-			TxSize:         txSize,
-			Mode:           mode,
-			NeedWakeup:     wakeup,
-			FirstFrame:     first,
-			NumFrames:      per,
-			MultiBuffer:    cfg.MultiBuffer,
-		})
-		if err != nil {
-			return bindError(err)
-		}
-		w := newWorker(q, cfg.CPUs[i], s, h, workerOptions(cfg))
-		w.batch.rxMetadata = cfg.RxMetadata != 0
-		e.workers = append(e.workers, w)
-		for k := range e.outs {
-			if err := e.bindOutput(w, k, first+per+uint32(k)*outFrames); err != nil {
-				return err
-			}
-		}
-		w.syncPorts()
-		if cfg.Wait == WaitBusyPoll {
-			if err := s.SetBusyPoll(cfg.BusyPollUsecs, cfg.BusyPollBudget); err != nil {
-				return fmt.Errorf("queue %d: %w", q, err)
-			}
-		}
-		if err := e.prog.SetSocket(q, s.FD()); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// umemSizes are the sizes in bytes of the UMEMs bindAll will make: one per
-// queue, or one for all, and one per queue for each output that copies.
-func (e *Engine) umemSizes() []int {
-	cfg := &e.cfg
-	stride := int(cfg.framesPerSocket()) + len(e.outs)*outFrames
-	var sizes []int
-	if cfg.SharedUmem {
-		sizes = append(sizes, stride*len(cfg.Queues)*int(cfg.FrameSize))
-	} else {
-		for range cfg.Queues {
-			sizes = append(sizes, stride*int(cfg.FrameSize))
-		}
-	}
-	for _, o := range e.outs {
-		if o.copy {
-			for range cfg.Queues {
-				sizes = append(sizes, int(cfg.TxSize+outFrames)*int(cfg.FrameSize))
-			}
-		}
-	}
-	return sizes
-}
-
 // Config is the engine's configuration with defaults filled in (queues,
 // CPUs).
 func (e *Engine) Config() Config { return e.cfg }
@@ -329,9 +124,21 @@ func (e *Engine) Run(ctx context.Context) error { return e.run(ctx) }
 // Started is when Run started the workers; zero before.
 func (e *Engine) Started() time.Time { return e.startedAt() }
 
-// Close detaches the program and closes the sockets. It is safe to call
-// more than once and after a failed New.
+// Stats reads every worker's counters and its socket's XDP statistics. It
+// may be called from any goroutine, also while Run runs; after Close it
+// fails with os.ErrClosed.
+func (e *Engine) Stats() (Snapshot, error) { return e.stats() }
+
+// Close stops a Run that is running and waits for its workers to end, then
+// detaches the program and closes the sockets. It may be called from any
+// goroutine, at any time, more than once, and after a failed New; but not
+// from OnLinkChange, which Run calls and Close would wait for. After
+// Close, Run and Stats fail with os.ErrClosed.
 func (e *Engine) Close() error {
+	if !e.shutdown() {
+		return nil
+	}
+	defer e.life.Unlock()
 	e.closeLinks()
 	var errs []error
 	if e.link != nil {
@@ -356,8 +163,71 @@ type core struct {
 	stop    atomic.Bool
 	started atomic.Int64 // UnixNano when run started, 0 before
 
-	links        *netdev.LinkWatch // the devices' link state; nil if not watched
+	links        *LinkWatcher // the devices' link state; nil if not watched
 	onLinkChange func(LinkChange)
+
+	// state guards closing, quit and running: Close sets closing, closes
+	// quit to end a Run, and waits for running to be closed.
+	state   sync.Mutex
+	closing bool
+	quit    chan struct{}
+	running chan struct{} // closed when the Run under way returns; nil while none is
+	// life guards the sockets and UMEMs: Stats holds it for reading,
+	// Close for writing while it frees them, once no Run is under way.
+	life   sync.RWMutex
+	closed bool // under life
+}
+
+// quitLocked is the channel Close closes; c.state must be held.
+func (c *core) quitLocked() chan struct{} {
+	if c.quit == nil {
+		c.quit = make(chan struct{})
+	}
+	return c.quit
+}
+
+// shutdown begins Close: it ends a Run under way and waits for it to
+// return, then takes c.life for writing and marks c closed. It reports
+// false, holding nothing, when Close was called before; otherwise the
+// caller frees what c holds and unlocks c.life.
+func (c *core) shutdown() bool {
+	c.state.Lock()
+	if c.closing {
+		c.state.Unlock()
+		return false
+	}
+	c.closing = true
+	close(c.quitLocked())
+	running := c.running
+	c.state.Unlock()
+	if running != nil {
+		<-running
+	}
+	c.life.Lock()
+	c.closed = true
+	return true
+}
+
+// begin marks a Run under way and returns the channel that Close closes
+// to end it, and the function that marks the Run's end; it fails after
+// Close and while another Run runs.
+func (c *core) begin() (quit <-chan struct{}, end func(), err error) {
+	c.state.Lock()
+	defer c.state.Unlock()
+	if c.closing {
+		return nil, nil, fmt.Errorf("run: %w", os.ErrClosed)
+	}
+	if c.running != nil {
+		return nil, nil, errors.New("run: already running")
+	}
+	done := make(chan struct{})
+	c.running = done
+	return c.quitLocked(), func() {
+		c.state.Lock()
+		c.running = nil
+		close(done)
+		c.state.Unlock()
+	}, nil
 }
 
 func (c *core) zeroCopy() bool { return len(c.workers) > 0 && c.workers[0].sock.ZeroCopy() }
@@ -372,6 +242,12 @@ func (c *core) startedAt() time.Time {
 // run starts the workers and returns when ctx is done, when every worker
 // has finished (a generator that sent its count), or when a worker fails.
 func (c *core) run(ctx context.Context) error {
+	quit, end, err := c.begin()
+	if err != nil {
+		return err
+	}
+	defer end()
+	c.stop.Store(false)
 	c.started.Store(time.Now().UnixNano())
 	errs := make(chan error, len(c.workers))
 	var wg sync.WaitGroup
@@ -385,17 +261,21 @@ func (c *core) run(ctx context.Context) error {
 	// Receiving workers run until stopped; a generator's workers end by
 	// themselves when they have sent their count, and the run ends when
 	// all have, or at the first error.
-	var err error
 	ended := 0
 wait:
 	for ended < len(c.workers) {
 		select {
 		case <-ctx.Done():
 			break wait
-		case ev, ok := <-c.linkEvents():
-			if err = c.onLink(ev, ok); err != nil {
+		case <-quit:
+			break wait
+		case ch, ok := <-c.linkChanges():
+			if err = c.onLink(ch, ok); err != nil {
 				break wait
 			}
+		case g := <-c.linkGone():
+			err = g
+			break wait
 		case err = <-errs:
 			ended++
 			if err != nil {
@@ -422,7 +302,8 @@ wait:
 func workerThreadName(q int) string { return fmt.Sprintf("xdpeng-q%d", q) }
 
 // runWorker pins the worker's goroutine to its CPU and runs its loop. A
-// panic in the handler becomes an error that stops the engine.
+// panic in the handler comes back as a *HandlerPanicError (see
+// worker.handle); any error stops the other workers.
 func (c *core) runWorker(w *worker) (err error) {
 	// The thread stays locked until the goroutine ends, so Go retires it
 	// rather than reuse a thread with a narrowed affinity.
@@ -434,16 +315,11 @@ func (c *core) runWorker(w *worker) (err error) {
 	// /proc/PID/task/TID/comm show which worker is which. Only a label:
 	// a kernel that refuses it changes nothing else.
 	_ = os.WriteFile("/proc/thread-self/comm", []byte(workerThreadName(w.queue)), 0)
-	defer func() {
-		if r := recover(); r != nil {
-			w.publish()
-			err = &HandlerPanicError{Queue: w.queue, Value: r, Stack: debug.Stack()}
-		}
-		if err != nil {
-			c.stop.Store(true)
-		}
-	}()
-	return w.run(&c.stop)
+	if err := w.run(&c.stop); err != nil {
+		c.stop.Store(true)
+		return err
+	}
+	return nil
 }
 
 // closeSockets closes every socket and UMEM.
@@ -470,32 +346,3 @@ type kindError struct{ kind, err error }
 
 func (e *kindError) Error() string   { return e.err.Error() }
 func (e *kindError) Unwrap() []error { return []error{e.kind, e.err} }
-
-// bindError gives a failed bind its kind.
-func bindError(err error) error {
-	switch {
-	case errors.Is(err, xsk.ErrBusy):
-		return &kindError{ErrQueueBusy, err}
-	case errors.Is(err, xsk.ErrNoZeroCopy):
-		return &kindError{ErrNoZeroCopy, err}
-	}
-	return err
-}
-
-// attachedError turns hook's report of someone else's program into an
-// *AttachedError.
-func attachedError(err error) error {
-	var a *netdev.ForeignXDPError
-	if !errors.As(err, &a) {
-		return err
-	}
-	return &AttachedError{Device: a.Interface, ProgramID: a.ProgID, Mode: a.Mode, LinkID: a.LinkID, OwnerPID: a.OwnerPID, OwnerComm: a.OwnerComm}
-}
-
-// hookMode is m as package hook spells it.
-func hookMode(m XDPMode) hook.XDPMode {
-	if m == XDPGeneric {
-		return hook.Generic
-	}
-	return hook.Native
-}

@@ -3,6 +3,10 @@ package engine
 import (
 	"errors"
 	"fmt"
+
+	"github.com/xdpeng/xdpeng/internal/netdev"
+	"github.com/xdpeng/xdpeng/internal/platform"
+	"github.com/xdpeng/xdpeng/internal/xsk"
 )
 
 // Errors New and NewGenerator return where the caller can do something
@@ -10,7 +14,9 @@ import (
 // whose comment names a type come as that type, with the details (read them
 // with errors.As). ErrQueueBusy, ErrNoZeroCopy, ErrNoNativeXDP and
 // ErrFrameSize have no detail type: the message says what was refused, and
-// the kernel's error, where there is one, is wrapped too.
+// the kernel's error, where there is one, is wrapped too. The values are
+// those of the layers below (AF_XDP sockets, XDP attachment), so that an
+// error wraps one value of each kind, whichever layer found it.
 var (
 	// ErrNoDevice: the device does not exist in this network namespace
 	// (*DeviceError).
@@ -24,15 +30,15 @@ var (
 	// (*AttachedError).
 	ErrAttached = errors.New("an XDP program is attached")
 	// ErrQueueBusy: another AF_XDP socket is bound to the queue.
-	ErrQueueBusy = errors.New("queue busy")
+	ErrQueueBusy = xsk.ErrBusy
 	// ErrNoZeroCopy: BindZeroCopy on a device or queue without zero-copy;
 	// refused before anything is set up where the kernel reports the
 	// device's XDP features.
-	ErrNoZeroCopy = errors.New("zero-copy not supported")
+	ErrNoZeroCopy = xsk.ErrNoZeroCopy
 	// ErrNoNativeXDP: XDPNative on a driver without XDP support; refused
 	// before anything is set up where the kernel reports the device's XDP
 	// features.
-	ErrNoNativeXDP = errors.New("no native XDP")
+	ErrNoNativeXDP = netdev.ErrNoNativeXDP
 	// ErrFrameSize: a UMEM frame size the kernel does not take (not a
 	// power of two from 2048 to the page size).
 	ErrFrameSize = errors.New("invalid frame size")
@@ -46,6 +52,10 @@ var (
 	// ErrFrameTooLong: a generator frame longer than the device's MTU
 	// allows (*FrameTooLongError).
 	ErrFrameTooLong = errors.New("frame longer than the MTU allows")
+	// ErrNotSupported: New, NewGenerator and LookupDevice on an operating
+	// system other than Linux, where AF_XDP does not exist. Simulate and
+	// Sim work everywhere.
+	ErrNotSupported = platform.ErrNotSupported
 	// ErrHandlerPanic: a handler panicked, which stopped the engine or
 	// the simulation (*HandlerPanicError; Engine.Run, Sim.Run, Simulate).
 	ErrHandlerPanic = errors.New("handler panicked")

@@ -103,14 +103,15 @@ func Example_router() {
 			continue
 		}
 		ip := f.Data[14:34]
-		fmt.Printf("frame %d: out of port %d to %x, TTL %d, checksum ok: %v\n", i, f.Port, f.Data[0:6], ip[8], packet.Checksum(ip) == 0)
+		fmt.Printf("frame %d: out of %v to %x, TTL %d, checksum ok: %v\n", i, f.Port, f.Data[0:6], ip[8], packet.Checksum(ip) == 0)
 	}
-	fmt.Printf("port 1: %d frames, port 2: %d frames\n", len(res.SentOn(engine.OutputPort(0))), len(res.SentOn(engine.OutputPort(1))))
+	out0, out1 := engine.OutputPort(0), engine.OutputPort(1)
+	fmt.Printf("%v: %d frames, %v: %d frames\n", out0, len(res.SentOn(out0)), out1, len(res.SentOn(out1)))
 	// Output:
-	// frame 0: out of port 1 to 020000000009, TTL 63, checksum ok: true
+	// frame 0: out of out0 to 020000000009, TTL 63, checksum ok: true
 	// frame 1: dropped
-	// frame 2: out of port 2 to 020000000009, TTL 1, checksum ok: true
-	// port 1: 1 frames, port 2: 1 frames
+	// frame 2: out of out1 to 020000000009, TTL 1, checksum ok: true
+	// out0: 1 frames, out1: 1 frames
 }
 
 // Pushing a header: AdjustHead grows the frame into the headroom the kernel

@@ -1,3 +1,5 @@
+//go:build linux
+
 package engine_test
 
 import (
@@ -61,6 +63,11 @@ func TestFwdBetweenLinks(t *testing.T) {
 			t.Logf("rx %d, tx %d, dropped %d, tx ring full %d, in xdp %+v, out xdp %+v", tot.RxPackets, tot.TxPackets, tot.Dropped, tot.TxRingFull, tot.XDP, outStats)
 			if tot.RxPackets+tot.XDP.Drops() != count || tot.TxPackets+drops != count {
 				t.Fatalf("sent %d != forwarded %d + drops %d (rx %d)", count, tot.TxPackets, drops, tot.RxPackets)
+			}
+			// Every transmit was out of the output, port by port.
+			if len(tot.Ports) != 2 || tot.Ports[1].Port != engine.OutputPort(0) || tot.Ports[1].TxPackets != tot.TxPackets ||
+				tot.Ports[0].TxPackets != 0 || tot.Ports[0].TxRingFull+tot.Ports[1].TxRingFull != tot.TxRingFull {
+				t.Errorf("per-port counters %+v, want all of the %d transmits and %d tx ring full on %v", tot.Ports, tot.TxPackets, tot.TxRingFull, engine.OutputPort(0))
 			}
 			if tc.queues > 1 {
 				for _, q := range s.Queues {

@@ -58,7 +58,8 @@ type GeneratorConfig struct {
 	// BusyPollUsecs and BusyPollBudget are SO_BUSY_POLL and
 	// SO_BUSY_POLL_BUDGET for WaitBusyPoll.
 	BusyPollUsecs, BusyPollBudget int
-	// PollTimeout bounds each poll() so that a stop is noticed promptly.
+	// PollTimeout bounds each poll() so that a stop is noticed promptly;
+	// 0 means 100 ms (NewGenerator fills it in).
 	PollTimeout time.Duration
 
 	// Frames are the frames to send, each at least an Ethernet header and
@@ -109,7 +110,9 @@ func (c *GeneratorConfig) sockets() Config {
 	}
 }
 
-// Validate checks everything that can be checked without the device.
+// Validate checks everything that can be checked without the device. It
+// changes nothing: NewGenerator fills in the defaults (queues, CPUs,
+// PollTimeout).
 func (c *GeneratorConfig) Validate() error {
 	if c.Interface == "" {
 		return errors.New("no interface given")
@@ -121,7 +124,6 @@ func (c *GeneratorConfig) Validate() error {
 	if err := sc.checkSockets(false); err != nil {
 		return err
 	}
-	c.PollTimeout = sc.PollTimeout
 	if uint32(c.Batch) > c.TxSize {
 		return fmt.Errorf("batch size %d is larger than the tx ring (%d): a batch must fit in the ring", c.Batch, c.TxSize)
 	}
@@ -191,114 +193,6 @@ type Generator struct {
 	cfg GeneratorConfig
 }
 
-// NewGenerator validates cfg and binds a transmit-only socket to every
-// queue. On error nothing is left open.
-func NewGenerator(cfg GeneratorConfig) (_ *Generator, err error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	info, err := lookup(cfg.Interface)
-	if err != nil {
-		return nil, err
-	}
-	queues := max(info.TxQueues, info.RxQueues)
-	if cfg.Queues == nil {
-		for q := 0; q < info.TxQueues; q++ {
-			cfg.Queues = append(cfg.Queues, q)
-		}
-	}
-	if len(cfg.Queues) == 0 {
-		return nil, fmt.Errorf("%s reports no tx queues", cfg.Interface)
-	}
-	facts, plan, err := devicePlan(info)
-	if err != nil {
-		return nil, err
-	}
-	if err := cfg.checkTxChecksum(facts, plan); err != nil {
-		return nil, err
-	}
-	if err := checkZeroCopy(info, plan, cfg.BindMode); err != nil {
-		return nil, err
-	}
-	for _, q := range cfg.Queues {
-		if q < 0 || q >= queues {
-			return nil, &QueueError{Device: info.Name, Driver: info.Driver, Queue: q, RxQueues: queues}
-		}
-	}
-	if err := checkFrameLengths(info, cfg.Frames); err != nil {
-		return nil, err
-	}
-	sc := cfg.sockets()
-	sc.Queues = cfg.Queues
-	if err := sc.resolveCPUs(); err != nil {
-		return nil, err
-	}
-	cfg.CPUs = sc.CPUs
-	g := &Generator{core: core{dev: info}, cfg: cfg}
-	n := cfg.txFrames()
-	sizes := make([]int, len(cfg.Queues))
-	for i := range sizes {
-		sizes[i] = int(n+outFrames) * int(cfg.FrameSize)
-	}
-	if g.pages, err = choosePages(cfg.HugePages, cfg.Unaligned, sizes); err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			g.Close()
-		}
-	}()
-	for i, q := range cfg.Queues {
-		// One frame more than the generator uses: the kernel wants a fill
-		// ring on every socket, and this frame sits in it, unused, as the
-		// socket has no rx ring.
-		uc := sc.umemConfig(n + outFrames)
-		cfg.umemTxMetadata(&uc)
-		u, err := g.newUmem(uc)
-		if err != nil {
-			return nil, fmt.Errorf("queue %d: %w", q, cfg.txMetadataError(err))
-		}
-		if cfg.TxChecksum {
-			if err := writeTxChecksumFrames(u, cfg.Frames, n); err != nil {
-				return nil, fmt.Errorf("queue %d: %w", q, err)
-			}
-		} else {
-			writeTxFrames(u, cfg.Frames, n, cfg.segments())
-		}
-		s, err := xsk.NewSocket(u, xsk.SocketConfig{
-			Ifindex:        info.Index,
-			Queue:          q,
-			FillSize:       outFillSize,
-			CompletionSize: cfg.CompletionSize,
-			TxSize:         cfg.TxSize,
-			Mode:           cfg.BindMode.xsk(),
-			NeedWakeup:     cfg.NeedWakeup,
-			FirstFrame:     n,
-			NumFrames:      outFrames,
-			MultiBuffer:    cfg.MultiBuffer,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("queue %d: %w", q, bindError(err))
-		}
-		w := newWorker(q, cfg.CPUs[i], s, nil, workerOptions(&sc))
-		w.tx = newTxGen(&cfg, i, n)
-		if cfg.TxChecksum {
-			w.tx.metaOff, w.tx.metaOpts = txMetaOffset, xsk.TxMetadataOption
-		}
-		g.workers = append(g.workers, w)
-		if cfg.Wait == WaitBusyPoll {
-			if err := s.SetBusyPoll(cfg.BusyPollUsecs, cfg.BusyPollBudget); err != nil {
-				return nil, fmt.Errorf("queue %d: %w", q, err)
-			}
-		}
-	}
-	if err := g.watchLinks(info); err != nil {
-		return nil, err
-	}
-	g.onLinkChange = cfg.OnLinkChange
-	return g, nil
-}
-
 // Config is the generator's configuration with defaults filled in (queues,
 // CPUs).
 func (g *Generator) Config() GeneratorConfig { return g.cfg }
@@ -343,9 +237,18 @@ func (g *Generator) Run(ctx context.Context) error { return g.run(ctx) }
 // Started is when Run started the workers; zero before.
 func (g *Generator) Started() time.Time { return g.startedAt() }
 
-// Close closes the sockets. It is safe to call more than once and after a
-// failed NewGenerator.
+// Stats reads every worker's counters and its socket's XDP statistics, as
+// Engine.Stats does.
+func (g *Generator) Stats() (Snapshot, error) { return g.stats() }
+
+// Close stops a Run that is running and waits for its workers to end, then
+// closes the sockets, as Engine.Close does. It is safe to call at any
+// time, more than once and after a failed NewGenerator.
 func (g *Generator) Close() error {
+	if !g.shutdown() {
+		return nil
+	}
+	defer g.life.Unlock()
 	g.closeLinks()
 	return g.closeSockets()
 }

@@ -9,6 +9,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/xdpeng/xdpeng/internal/netdev"
@@ -52,43 +53,112 @@ type LinkChange struct {
 	AdminUp, Carrier bool
 }
 
-// watchLinks starts watching the devices in the calling thread's network
-// namespace, which is the one they were looked up in.
-func (c *core) watchLinks(devs ...*netdev.Info) error {
-	names := map[int]string{}
-	for _, d := range devs {
-		names[d.Index] = d.Name
-	}
-	w, err := netdev.WatchLinks(names)
-	if err != nil {
-		return err
-	}
-	c.links = w
-	return nil
+// linkSource is a watch of the devices' links: netdev.LinkWatch.
+type linkSource interface {
+	Events() <-chan netdev.LinkEvent
+	Err() error
+	Close() error
 }
 
-// linkEvents is where run reads the watch's events from: nil (never ready)
-// without a watch.
-func (c *core) linkEvents() <-chan netdev.LinkEvent {
+// LinkWatcher watches devices' links as an Engine or a Generator does
+// while it runs, for a program that runs neither (an in-kernel XDP path,
+// say): a device going down or coming back comes on Changes, one deleted
+// or gone from the network namespace on Gone. Start one with WatchLinks;
+// Close it when done.
+type LinkWatcher struct {
+	src     linkSource
+	changes chan LinkChange
+	gone    chan *DeviceGoneError
+	stop    chan struct{} // closed by Close
+	done    chan struct{} // closed when forward has ended
+	once    sync.Once
+}
+
+// newLinkWatcher starts handing on src's events.
+func newLinkWatcher(src linkSource) *LinkWatcher {
+	w := &LinkWatcher{src: src, changes: make(chan LinkChange, 16), gone: make(chan *DeviceGoneError, 1),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go w.forward()
+	return w
+}
+
+func (w *LinkWatcher) forward() {
+	defer close(w.done)
+	defer close(w.changes)
+	for ev := range w.src.Events() {
+		if ev.Kind == netdev.LinkGone {
+			select {
+			case w.gone <- &DeviceGoneError{Device: ev.Name, Time: ev.Time}:
+			default: // a device gone before was not read yet: the first is what counts
+			}
+			continue
+		}
+		select {
+		case w.changes <- LinkChange{Device: ev.Name, Time: ev.Time, Up: ev.Kind == netdev.LinkUp, AdminUp: ev.AdminUp, Carrier: ev.Carrier}:
+		case <-w.stop:
+			return
+		}
+	}
+}
+
+// Changes are the devices going down and coming back, in the order the
+// kernel said them; a device's going down is held back for 50 ms and not
+// told when the device is deleted within them. The channel is closed when
+// the watch ends: after Close, or when reading the kernel's notifications
+// failed (Err says why).
+func (w *LinkWatcher) Changes() <-chan LinkChange { return w.changes }
+
+// Gone has the first watched device that was deleted, or left the network
+// namespace; nothing more comes on it.
+func (w *LinkWatcher) Gone() <-chan *DeviceGoneError { return w.gone }
+
+// Err is why the watch ended by itself (reading the kernel's notifications
+// failed), once Changes is closed; nil while it runs and after Close.
+func (w *LinkWatcher) Err() error { return w.src.Err() }
+
+// Close ends the watch and closes Changes. It is safe to call more than
+// once.
+func (w *LinkWatcher) Close() error {
+	var err error
+	w.once.Do(func() {
+		close(w.stop)
+		err = w.src.Close()
+		<-w.done
+	})
+	return err
+}
+
+// linkChanges and linkGone are where run reads the watch from: nil (never
+// ready) without a watch.
+func (c *core) linkChanges() <-chan LinkChange {
 	if c.links == nil {
 		return nil
 	}
-	return c.links.Events()
+	return c.links.Changes()
 }
 
-// onLink handles one link event while run runs: a *DeviceGoneError for a
-// device gone, nil otherwise (after telling c.onLinkChange).
-func (c *core) onLink(ev netdev.LinkEvent, ok bool) error {
-	if !ok {
-		// The watch failed; the run goes on without it.
-		c.links = nil
+func (c *core) linkGone() <-chan *DeviceGoneError {
+	if c.links == nil {
 		return nil
 	}
-	if ev.Kind == netdev.LinkGone {
-		return &DeviceGoneError{Device: ev.Name, Time: ev.Time}
+	return c.links.Gone()
+}
+
+// onLink handles one link change while run runs (ok false: the watch
+// ended), telling c.onLinkChange.
+func (c *core) onLink(ch LinkChange, ok bool) error {
+	if !ok {
+		// The watch failed: without it, a device deleted now would go
+		// unnoticed, so the run ends with the watch's error.
+		err := c.links.Err()
+		c.links = nil
+		if err != nil {
+			return fmt.Errorf("watch the devices' links: %w", err)
+		}
+		return nil
 	}
 	if c.onLinkChange != nil {
-		c.onLinkChange(LinkChange{Device: ev.Name, Time: ev.Time, Up: ev.Kind == netdev.LinkUp, AdminUp: ev.AdminUp, Carrier: ev.Carrier})
+		c.onLinkChange(ch)
 	}
 	return nil
 }
@@ -104,13 +174,12 @@ func (c *core) goneAfterError() error {
 	timeout := time.After(time.Second)
 	for {
 		select {
-		case ev, ok := <-c.linkEvents():
-			if !ok {
+		case ch, ok := <-c.linkChanges():
+			if err := c.onLink(ch, ok); err != nil || !ok {
 				return nil
 			}
-			if err := c.onLink(ev, true); err != nil {
-				return err
-			}
+		case g := <-c.linkGone():
+			return g
 		case <-timeout:
 			return nil
 		}

@@ -1,4 +1,4 @@
-//go:build measure
+//go:build linux && measure
 
 // The cost of the receive metadata program, measured in place: the kernel
 // does not test-run a device-bound program, so progbench cannot. Run with

@@ -103,7 +103,7 @@ func (w *worker) rxHandleMB() uint32 {
 	w.c.rxBytes += bytes
 	w.c.batches++
 
-	w.handler.Handle(b)
+	w.handle(b)
 
 	mask := w.umem.BaseMask()
 	var tidx, troom uint32
@@ -114,6 +114,7 @@ func (w *worker) rxHandleMB() uint32 {
 	var fidx, froom, nfill uint32
 	fillReserved := false
 	left := n // descriptors of this frame and the ones after it
+	in := &w.out[PortIn]
 	for i := 0; i < frames; i++ {
 		k := uint32(b.Segments(i))
 		v := b.dests[i].verdict()
@@ -123,12 +124,12 @@ func (w *worker) rxHandleMB() uint32 {
 		switch v {
 		case Transmit:
 			if ntx+k <= troom {
-				w.c.txBytes += w.queueFrame(&s.Tx, tidx+ntx, b, i, w.umem, w.eop)
+				w.txBytes(in, w.queueFrame(&s.Tx, tidx+ntx, b, i, w.umem, w.eop))
 				ntx += k
 				left -= k
 				continue
 			}
-			w.c.txRingFull++
+			w.txRingFull(in)
 		case Forward:
 			if w.forwardMB(b.dests[i].port(), b, i, left) {
 				left -= k
@@ -208,18 +209,18 @@ func (w *worker) forwardMB(p Port, b *Batch, i int, left uint32) bool {
 	}
 	k := uint32(b.Segments(i))
 	if o.used+k > o.room {
-		w.c.txRingFull++
+		w.txRingFull(o)
 		return false
 	}
 	if !o.copy {
-		w.c.txBytes += w.queueFrame(&o.s.Tx, o.idx+o.used, b, i, w.umem, w.eop)
+		w.txBytes(o, w.queueFrame(&o.s.Tx, o.idx+o.used, b, i, w.umem, w.eop))
 		o.used += k
 		return true
 	}
 	// A UMEM of the port's own: each segment is copied into a free frame
 	// of it, at the frame's start.
 	if uint32(o.s.Frames.Len()) < k {
-		w.c.txRingFull++ // every frame of the port's UMEM is in flight
+		w.txRingFull(o) // every frame of the port's UMEM is in flight
 		return false
 	}
 	pu := o.s.Umem()
@@ -234,7 +235,7 @@ func (w *worker) forwardMB(p Port, b *Batch, i int, left uint32) bool {
 		o.s.Tx.SetOptions(o.idx+o.used, dst, uint32(len(seg)), opts)
 		o.eop[pu.FrameIndex(dst)] = uint8(opts ^ xsk.PacketContinues)
 		o.used++
-		w.c.txBytes += uint64(len(seg))
+		w.txBytes(o, uint64(len(seg)))
 	}
 	return false
 }

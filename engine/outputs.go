@@ -6,6 +6,7 @@ package engine
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/xsk"
@@ -42,31 +43,6 @@ const (
 	outFillSize = 1
 )
 
-// lookupOutputs finds the output devices and checks them against the input.
-// Queue q is forwarded out of queue q: queues are not folded, as two input
-// queues on one output queue would need two sockets on it, which the kernel
-// refuses.
-func lookupOutputs(cfg *Config, in *netdev.Info) ([]output, error) {
-	var outs []output
-	for _, o := range cfg.Outputs {
-		info, err := lookup(o.Interface)
-		if err != nil {
-			return nil, fmt.Errorf("output device: %w", err)
-		}
-		if info.Index == in.Index {
-			return nil, fmt.Errorf("input %s and output %s are the same device", in.Name, info.Name)
-		}
-		outQueues := max(info.TxQueues, info.RxQueues)
-		for _, q := range cfg.Queues {
-			if q >= outQueues {
-				return nil, &OutputQueueError{Output: info.Name, Queue: q, OutQueues: outQueues}
-			}
-		}
-		outs = append(outs, output{info: info, copy: o.Copy})
-	}
-	return outs, nil
-}
-
 // bindOutput gives worker w its socket on output k, on the output device's
 // queue of the same number. Sharing the worker's UMEM, the socket takes
 // frame fillFrame of it for its fill ring; copying, or when the kernel
@@ -95,7 +71,7 @@ func (e *Engine) bindOutput(w *worker, k int, fillFrame uint32) error {
 		if o.sharedOnce {
 			// An earlier queue shares its UMEM with this output, this
 			// one cannot: mixing the two would make Copy a half-truth.
-			return fmt.Errorf("queue %d: share UMEM with %s: %w", w.queue, o.info.Name, bindError(err))
+			return fmt.Errorf("queue %d: share UMEM with %s: %w", w.queue, o.info.Name, err)
 		}
 		o.copy, o.why = true, err
 	}
@@ -106,7 +82,7 @@ func (e *Engine) bindOutput(w *worker, k int, fillFrame uint32) error {
 	sc.Mode, sc.NeedWakeup, sc.MultiBuffer = cfg.BindMode.xsk(), cfg.NeedWakeup, cfg.MultiBuffer
 	s, err := xsk.NewSocket(u, sc)
 	if err != nil {
-		return fmt.Errorf("queue %d: output socket on %s: %w", w.queue, o.info.Name, bindError(err))
+		return fmt.Errorf("queue %d: output socket on %s: %w", w.queue, o.info.Name, err)
 	}
 	w.ports = append(w.ports, s)
 	return nil
@@ -123,11 +99,17 @@ func (e *Engine) Outputs() []OutputInfo {
 
 // OutputStats sums the XDP_STATISTICS of the sockets of output port p over
 // the queues (TxInvalidDescs and TxRingEmptyDescs are the ones that matter
-// for a socket that only transmits).
+// for a socket that only transmits). It may be called while Run runs;
+// after Close it fails with os.ErrClosed.
 func (e *Engine) OutputStats(p Port) (SocketStats, error) {
+	e.life.RLock()
+	defer e.life.RUnlock()
 	var sum SocketStats
+	if e.closed {
+		return sum, fmt.Errorf("output stats: %w", os.ErrClosed)
+	}
 	if p == PortIn || int(p) > len(e.outs) {
-		return sum, fmt.Errorf("port %d is not an output", p)
+		return sum, fmt.Errorf("port %v is not an output", p)
 	}
 	for _, w := range e.workers {
 		st, err := w.ports[p].Statistics()

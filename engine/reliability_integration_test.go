@@ -1,3 +1,5 @@
+//go:build linux
+
 package engine_test
 
 // What happens when things go wrong inside the engine: a handler that

@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/xdpeng/xdpeng/internal/netdev"
@@ -138,11 +137,6 @@ func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 	}
 	w, kernels, k, u, batch, cfg := sw.w, sw.kernels, sw.kernels[0], sw.u, sw.batch, &sw.cfg
 
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("simulate: %w", &HandlerPanicError{Value: r, Stack: debug.Stack()})
-		}
-	}()
 	res.Frames = make([]SimFrame, len(frames))
 	for start := 0; start < len(frames); start += batch {
 		end := min(start+batch, len(frames))
@@ -153,12 +147,16 @@ func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 			}
 		}
 		descs := uint32(k.Received - posted)
+		if kd := k.Stats.Drops(); kd != 0 {
+			return res, fmt.Errorf("simulate: the simulated kernel dropped %d frames", kd)
+		}
 		if w.dropAll {
 			// The handler declared DropAll: the worker recycles the
 			// frames without calling it, as an engine's would.
 			for i, f := range frames[start:end] {
 				res.Frames[start+i] = SimFrame{Data: append([]byte(nil), f...)}
 			}
+			before := w.c
 			for taken := uint32(0); taken < descs; {
 				var got uint32
 				if w.mb {
@@ -171,6 +169,9 @@ func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 				}
 				taken += got
 			}
+			if err := w.checkBatch(before, res.Frames[start:end], c.Outputs); err != nil {
+				return res, err
+			}
 			continue
 		}
 		// A batch of the worker's is at most Batch descriptors: with
@@ -181,6 +182,7 @@ func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 			for p, pk := range kernels {
 				before[p] = pk.Transmitted
 			}
+			counted := w.c
 			var got uint32
 			if w.mb {
 				got = w.rxHandleMB()
@@ -231,15 +233,85 @@ func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 					data, inFrame = nil, false
 				}
 			}
-			next += b.n
 			w.complete()
+			if err := w.checkBatch(counted, res.Frames[next:next+b.n], c.Outputs); err != nil {
+				return res, err
+			}
+			next += b.n
+			if w.panicked != nil {
+				res.Stats = w.stats(socketStats(k.Stats))
+				return res, fmt.Errorf("simulate: %w", w.panicked)
+			}
 		}
 	}
 	if w.idler != nil {
-		w.idler.Idle()
+		w.idle1()
+		if w.panicked != nil {
+			return res, fmt.Errorf("simulate: %w", w.panicked)
+		}
 	}
 	res.Stats = w.stats(socketStats(k.Stats))
 	return res, nil
+}
+
+// checkBatch checks, after a batch's transmits have completed, that every
+// frame of it went where its verdict says, or is counted as not sent
+// (frames holds their fates): a frame that is neither is the engine's bug,
+// which no handler may cause. before is the worker's counters before the
+// batch. The counts close as they do in an engine: received = transmitted
+// (on every port) + dropped (the Drop verdict, and ports the engine does
+// not have) + tx ring full (no room on the port).
+func (w *worker) checkBatch(before local, frames []SimFrame, outputs int) error {
+	c := &w.c
+	rx, tx := c.rxPackets-before.rxPackets, c.txPackets-before.txPackets
+	dropped, full := c.dropped-before.dropped, c.txRingFull-before.txRingFull
+	if w.txOutstanding != 0 {
+		return fmt.Errorf("simulate: engine bug: %d descriptors still in flight after the simulated kernel transmitted all", w.txOutstanding)
+	}
+	if rx != uint64(len(frames)) || rx != tx+dropped+full {
+		return fmt.Errorf("simulate: engine bug: a batch of %d frames counted %d received, %d transmitted, %d dropped, %d tx ring full",
+			len(frames), rx, tx, dropped, full)
+	}
+	var sent, drops, unsent uint64
+	for i, f := range frames {
+		want, known := PortIn, true
+		switch f.Verdict {
+		case Drop:
+			if f.Sent {
+				return fmt.Errorf("simulate: engine bug: frame %d has the Drop verdict and went out of %v", i, f.Port)
+			}
+			drops++
+			continue
+		case Forward:
+			want, known = f.Port, int(f.Port) <= outputs
+		}
+		switch {
+		case f.Sent && (!known || f.Port != want):
+			return fmt.Errorf("simulate: engine bug: frame %d (%v to %v) went out of %v", i, f.Verdict, want, f.Port)
+		case f.Sent:
+			sent++
+		case known:
+			unsent++
+		default:
+			drops++
+		}
+	}
+	if sent != tx || drops != dropped || unsent != full {
+		return fmt.Errorf("simulate: engine bug: the frames' fates (%d sent, %d dropped, %d without room) differ from the counts (%d transmitted, %d dropped, %d tx ring full)",
+			sent, drops, unsent, tx, dropped, full)
+	}
+	if len(w.out) > 1 {
+		var ptx, pfull uint64
+		for i := range w.out {
+			ptx += w.out[i].c.txPackets
+			pfull += w.out[i].c.txRingFull
+		}
+		if ptx != c.txPackets || pfull != c.txRingFull {
+			return fmt.Errorf("simulate: engine bug: the ports count %d transmitted and %d tx ring full, the queue %d and %d",
+				ptx, pfull, c.txPackets, c.txRingFull)
+		}
+	}
+	return nil
 }
 
 // simWorld is a simulated engine: a worker on in-memory sockets, the first

@@ -343,3 +343,32 @@ func TestSimFrameSize(t *testing.T) {
 		t.Errorf("a %d-byte frame: %v, want %q", def, err, want)
 	}
 }
+
+// Ports print as xdpeng names them.
+func TestPortString(t *testing.T) {
+	for p, want := range map[engine.Port]string{
+		engine.PortIn: "in", engine.OutputPort(0): "out0", engine.OutputPort(9): "out9",
+		engine.OutputPort(engine.MaxOutputs - 1): "out63", engine.OutputPort(engine.MaxOutputs): "none", engine.Port(200): "Port(200)",
+	} {
+		if got := p.String(); got != want {
+			t.Errorf("Port(%d).String() = %q, want %q", uint8(p), got, want)
+		}
+	}
+}
+
+// A port reads back as it is written.
+func TestPortText(t *testing.T) {
+	for _, p := range []engine.Port{engine.PortIn, engine.OutputPort(0), engine.OutputPort(63), engine.OutputPort(64)} {
+		b, _ := p.MarshalText()
+		var q engine.Port
+		if err := q.UnmarshalText(b); err != nil || q != p {
+			t.Errorf("%v: read back as %v, %v", p, q, err)
+		}
+	}
+	var q engine.Port
+	for _, bad := range []string{"out64", "out", "out01", "2", "port1"} {
+		if err := q.UnmarshalText([]byte(bad)); err == nil {
+			t.Errorf("%q read as %v, want an error", bad, q)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/xdpeng/xdpeng/internal/xsk"
@@ -10,7 +12,11 @@ import (
 // (XDP_STATISTICS): what it could not deliver or take.
 type SocketStats struct {
 	// RxDropped are received frames the socket dropped for any reason
-	// but a full rx ring (no fill-ring buffer, a frame too long).
+	// but a full rx ring: a frame that found no buffer in the fill ring
+	// (counted in RxFillRingEmptyDescs too); with multi-buffer, a frame
+	// that found fewer buffers in the fill ring than it has segments
+	// (counted nowhere else); a frame longer than a UMEM frame without
+	// multi-buffer. Config.RxDropReason says which apply.
 	RxDropped uint64 `json:"rx_dropped"`
 	// RxInvalidDescs and TxInvalidDescs are descriptors the kernel
 	// refused (an address outside the UMEM, a length too large).
@@ -24,6 +30,18 @@ type SocketStats struct {
 	// when asked to transmit.
 	RxFillRingEmptyDescs uint64 `json:"rx_fill_ring_empty_descs"`
 	TxRingEmptyDescs     uint64 `json:"tx_ring_empty_descs"`
+}
+
+// RxDropReason says what SocketStats.RxDropped counts on the sockets of an
+// engine configured as c, for a report to name it: without multi-buffer,
+// frames that found the fill ring empty (RxFillRingEmptyDescs counts those
+// too); with it, also frames whose segments the fill ring did not hold all
+// of, which no other counter shows.
+func (c Config) RxDropReason() string {
+	if c.MultiBuffer {
+		return "no buffers in the fill ring for all of a frame's segments (each segment takes one; a deeper fill ring, or larger UMEM frames, rides out longer bursts)"
+	}
+	return "no buffer in the fill ring"
 }
 
 // Drops is how many received frames the socket dropped.
@@ -69,11 +87,36 @@ type QueueStats struct {
 	Naps uint64 `json:"naps"`
 	// BusyPollInert reports that the queue was to busy-poll
 	// (WaitBusyPoll) but its socket has no NAPI instance to poll, so
-	// that a recvfrom would run nothing (veth in Linux 6.18): the worker
-	// waits as WaitAdaptive does instead.
+	// that a recvfrom would run nothing (veth, which registers its XDP
+	// receive queues without NAPI ids): the worker waits as WaitAdaptive
+	// does instead.
 	BusyPollInert bool `json:"busy_poll_inert,omitempty"`
 	// XDP are the kernel's counters of the queue's socket.
 	XDP SocketStats `json:"xdp_stats"`
+	// Ports are TxPackets, TxBytes and TxRingFull port by port, Ports[p]
+	// for port p: PortIn (Transmit, and Forward to PortIn) first, then
+	// each output. Only an engine with outputs has them. Frames forwarded
+	// to a port the engine does not have are in Dropped, not here.
+	Ports []PortStats `json:"ports,omitempty"`
+}
+
+// PortStats are one port's share of its queue's transmit counters.
+type PortStats struct {
+	Port Port `json:"port"`
+	// TxPackets were transmitted and completed, TxBytes submitted.
+	TxPackets uint64 `json:"tx_packets"`
+	TxBytes   uint64 `json:"tx_bytes"`
+	// TxRingFull are the frames for the port that it dropped: its tx ring
+	// was full, or (an output with a UMEM of its own) it had no free frame
+	// to copy into.
+	TxRingFull uint64 `json:"tx_ring_full"`
+}
+
+// Add adds o's counters to p.
+func (p *PortStats) Add(o PortStats) {
+	p.TxPackets += o.TxPackets
+	p.TxBytes += o.TxBytes
+	p.TxRingFull += o.TxRingFull
 }
 
 // Add adds o's counters to q.
@@ -91,6 +134,12 @@ func (q *QueueStats) Add(o QueueStats) {
 	q.Naps += o.Naps
 	q.BusyPollInert = q.BusyPollInert || o.BusyPollInert
 	q.XDP.Add(o.XDP)
+	for i, p := range o.Ports {
+		if i == len(q.Ports) {
+			q.Ports = append(q.Ports, PortStats{Port: p.Port})
+		}
+		q.Ports[i].Add(p)
+	}
 }
 
 // Snapshot is every queue's counters at one moment.
@@ -108,9 +157,13 @@ func (s Snapshot) Total() QueueStats {
 	return t
 }
 
-// Stats reads every worker's counters and its socket's XDP statistics. It
-// may be called from any goroutine, also while Run runs.
-func (c *core) Stats() (Snapshot, error) {
+// stats reads every worker's counters and its socket's XDP statistics.
+func (c *core) stats() (Snapshot, error) {
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed {
+		return Snapshot{}, fmt.Errorf("stats: %w", os.ErrClosed)
+	}
 	snap := Snapshot{Time: time.Now(), Queues: make([]QueueStats, len(c.workers))}
 	for i, w := range c.workers {
 		p := w.pub
@@ -128,6 +181,9 @@ func (c *core) Stats() (Snapshot, error) {
 		q.Batches = p.batches.Load()
 		q.Naps = p.naps.Load()
 		q.BusyPollInert = p.busyPollInert.Load()
+		q.Ports = w.portStats(func(o *outPort) portLocal {
+			return portLocal{o.pub.txPackets.Load(), o.pub.txBytes.Load(), o.pub.txRingFull.Load()}
+		})
 		st, err := w.sock.Statistics()
 		if err != nil {
 			return snap, err
@@ -146,5 +202,20 @@ func (w *worker) stats(xdp SocketStats) QueueStats {
 		RxPackets: c.rxPackets, RxBytes: c.rxBytes, TxPackets: c.txPackets, TxBytes: c.txBytes,
 		Dropped: c.dropped, TxRingFull: c.txRingFull, RxWakeups: c.rxWakeups, TxWakeups: c.txWakeups,
 		Polls: c.polls, Batches: c.batches, Naps: c.naps, XDP: xdp,
+		Ports: w.portStats(func(o *outPort) portLocal { return o.c }),
 	}
+}
+
+// portStats are the worker's per-port counters as read reads them, nil
+// without outputs.
+func (w *worker) portStats(read func(*outPort) portLocal) []PortStats {
+	if len(w.out) < 2 {
+		return nil
+	}
+	ps := make([]PortStats, len(w.out))
+	for i := range w.out {
+		c := read(&w.out[i])
+		ps[i] = PortStats{Port: Port(i), TxPackets: c.txPackets, TxBytes: c.txBytes, TxRingFull: c.txRingFull}
+	}
+	return ps
 }

@@ -2,10 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
@@ -67,6 +66,10 @@ type worker struct {
 	// out is the per-batch state of each port (syncPorts).
 	out []outPort
 
+	// panicked is the handler's panic, once it panicked; the worker then
+	// stops.
+	panicked *HandlerPanicError
+
 	// tx is the generator state of a txonly worker, nil otherwise.
 	tx *txGen
 
@@ -106,7 +109,7 @@ type options struct {
 }
 
 func workerOptions(c *Config) options {
-	return options{batch: c.Batch, wait: c.Wait, needWakeup: c.NeedWakeup, pollTimeout: c.PollTimeout,
+	return options{batch: c.Batch, wait: c.Wait, needWakeup: c.NeedWakeup, pollTimeout: pollTimeout(c.PollTimeout),
 		multiBuffer: c.MultiBuffer, rxSize: c.RxSize}
 }
 
@@ -168,6 +171,9 @@ func (w *worker) run(stop *atomic.Bool) error {
 			}
 		}
 		if w.step() > 0 {
+			if w.panicked != nil {
+				break
+			}
 			spins = 0
 			w.idleCalled = false
 			continue
@@ -180,7 +186,10 @@ func (w *worker) run(stop *atomic.Bool) error {
 		}
 		if w.idler != nil && !w.idleCalled {
 			w.idleCalled = true
-			w.idler.Idle()
+			w.idle1()
+		}
+		if w.panicked != nil {
+			break
 		}
 		if err := w.idle(&spins); err != nil {
 			return err
@@ -188,7 +197,34 @@ func (w *worker) run(stop *atomic.Bool) error {
 	}
 	w.drain()
 	w.publish()
+	if w.panicked != nil {
+		return w.panicked
+	}
 	return nil
+}
+
+// handle runs the handler on b. A panic in it is kept in w.panicked, and
+// the batch's verdicts, as far as the handler set them, are carried out:
+// no frame is lost, and the worker stops after the batch. Only the
+// handler's code is recovered from: a panic in the worker's own is a bug
+// that crashes the program.
+func (w *worker) handle(b *Batch) {
+	defer w.recoverHandler()
+	w.handler.Handle(b)
+}
+
+// idle1 tells the handler that its queue is idle, as handle runs it.
+func (w *worker) idle1() {
+	defer w.recoverHandler()
+	w.idler.Idle()
+}
+
+// recoverHandler keeps a panic of the handler's in w.panicked; call it
+// deferred around the handler's code only.
+func (w *worker) recoverHandler() {
+	if r := recover(); r != nil && w.panicked == nil {
+		w.panicked = &HandlerPanicError{Queue: w.queue, Value: r, Stack: debug.Stack()}
+	}
 }
 
 // step is one turn of the worker's loop while frames flow: a batch from the
@@ -283,7 +319,7 @@ func (w *worker) rxHandle() uint32 {
 	w.c.rxBytes += bytes
 	w.c.batches++
 
-	w.handler.Handle(b)
+	w.handle(b)
 
 	switch {
 	case b.forwarded:
@@ -334,7 +370,9 @@ func (w *worker) transmitBatch(n uint32) {
 	// any.
 	tx, tmask := s.Tx.Slots()
 	ntx, txBytes := queueDest(tx, tmask, tidx, troom, addrs, lens, dests, destTransmit)
+	in := &w.out[PortIn]
 	w.c.txBytes += txBytes
+	in.c.txBytes += txBytes
 	if ntx < n {
 		var seen uint32 // transmitted frames so far, of which troom went out
 		w.recycle(func(i int) bool {
@@ -345,7 +383,7 @@ func (w *worker) transmitBatch(n uint32) {
 			if seen++; seen <= troom {
 				return true
 			}
-			w.c.txRingFull++
+			w.txRingFull(in)
 			return false
 		})
 	}
@@ -411,10 +449,13 @@ func (w *worker) sendBatch(n uint32) {
 	if s.Tx.Size() > 0 {
 		tidx, troom = s.Tx.Reserve(n)
 	}
-	var txBytes uint64
+	in := &w.out[PortIn]
 	if b.back {
 		tx, tmask := s.Tx.Slots()
+		var txBytes uint64
 		ntx, txBytes = queueBack(tx, tmask, tidx, troom, addrs, lens, dests)
+		w.c.txBytes += txBytes
+		in.c.txBytes += txBytes
 	}
 	main := PortIn
 	for _, d := range dests {
@@ -431,9 +472,9 @@ func (w *worker) sendBatch(n uint32) {
 		ptx, pmask := mo.s.Tx.Slots()
 		used, bytes := queueDest(ptx, pmask, mo.idx, mo.room, addrs, lens, dests, destForward+dest(main))
 		mo.used = used
-		txBytes += bytes
+		w.c.txBytes += bytes
+		mo.c.txBytes += bytes
 	}
-	w.c.txBytes += txBytes
 	if sent := ntx + mainUsed(mo); sent < n {
 		var seenTx, seenMain uint32
 		w.recycle(func(i int) bool {
@@ -443,13 +484,13 @@ func (w *worker) sendBatch(n uint32) {
 				if seenTx++; seenTx <= troom {
 					return true
 				}
-				w.c.txRingFull++
+				w.txRingFull(in)
 				return false
 			case mo != nil && d == destForward+dest(main):
 				if seenMain++; seenMain <= mo.room {
 					return true
 				}
-				w.c.txRingFull++
+				w.txRingFull(mo)
 				return false
 			case d > destForward:
 				return w.forward(d.port(), addrs[i], lens[i], n-uint32(i))
@@ -532,6 +573,28 @@ type outPort struct {
 	reserved        bool
 	// eop is the port's own UMEM's worker.eop (copy ports, multi-buffer).
 	eop []uint8
+	// c is the port's share of the worker's transmit counters, pub where
+	// publish puts them.
+	c   portLocal
+	pub *portCounters
+}
+
+// portLocal and portCounters are a port's transmit counters (QueueStats.
+// Ports): the worker's private copy, and the one the stats loop reads.
+type portLocal struct{ txPackets, txBytes, txRingFull uint64 }
+
+type portCounters struct{ txPackets, txBytes, txRingFull atomic.Uint64 }
+
+// txRingFull counts a frame for port o that found no room.
+func (w *worker) txRingFull(o *outPort) {
+	w.c.txRingFull++
+	o.c.txRingFull++
+}
+
+// txBytes counts bytes queued on port o.
+func (w *worker) txBytes(o *outPort, n uint64) {
+	w.c.txBytes += n
+	o.c.txBytes += n
 }
 
 // syncPorts builds the per-port state; call it after w.ports changed,
@@ -539,7 +602,7 @@ type outPort struct {
 func (w *worker) syncPorts() {
 	w.out = make([]outPort, len(w.ports))
 	for i, s := range w.ports {
-		w.out[i] = outPort{s: s, copy: s.Umem() != w.umem}
+		w.out[i] = outPort{s: s, copy: s.Umem() != w.umem, pub: new(portCounters)}
 		if w.mb && w.out[i].copy {
 			w.out[i].eop = make([]uint8, s.Umem().NumFrames())
 		}
@@ -557,7 +620,7 @@ func (w *worker) forward(p Port, addr uint64, length uint32, rest uint32) bool {
 		return false
 	}
 	if o.used == o.room {
-		w.c.txRingFull++
+		w.txRingFull(o)
 		return false
 	}
 	if o.copy {
@@ -565,18 +628,18 @@ func (w *worker) forward(p Port, addr uint64, length uint32, rest uint32) bool {
 		if !ok {
 			// Every frame of the port's UMEM is in flight: as good as a
 			// full ring.
-			w.c.txRingFull++
+			w.txRingFull(o)
 			return false
 		}
 		copy(o.s.Umem().Frame(dst, length), w.umem.Frame(addr, length))
 		o.s.Tx.Set(o.idx+o.used, dst, length)
 		o.used++
-		w.c.txBytes += uint64(length)
+		w.txBytes(o, uint64(length))
 		return false
 	}
 	o.s.Tx.Set(o.idx+o.used, addr, length)
 	o.used++
-	w.c.txBytes += uint64(length)
+	w.txBytes(o, uint64(length))
 	return true
 }
 
@@ -696,6 +759,7 @@ func (w *worker) complete() {
 		s.Completion.Release(n)
 		w.txOutstanding -= n
 		w.c.txPackets += done
+		o.c.txPackets += done
 	}
 	w.refill()
 }
@@ -809,45 +873,6 @@ type cpuShare struct {
 	buf       [96]byte
 }
 
-// open starts watching the calling thread; call it on the worker's own,
-// pinned thread.
-func (c *cpuShare) open() {
-	fd, err := unix.Open("/proc/thread-self/schedstat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		fd = -1
-	}
-	c.fd = fd
-}
-
-func (c *cpuShare) close() {
-	if c.fd >= 0 {
-		unix.Close(c.fd)
-		c.fd = -1
-	}
-}
-
-// readRunDelay returns the second field of schedstat: "runtime run_delay
-// timeslices". It allocates nothing.
-func (c *cpuShare) readRunDelay() (int64, bool) {
-	n, err := unix.Pread(c.fd, c.buf[:], 0)
-	if err != nil || n <= 0 {
-		return 0, false
-	}
-	b := c.buf[:n]
-	i := 0
-	for i < len(b) && b[i] != ' ' {
-		i++
-	}
-	i++
-	var v int64
-	digits := 0
-	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
-		v = v*10 + int64(b[i]-'0')
-		digits++
-	}
-	return v, digits > 0
-}
-
 const (
 	// maxNap and minNap bound a nap. A nap lets frames gather into
 	// large batches, one context switch per many frames; it is shortened
@@ -862,12 +887,11 @@ const (
 	// shareWait is the share of the time spent waiting for the CPU above
 	// which a span counts as shared, and shareSpans how many such spans in
 	// a row make the CPU shared. A thread that wants the CPU all the time (a
-	// NAPI thread, a generator) makes it half or more in every span (layout
-	// B). Another thread's burst of some milliseconds (kdamond, a kworker,
-	// a VM's agent: 6.4 ms at once seen here) fills two spans, and any
-	// ordinary wait in the third made three: a second of naps, about
-	// 3,000 of them, for a worker that had its CPU to itself (layout A,
-	// l2fwd at 91 kpps). Six spans, 30 ms, outlast such bursts.
+	// NAPI thread, a generator) makes it half or more in every span.
+	// Another thread's burst of some milliseconds (kdamond, a kworker, a
+	// VM's agent) can fill two spans, and an ordinary wait the third; six
+	// spans, 30 ms, outlast such bursts, so that a worker with a CPU of its
+	// own does not take to napping for a second (shareHold) after one.
 	shareWait  = 0.10
 	shareSpans = 6
 )
@@ -941,5 +965,11 @@ func (w *worker) publish() {
 	p.polls.Store(c.polls)
 	p.batches.Store(c.batches)
 	p.naps.Store(c.naps)
+	for i := range w.out {
+		o := &w.out[i]
+		o.pub.txPackets.Store(o.c.txPackets)
+		o.pub.txBytes.Store(o.c.txBytes)
+		o.pub.txRingFull.Store(o.c.txRingFull)
+	}
 	w.pubBatches, w.pubTxPackets = c.batches, c.txPackets
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
@@ -207,7 +208,7 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 			cfg.Frame.DstMAC, frameExtras(cfg.Frame), cfg.Ports, cfg.Threads, cpuset.Format(cfg.CPUs), orUnbounded(cfg.Count), orUnbounded(cfg.Rate))
 		obs.header(p.w)
 	}
-	watch, err := watchDevices(*info)
+	watch, err := engine.WatchLinks(info.Name)
 	if err != nil {
 		return err
 	}
@@ -222,9 +223,14 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 		defer close(watched)
 		for {
 			select {
-			case c := <-watch.changes:
+			case c, ok := <-watch.Changes():
+				if !ok { // the watch failed: a device gone would go unnoticed
+					gone = watch.Err()
+					cancel()
+					return
+				}
 				lp.change(c)
-			case g := <-watch.gone:
+			case g := <-watch.Gone():
 				gone = g
 				cancel()
 				return

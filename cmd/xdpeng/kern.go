@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/handler"
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/kern"
@@ -237,7 +238,11 @@ func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
 	// Deferred, so it runs on every return and panic; a bpf_link would
 	// also go with the process.
 	defer kp.Close()
-	watch, err := watchDevices(append([]netdev.Info{kp.Interface()}, kp.Outs()...)...)
+	var watched []string
+	for _, d := range append([]netdev.Info{kp.Interface()}, kp.Outs()...) {
+		watched = append(watched, d.Name)
+	}
+	watch, err := engine.WatchLinks(watched...)
 	if err != nil {
 		return err
 	}
@@ -288,9 +293,12 @@ func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
 			p.summary(first, last)
 			w.stopServing()
 			return errors.Join(ferr, kp.Close())
-		case c := <-watch.changes:
+		case c, ok := <-watch.Changes():
+			if !ok { // the watch failed: a device gone would go unnoticed
+				return errors.Join(watch.Err(), kp.Close())
+			}
 			lp.change(c)
-		case gone := <-watch.gone:
+		case gone := <-watch.Gone():
 			// The program's counters stay readable; a gone device's own
 			// counters do not, and then the last ones read stand.
 			last, err := p.snapshot()

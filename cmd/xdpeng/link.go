@@ -2,18 +2,16 @@ package main
 
 // What the long-running commands print when a device goes down, comes back
 // or goes away while they run. The AF_XDP modes hear it from the engine
-// (engine.Config.OnLinkChange, engine.ErrDeviceGone), kern and gen from a
-// netdev.LinkWatch of their own.
+// (engine.Config.OnLinkChange, engine.ErrDeviceGone), kern and gen from an
+// engine.LinkWatcher of their own.
 
 import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/xdpeng/xdpeng/engine"
-	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
 // linkPrinter prints link changes, as text lines or "link" JSON lines.
@@ -109,50 +107,4 @@ func linkChanges() (<-chan engine.LinkChange, func(engine.LinkChange)) {
 		default: // 64 changes between two reads: the later ones go unsaid
 		}
 	}
-}
-
-// linkWatch watches devices for the commands that run no engine (kern,
-// gen): changes arrive on changes, a device gone on gone (once).
-type linkWatch struct {
-	w       *netdev.LinkWatch
-	changes chan engine.LinkChange
-	gone    chan *engine.DeviceGoneError
-	done    chan struct{}
-}
-
-// watchDevices starts watching devs in the process's network namespace.
-func watchDevices(devs ...netdev.Info) (*linkWatch, error) {
-	names := map[int]string{}
-	for _, d := range devs {
-		names[d.Index] = d.Name
-	}
-	w, err := netdev.WatchLinks(names)
-	if err != nil {
-		return nil, err
-	}
-	lw := &linkWatch{w: w, changes: make(chan engine.LinkChange, 64), gone: make(chan *engine.DeviceGoneError, 1), done: make(chan struct{})}
-	go lw.forward()
-	return lw, nil
-}
-
-func (lw *linkWatch) forward() {
-	defer close(lw.done)
-	var once sync.Once
-	for ev := range lw.w.Events() {
-		switch ev.Kind {
-		case netdev.LinkGone:
-			once.Do(func() { lw.gone <- &engine.DeviceGoneError{Device: ev.Name, Time: ev.Time} })
-		default:
-			select {
-			case lw.changes <- engine.LinkChange{Device: ev.Name, Time: ev.Time, Up: ev.Kind == netdev.LinkUp, AdminUp: ev.AdminUp, Carrier: ev.Carrier}:
-			default:
-			}
-		}
-	}
-}
-
-// Close ends the watch.
-func (lw *linkWatch) Close() {
-	lw.w.Close()
-	<-lw.done
 }

@@ -51,11 +51,7 @@ type txPlan struct {
 // device skbs and works everywhere). It refuses a device that cannot take
 // what the sender sends, with the reason.
 func planTx(f *netdev.Facts, mode string, xdp, zeroCopy bool) (txPlan, error) {
-	p := f.Plan()
-	need := p.Transmit
-	if !xdp && !(zeroCopy && p.ZeroCopy) {
-		need = netdev.TxReady
-	}
+	need := f.Plan().SendNeed(xdp, zeroCopy)
 	attached := f.XDP.ProgID != 0
 	switch {
 	case mode == xdpPassAlways && attached:

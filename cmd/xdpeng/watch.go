@@ -19,7 +19,6 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/cilium/ebpf"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
@@ -702,8 +701,8 @@ func (w *watcher) errorsText(out io.Writer, s xdperr.Snapshot) {
 			via = fmt.Sprintf(" through %v id %d", e.MapType, e.MapID)
 		}
 		same := ""
-		if e.MapType == ebpf.XSKMap {
-			same = xskRefusal(e.Errno)
+		if r := e.XSKRefusal(); r != "" {
+			same = " (" + r + ")"
 		}
 		fmt.Fprintf(out, "    xdp_redirect_err %s%s%s (program id %d): %d%s\n", xdperr.ErrnoName(e.Errno), to(e.ToIfindex), via, e.ProgID, e.Frames, same)
 	}
@@ -726,20 +725,6 @@ func (w *watcher) errorsText(out io.Writer, s xdperr.Snapshot) {
 	if s.Unrecorded > 0 {
 		fmt.Fprintf(out, "    lost in events that found their table full (any device): %d\n", s.Unrecorded)
 	}
-}
-
-// xskRefusal says which of an AF_XDP socket's own counters has the frames
-// a redirect to it failed with errno e: they are the same frames.
-func xskRefusal(e syscall.Errno) string {
-	switch e {
-	case syscall.ENOBUFS:
-		return " (the socket's rx ring was full: its xdp stats rx_ring_full counts the same frames)"
-	case syscall.ENOMEM:
-		return " (no buffer in the socket's fill ring: its xdp stats rx_dropped counts the same frames)"
-	case syscall.ENOSPC:
-		return " (frames longer than a UMEM frame: the socket's xdp stats rx_dropped counts the same frames)"
-	}
-	return " (the AF_XDP socket refused them)"
 }
 
 func errnoSuffix(e syscall.Errno) string {

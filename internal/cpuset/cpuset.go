@@ -4,14 +4,15 @@ package cpuset
 
 import (
 	"fmt"
-	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/xdpeng/xdpeng/internal/platform"
 )
+
+// ErrNotSupported: pinning a thread needs Linux.
+var ErrNotSupported = platform.ErrNotSupported
 
 // MaxID bounds list entries so that "0-4000000000" cannot allocate a huge slice.
 const MaxID = 4096
@@ -117,21 +118,6 @@ func Format(ids []int) string {
 	return b.String()
 }
 
-// Online returns the CPUs this process may run on.
-func Online() ([]int, error) {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return nil, fmt.Errorf("read CPU affinity: %w", err)
-	}
-	var ids []int
-	for i := 0; i < MaxID; i++ {
-		if set.IsSet(i) {
-			ids = append(ids, i)
-		}
-	}
-	return ids, nil
-}
-
 // CheckOnline returns an error naming the first id in cpus that is not online.
 func CheckOnline(cpus []int) error {
 	online, err := Online()
@@ -146,19 +132,6 @@ func CheckOnline(cpus []int) error {
 		if !ok[c] {
 			return fmt.Errorf("CPU %d is not online or not allowed for this process (online: %s)", c, Format(online))
 		}
-	}
-	return nil
-}
-
-// Pin locks the calling goroutine to its OS thread and that thread to cpu.
-// The caller should call runtime.UnlockOSThread when done (or let the
-// goroutine exit, which ends the pinned thread with it).
-func Pin(cpu int) error {
-	runtime.LockOSThread()
-	var set unix.CPUSet
-	set.Set(cpu)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return fmt.Errorf("pin thread %d to CPU %d: %w", os.Getpid(), cpu, err)
 	}
 	return nil
 }

@@ -130,21 +130,6 @@ func currentXDP(dev netlink.Link) (attached, bool) {
 	return a, true
 }
 
-// CheckXDPFree returns the error AttachXDP would return because of a program
-// already attached to ifindex, without touching anything: nil if there is
-// none, or if force would replace it. Callers use it to refuse before they
-// set anything else up.
-func CheckXDPFree(ifindex int, force bool) error {
-	dev, err := netlink.LinkByIndex(ifindex)
-	if err != nil {
-		return fmt.Errorf("interface index %d: %w", ifindex, err)
-	}
-	if cur, ok := currentXDP(dev); ok {
-		return refusal(dev, cur, force)
-	}
-	return nil
-}
-
 // refusal is why cur may not be replaced, nil if force may replace it: a
 // *netdev.ForeignXDPError.
 func refusal(dev netlink.Link, cur attached, force bool) error {
@@ -196,7 +181,7 @@ func detachNetlinkAll(dev netlink.Link) error {
 var (
 	// ErrNoNativeXDP: the driver has no native XDP; generic mode works on
 	// every interface.
-	ErrNoNativeXDP = errors.New("the driver has no native XDP support")
+	ErrNoNativeXDP = netdev.ErrNoNativeXDP
 	// ErrMTUTooLarge: the driver takes no XDP program at this MTU in this
 	// mode.
 	ErrMTUTooLarge = errors.New("the MTU is too large for XDP on this driver")

@@ -1,7 +1,8 @@
+//go:build linux
+
 package netdev
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -32,9 +33,6 @@ func AddrIn(ifindex int, prefix netip.Prefix) (addr netip.Addr, ok bool, err err
 	}
 	return netip.Addr{}, false, nil
 }
-
-// ErrNoDstMAC is returned by DstMAC when it finds no address to send to.
-var ErrNoDstMAC = errors.New("no destination MAC found")
 
 // DstMAC finds the MAC address frames sent out of ifindex to dst should
 // carry: on a veth, its peer's address (the peer may live in another network

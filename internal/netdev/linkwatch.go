@@ -1,3 +1,5 @@
+//go:build linux
+
 package netdev
 
 import (
@@ -12,48 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// LinkEventKind says what happened to a watched device.
-type LinkEventKind int
-
-const (
-	// LinkDown: the device stopped passing frames. It was set down, or it
-	// lost its carrier (a veth whose peer went down or away).
-	LinkDown LinkEventKind = iota + 1
-	// LinkUp: the device passes frames again.
-	LinkUp
-	// LinkGone: the device was deleted, or left the network namespace
-	// (moved to another, or its namespace was torn down). Nothing more is
-	// reported about it.
-	LinkGone
-)
-
-// String returns "down", "up" or "gone".
-func (k LinkEventKind) String() string {
-	switch k {
-	case LinkDown:
-		return "down"
-	case LinkUp:
-		return "up"
-	case LinkGone:
-		return "gone"
-	}
-	return fmt.Sprintf("LinkEventKind(%d)", int(k))
-}
-
-// LinkEvent is a change of a watched device's state.
-type LinkEvent struct {
-	Kind LinkEventKind
-	// Time is when the watch read the kernel's notification.
-	Time time.Time
-	// Index and Name are the device's, as given to WatchLinks.
-	Index int
-	Name  string
-	// AdminUp (IFF_UP) and Carrier (IFF_LOWER_UP) are the state after the
-	// change; both false when the device is gone. A device passes frames
-	// when both are true.
-	AdminUp, Carrier bool
-}
-
 // LinkWatch reports changes of the state of some devices, from the kernel's
 // link notifications (RTNLGRP_LINK) in one network namespace.
 type LinkWatch struct {
@@ -64,6 +24,8 @@ type LinkWatch struct {
 	stop   chan struct{} // closed by Close
 	done   chan struct{} // closed when the reader has ended
 	once   sync.Once
+	errMu  sync.Mutex
+	err    error // why the reader ended, set before events is closed
 }
 
 // linkState is what the watch knows about a device.
@@ -118,9 +80,25 @@ func WatchLinks(names map[int]string) (*LinkWatch, error) {
 // going down is held back for 50 ms, and not reported at all when the
 // device is deleted within them (the kernel sets a device down before it
 // deletes it). The channel is closed after Close (what it still holds may
-// be read first), and when reading the socket failed; not when the devices
-// go away.
+// be read first), and when reading the socket failed (see Err); not when
+// the devices go away.
 func (w *LinkWatch) Events() <-chan LinkEvent { return w.events }
+
+// Err is why the watch ended by itself: the error that reading the kernel's
+// notifications failed with, once Events is closed; nil while the watch
+// runs and after Close.
+func (w *LinkWatch) Err() error {
+	w.errMu.Lock()
+	defer w.errMu.Unlock()
+	return w.err
+}
+
+// fail records why the reader ends.
+func (w *LinkWatch) fail(err error) {
+	w.errMu.Lock()
+	w.err = err
+	w.errMu.Unlock()
+}
 
 // Close stops the watch and closes Events. It is safe to call more than
 // once.
@@ -179,6 +157,7 @@ func (w *LinkWatch) read() {
 		}
 		n, err := unix.Poll(fds, timeout)
 		if err != nil && !errors.Is(err, unix.EINTR) {
+			w.fail(fmt.Errorf("watch links: poll: %w", err))
 			return
 		}
 		if fds[1].Revents != 0 {
@@ -186,8 +165,8 @@ func (w *LinkWatch) read() {
 		}
 		var changes []LinkEvent
 		if n > 0 && fds[0].Revents != 0 {
-			var ok bool
-			if changes, ok = w.receive(buf, state); !ok {
+			if changes, err = w.receive(buf, state); err != nil {
+				w.fail(err)
 				return
 			}
 		}
@@ -223,24 +202,24 @@ func (w *LinkWatch) read() {
 	}
 }
 
-// receive reads one batch of messages and returns the changes they make; ok
-// is false when the socket failed.
-func (w *LinkWatch) receive(buf []byte, state map[int]*linkState) (changes []LinkEvent, ok bool) {
+// receive reads one batch of messages and returns the changes they make,
+// or why the socket failed.
+func (w *LinkWatch) receive(buf []byte, state map[int]*linkState) ([]LinkEvent, error) {
 	n, _, err := unix.Recvfrom(w.fd, buf, unix.MSG_DONTWAIT)
 	switch {
 	case errors.Is(err, unix.EINTR), errors.Is(err, unix.EAGAIN):
-		return nil, true
+		return nil, nil
 	case errors.Is(err, unix.ENOBUFS):
 		// Notifications were dropped: ask again.
-		return nil, w.query() == nil
+		return nil, w.query()
 	case err != nil:
-		return nil, false
+		return nil, fmt.Errorf("watch links: read notifications: %w", err)
 	}
 	msgs, err := syscall.ParseNetlinkMessage(buf[:n])
 	if err != nil {
-		return nil, true
+		return nil, nil
 	}
-	return linkChanges(msgs, w.names, state), true
+	return linkChanges(msgs, w.names, state), nil
 }
 
 // linkChanges turns netlink messages into the changes of the watched

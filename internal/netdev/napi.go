@@ -1,3 +1,5 @@
+//go:build linux
+
 package netdev
 
 import (
@@ -70,8 +72,8 @@ func NAPIs(ifindex int) ([]NAPI, error) {
 
 // genlDump sends one generic netlink dump request and returns the payloads
 // (generic netlink header included) of all the replies. It reads until
-// NLMSG_DONE itself: netlink.NetlinkRequest.Execute returned only the first
-// reply of netdev's dumps here (Linux 6.18).
+// NLMSG_DONE itself: netlink.NetlinkRequest.Execute can return only the
+// first reply of a netdev family dump.
 func genlDump(family uint16, cmd, version uint8, attrs []byte) ([][]byte, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_GENERIC)
 	if err != nil {

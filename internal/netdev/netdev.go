@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package netdev answers questions about one network interface in the calling
 // thread's network namespace: its index, MAC, driver, MTU and how many queues it
 // really has, which XDP program is attached, the XDP features the kernel
@@ -16,37 +18,11 @@ package netdev
 import (
 	"errors"
 	"fmt"
-	"net"
 
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
-
-// Info describes an interface as xdpeng needs it.
-type Info struct {
-	Name  string
-	Index int
-	MAC   net.HardwareAddr
-	// Driver is the driver's name ("veth", "mlx5_core", ...), the link kind
-	// ("bridge") when the driver does not say, "" when neither does (lo).
-	Driver string
-	MTU    int
-	// RxQueues and TxQueues are the queues in use, the ids an AF_XDP socket may
-	// bind to: ethtool channels (combined + rx/tx) where the driver reports them,
-	// otherwise the allocated queue count from netlink (which is exact for veth).
-	RxQueues, TxQueues int
-}
-
-// NoInterfaceError reports that an interface does not exist in the namespace
-// of the calling thread.
-type NoInterfaceError struct {
-	Name string
-}
-
-func (e *NoInterfaceError) Error() string {
-	return fmt.Sprintf("interface %q not found in this network namespace", e.Name)
-}
 
 // Lookup returns the facts about the interface called name in the current
 // network namespace. A missing interface is a *NoInterfaceError.

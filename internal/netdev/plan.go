@@ -1,9 +1,9 @@
+//go:build linux
+
 package netdev
 
 import (
 	"strconv"
-
-	"golang.org/x/sys/unix"
 )
 
 // TxNeed is what a device needs before XDP frames can be sent into it: frames
@@ -106,6 +106,18 @@ func (f *Facts) Plan() Plan {
 	return p
 }
 
+// SendNeed is what sending out of the device takes for a sender of XDP
+// frames (xdp: redirected frames, a generator's bpf_redirect) or of AF_XDP
+// frames: those go through the driver's XDP transmit in zero-copy mode
+// (zeroCopy says the sender may bind so, and the device has it), while copy
+// mode hands the device skbs and works on every device (TxReady).
+func (p Plan) SendNeed(xdp, zeroCopy bool) TxNeed {
+	if !xdp && !(zeroCopy && p.ZeroCopy) {
+		return TxReady
+	}
+	return p.Transmit
+}
+
 // txNeed: __xdp_enqueue in kernel/bpf/devmap.c refuses a redirected frame
 // unless the target has ndo-xmit, so the flag alone says whether transmit
 // works now; the rest says what would make it work.
@@ -129,34 +141,6 @@ func (f *Facts) txNeed() TxNeed {
 	// No native XDP, or a native program is attached and ndo-xmit is still
 	// missing: the driver has no ndo_xdp_xmit.
 	return TxUnsupported
-}
-
-// XDP_PACKET_HEADROOM, and the Ethernet header and one VLAN tag, which a
-// frame carries on top of its MTU.
-const (
-	xdpPacketHeadroom = unix.XDP_PACKET_HEADROOM
-	ethHeaderLen      = 14
-	vlanTagLen        = 4
-)
-
-// CopyModeMaxFrags is how many descriptors one packet may span in AF_XDP copy
-// mode on every kernel: CONFIG_MAX_SKB_FRAGS + 1, and the config's minimum is
-// 17 (Documentation/networking/af_xdp.rst, "Multi-Buffer Support"). Receive
-// takes more; transmit (txonly, l2fwd) drops longer packets as invalid.
-const CopyModeMaxFrags = 18
-
-// FrameMTU returns the largest MTU whose frames, with an Ethernet header and
-// one VLAN tag, fit in frames UMEM frames of frameSize bytes each, when the
-// UMEM reserves headroom bytes in front of the data and the kernel
-// XDP_PACKET_HEADROOM more: each receive buffer holds frameSize - 256 -
-// headroom bytes (xsk_pool_get_rx_frame_size in include/net/xdp_sock_drv.h).
-// It returns 0 if not even an empty frame fits.
-func FrameMTU(frameSize, headroom, frames int) int {
-	room := frameSize - xdpPacketHeadroom - headroom
-	if room <= 0 || frames <= 0 {
-		return 0
-	}
-	return max(frames*room-ethHeaderLen-vlanTagLen, 0)
 }
 
 // MTULimit is the largest MTU that AF_XDP sockets with one UMEM frame size

@@ -1,3 +1,5 @@
+//go:build linux
+
 package netdev
 
 import (
@@ -125,5 +127,27 @@ func TestMTULimit(t *testing.T) {
 	}
 	if got := veth.MTULimit(2048, 256, false); got.Single != 1518 || got.Headroom != 256 {
 		t.Errorf("with 256 bytes of headroom: %+v", got)
+	}
+}
+
+// SendNeed: XDP frames need what Transmit says; AF_XDP frames only in
+// zero-copy mode, where the device has it; copy mode works everywhere.
+func TestSendNeed(t *testing.T) {
+	zc := Plan{ZeroCopy: true, Transmit: TxNeedsProgram}
+	noZC := Plan{Transmit: TxNeedsProgram}
+	for _, tc := range []struct {
+		p           Plan
+		xdp, zcMode bool
+		want        TxNeed
+	}{
+		{zc, true, false, TxNeedsProgram},
+		{zc, false, true, TxNeedsProgram},
+		{zc, false, false, TxReady},
+		{noZC, false, true, TxReady},
+		{noZC, true, true, TxNeedsProgram},
+	} {
+		if got := tc.p.SendNeed(tc.xdp, tc.zcMode); got != tc.want {
+			t.Errorf("%+v.SendNeed(xdp %v, zero-copy %v) = %v, want %v", tc.p, tc.xdp, tc.zcMode, got, tc.want)
+		}
 	}
 }

@@ -295,6 +295,24 @@ func (s Snapshot) Lost() uint64 {
 	return n
 }
 
+// XSKRefusal says, for a failed redirect into an AF_XDP socket (through
+// an XSKMAP), which of the socket's own counters (XDP_STATISTICS) has the
+// same frames, as the kernel's errno tells it; "" for other redirects.
+func (e RedirectError) XSKRefusal() string {
+	if e.MapType != ebpf.XSKMap {
+		return ""
+	}
+	switch e.Errno {
+	case syscall.ENOBUFS:
+		return "the socket's rx ring was full: its xdp stats rx_ring_full counts the same frames"
+	case syscall.ENOMEM:
+		return "no buffer in the socket's fill ring: its xdp stats rx_dropped counts the same frames"
+	case syscall.ENOSPC:
+		return "frames longer than a UMEM frame: the socket's xdp stats rx_dropped counts the same frames"
+	}
+	return "the AF_XDP socket refused them"
+}
+
 // ErrnoName names an errno ("ENETDOWN"), "" for none, "errno N" for one
 // without a name.
 func ErrnoName(e syscall.Errno) string {

@@ -2,6 +2,7 @@ package xdperr
 
 import (
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -208,5 +209,25 @@ func TestCheckTracepoints(t *testing.T) {
 	have, missing, err = checkTracepoints(empty)
 	if err != nil || len(have) != 0 || len(missing) != len(tracepoints) || missing[0].Reason != "not in this kernel" {
 		t.Errorf("empty kernel: have %v, missing %v, err %v", have, missing, err)
+	}
+}
+
+// A failed redirect into an AF_XDP socket names the socket's counter that
+// has the same frames; other redirects name none.
+func TestXSKRefusal(t *testing.T) {
+	for _, tc := range []struct {
+		e    RedirectError
+		want string
+	}{
+		{RedirectError{MapType: ebpf.XSKMap, Errno: syscall.ENOBUFS}, "rx_ring_full"},
+		{RedirectError{MapType: ebpf.XSKMap, Errno: syscall.ENOMEM}, "fill ring"},
+		{RedirectError{MapType: ebpf.XSKMap, Errno: syscall.ENOSPC}, "longer than a UMEM frame"},
+		{RedirectError{MapType: ebpf.XSKMap, Errno: syscall.EINVAL}, "refused them"},
+		{RedirectError{MapType: ebpf.DevMap, Errno: syscall.ENOBUFS}, ""},
+	} {
+		got := tc.e.XSKRefusal()
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%v %v: %q, want %q", tc.e.MapType, tc.e.Errno, got, tc.want)
+		}
 	}
 }

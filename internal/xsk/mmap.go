@@ -1,20 +1,13 @@
 package xsk
 
-// This file holds all of the package's unsafe code: mapping the rings and the
-// UMEM, and viewing their memory as indices and descriptors.
+// This file and mmap_linux.go hold all of the package's unsafe code: viewing
+// the rings' memory as indices and descriptors here, mapping the rings and
+// the UMEM from the kernel there.
 
 import (
-	"errors"
-	"fmt"
 	"sync/atomic"
-	"time"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
-
-// Desc is a descriptor of the rx and tx rings, as the kernel lays it out.
-type Desc = unix.XDPDesc
 
 const descSize = uint64(unsafe.Sizeof(Desc{}))
 
@@ -30,27 +23,15 @@ func (m *mapping) unmap() error {
 		m.mem = nil
 		return nil
 	}
-	err := unix.Munmap(m.mem)
+	err := munmap(m.mem)
 	m.mem = nil
 	return err
-}
-
-// mmapRing maps one ring of fd at pgoff and fills in r's shared pointers.
-// elemSize is 8 for the fill and completion rings, 16 for rx and tx.
-func mmapRing(fd int, pgoff int64, off unix.XDPRingOffset, size uint32, elemSize uint64, r *ring) (mapping, error) {
-	length := int(off.Desc + uint64(size)*elemSize)
-	mem, err := unix.Mmap(fd, pgoff, length, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
-	if err != nil {
-		return mapping{}, fmt.Errorf("mmap ring (offset %#x, %d bytes): %w", pgoff, length, err)
-	}
-	r.init(mem, off, size)
-	return mapping{mem: mem, mapped: true}, nil
 }
 
 // memRing lays out a ring in ordinary memory, with the producer, consumer
 // and flags words on cache lines of their own as the kernel does.
 func memRing(size uint32, elemSize uint64, r *ring) mapping {
-	off := unix.XDPRingOffset{Producer: 0, Consumer: 64, Flags: 128, Desc: 192}
+	off := ringOffset{Producer: 0, Consumer: 64, Flags: 128, Desc: 192}
 	// Back the ring with uint64s so that the words are aligned for atomics.
 	words := make([]uint64, (off.Desc+uint64(size)*elemSize+7)/8)
 	mem := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(words)*8)
@@ -58,7 +39,7 @@ func memRing(size uint32, elemSize uint64, r *ring) mapping {
 	return mapping{mem: mem}
 }
 
-func (r *ring) init(mem []byte, off unix.XDPRingOffset, size uint32) {
+func (r *ring) init(mem []byte, off ringOffset, size uint32) {
 	r.producer = (*atomic.Uint32)(unsafe.Pointer(&mem[off.Producer]))
 	r.consumer = (*atomic.Uint32)(unsafe.Pointer(&mem[off.Consumer]))
 	r.flags = (*atomic.Uint32)(unsafe.Pointer(&mem[off.Flags]))
@@ -69,80 +50,3 @@ func (r *ring) init(mem []byte, off unix.XDPRingOffset, size uint32) {
 
 func addrSlice(r *ring) []uint64 { return unsafe.Slice((*uint64)(r.desc), r.size) }
 func descSlice(r *ring) []Desc   { return unsafe.Slice((*Desc)(r.desc), r.size) }
-
-// mmapArea maps the UMEM: anonymous and private, and populated up front so
-// that the first packets do not fault pages in. With huge, it is in huge
-// pages of the system's default size (MAP_HUGETLB), size rounded up to a
-// whole page; the kernel reserves them at mmap, so a pool without enough
-// free pages fails here, with ErrNoHugePages. Otherwise it is in normal
-// pages, backed by transparent huge pages where the kernel allows them.
-// Huge pages matter here: the kernel copies every received frame into a
-// different UMEM frame, and with 4 KiB pages each of those copies would
-// need a TLB entry of its own.
-func mmapArea(size int, huge bool) (mapping, error) {
-	if huge {
-		hp, err := ReadHugePages()
-		if err != nil {
-			return mapping{}, err
-		}
-		size = (size + hp.Size - 1) / hp.Size * hp.Size
-		mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE,
-			unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_HUGETLB|unix.MAP_POPULATE)
-		if err != nil {
-			if errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.EINVAL) {
-				return mapping{}, &HugePagesError{Need: size / hp.Size, Pages: hp, Err: err}
-			}
-			return mapping{}, fmt.Errorf("mmap UMEM of %d bytes in huge pages: %w", size, err)
-		}
-		return mapping{mem: mem, mapped: true}, nil
-	}
-	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		return mapping{}, fmt.Errorf("mmap UMEM of %d bytes: %w", size, err)
-	}
-	// Both are best effort: without THP (or on kernels before 5.14 for
-	// MADV_POPULATE_WRITE) the UMEM still works, in small pages, faulted in
-	// by registration's page pinning.
-	_ = unix.Madvise(mem, unix.MADV_HUGEPAGE)
-	_ = unix.Madvise(mem, unix.MADV_POPULATE_WRITE)
-	return mapping{mem: mem, mapped: true}, nil
-}
-
-func areaAddr(area []byte) uint64 { return uint64(uintptr(unsafe.Pointer(&area[0]))) }
-
-// getsockopt reads a fixed-size struct option.
-func getsockopt[T any](fd, level, name int, v *T) error {
-	size := uint32(unsafe.Sizeof(*v))
-	_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), uintptr(level), uintptr(name),
-		uintptr(unsafe.Pointer(v)), uintptr(unsafe.Pointer(&size)), 0)
-	if errno != 0 {
-		return errno
-	}
-	return nil
-}
-
-// setsockopt writes a fixed-size struct option.
-func setsockopt[T any](fd, level, name int, v *T) error {
-	_, _, errno := unix.Syscall6(unix.SYS_SETSOCKOPT, uintptr(fd), uintptr(level), uintptr(name),
-		uintptr(unsafe.Pointer(v)), unsafe.Sizeof(*v), 0)
-	if errno != 0 {
-		return errno
-	}
-	return nil
-}
-
-// Nap sleeps for d (at most a few hundred microseconds: the Go runtime
-// cannot stop the world while it lasts) with a raw nanosleep. A nap through
-// the runtime's system call path looks to it like a blocking call: its
-// monitor thread wakes every 20 microseconds to take the P away and a
-// second thread runs to hold it, and on a worker's CPU those threads are
-// what makes the CPU look shared. A signal (the runtime's preemption)
-// ends the nap early; that is not an error.
-func Nap(d time.Duration) error {
-	ts := unix.NsecToTimespec(int64(d))
-	_, _, e := unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
-	if e != 0 && e != unix.EINTR {
-		return e
-	}
-	return nil
-}

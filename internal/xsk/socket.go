@@ -3,11 +3,14 @@ package xsk
 import (
 	"errors"
 	"fmt"
-	"net"
-	"time"
+	"os"
 
-	"golang.org/x/sys/unix"
+	"github.com/xdpeng/xdpeng/internal/platform"
 )
+
+// ErrNotSupported: AF_XDP sockets need Linux (in-memory ones work
+// everywhere).
+var ErrNotSupported = platform.ErrNotSupported
 
 // BindMode chooses between copy and zero-copy.
 type BindMode int
@@ -62,10 +65,6 @@ type SocketConfig struct {
 	// NumFrames are not used.
 	SharePool bool
 }
-
-// PacketContinues is set in a descriptor's Options when the packet goes
-// on in the next descriptor (XDP_PKT_CONTD, multi-buffer only).
-const PacketContinues = unix.XDP_PKT_CONTD
 
 // MaxRingSize bounds ring sizes; the kernel accepts more, but a larger ring
 // only adds latency and memory.
@@ -134,104 +133,7 @@ type Socket struct {
 	maps     []mapping
 	zeroCopy bool
 	kernel   *MemKernel // set for in-memory sockets
-}
-
-// NewSocket creates a socket on u, fills its fill ring, and binds it to
-// cfg.Queue of cfg.Ifindex. The first socket of a UMEM is the one that
-// registered it; later ones share it (XDP_SHARED_UMEM) with fill and
-// completion rings of their own, which lets them use another queue or
-// device (Linux 5.10 and later).
-func NewSocket(u *Umem, cfg SocketConfig) (_ *Socket, err error) {
-	if err := cfg.Validate(u); err != nil {
-		return nil, err
-	}
-	s := &Socket{fd: u.fd, umem: u, cfg: cfg}
-	shared := u.sockets > 0
-	if shared {
-		if s.fd, err = unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0); err != nil {
-			return nil, fmt.Errorf("create AF_XDP socket: %w", err)
-		}
-	}
-	defer func() {
-		if err != nil {
-			s.Close()
-		}
-	}()
-	for _, o := range []struct {
-		name string
-		opt  int
-		size uint32
-	}{
-		{"fill", unix.XDP_UMEM_FILL_RING, cfg.FillSize},
-		{"completion", unix.XDP_UMEM_COMPLETION_RING, cfg.CompletionSize},
-		{"rx", unix.XDP_RX_RING, cfg.RxSize},
-		{"tx", unix.XDP_TX_RING, cfg.TxSize},
-	} {
-		if o.size == 0 || (cfg.SharePool && o.opt != unix.XDP_RX_RING && o.opt != unix.XDP_TX_RING) {
-			continue
-		}
-		if err := unix.SetsockoptInt(s.fd, unix.SOL_XDP, o.opt, int(o.size)); err != nil {
-			return nil, fmt.Errorf("set %s ring size %d: %w", o.name, o.size, err)
-		}
-	}
-	var off unix.XDPMmapOffsets
-	if err := getsockopt(s.fd, unix.SOL_XDP, unix.XDP_MMAP_OFFSETS, &off); err != nil {
-		return nil, fmt.Errorf("read ring offsets: %w", err)
-	}
-	for _, m := range []struct {
-		pgoff int64
-		off   unix.XDPRingOffset
-		size  uint32
-		elem  uint64
-		r     *ring
-	}{
-		{unix.XDP_UMEM_PGOFF_FILL_RING, off.Fr, cfg.FillSize, 8, &s.Fill.ring},
-		{unix.XDP_UMEM_PGOFF_COMPLETION_RING, off.Cr, cfg.CompletionSize, 8, &s.Completion.ring},
-		{unix.XDP_PGOFF_RX_RING, off.Rx, cfg.RxSize, descSize, &s.Rx.ring},
-		{unix.XDP_PGOFF_TX_RING, off.Tx, cfg.TxSize, descSize, &s.Tx.ring},
-	} {
-		if m.size == 0 || (cfg.SharePool && m.elem == 8) {
-			continue
-		}
-		mp, err := mmapRing(s.fd, m.pgoff, m.off, m.size, m.elem, m.r)
-		if err != nil {
-			return nil, err
-		}
-		s.maps = append(s.maps, mp)
-	}
-	s.setup()
-
-	sa := &unix.SockaddrXDP{Ifindex: uint32(cfg.Ifindex), QueueID: uint32(cfg.Queue)}
-	switch cfg.Mode {
-	case Copy:
-		sa.Flags |= unix.XDP_COPY
-	case ZeroCopy:
-		sa.Flags |= unix.XDP_ZEROCOPY
-	}
-	if cfg.NeedWakeup {
-		sa.Flags |= unix.XDP_USE_NEED_WAKEUP
-	}
-	if cfg.MultiBuffer && !shared {
-		sa.Flags |= unix.XDP_USE_SG
-	}
-	if shared {
-		sa.Flags |= unix.XDP_SHARED_UMEM
-		sa.SharedUmemFD = uint32(u.fd)
-	}
-	if cfg.SharePool {
-		// The pool's socket chose copy or zero-copy and need_wakeup;
-		// the kernel refuses them on a socket that joins its pool.
-		sa.Flags = unix.XDP_SHARED_UMEM
-	}
-	if err := bind(s.fd, sa); err != nil {
-		return nil, bindError(cfg, err)
-	}
-	var opts struct{ Flags uint32 }
-	if err := getsockopt(s.fd, unix.SOL_XDP, unix.XDP_OPTIONS, &opts); err == nil {
-		s.zeroCopy = opts.Flags&unix.XDP_OPTIONS_ZEROCOPY != 0
-	}
-	u.sockets++
-	return s, nil
+	closed   bool       // set by Close
 }
 
 // setup makes the typed views of the rings and gives the kernel every frame
@@ -264,22 +166,6 @@ func (s *Socket) setup() {
 	s.Refill()
 }
 
-// bindRetry is how long bind retries a busy queue. The kernel frees a
-// closed socket's hold on its queue from a workqueue, a little after close
-// returns, so a queue that was just released can still look taken.
-const bindRetry = time.Second
-
-func bind(fd int, sa *unix.SockaddrXDP) error {
-	deadline := time.Now().Add(bindRetry)
-	for {
-		err := unix.Bind(fd, sa)
-		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // Bind failures a caller can act on, wrapped (with the errno) in what
 // NewSocket returns.
 var (
@@ -288,23 +174,6 @@ var (
 	// ErrNoZeroCopy: zero-copy was required and the driver has none there.
 	ErrNoZeroCopy = errors.New("the driver does not support zero-copy here")
 )
-
-func bindError(cfg SocketConfig, err error) error {
-	where := fmt.Sprintf("bind AF_XDP socket to %s queue %d", ifaceName(cfg.Ifindex), cfg.Queue)
-	switch {
-	case errors.Is(err, unix.EBUSY):
-		return fmt.Errorf("%s: %w (%w)", where, err, ErrBusy)
-	case cfg.Mode == ZeroCopy && cfg.MultiBuffer && errors.Is(err, unix.EOPNOTSUPP):
-		return fmt.Errorf("%s: %w (%w: the driver has no multi-buffer in zero-copy mode)", where, err, ErrNoZeroCopy)
-	case cfg.Mode == ZeroCopy && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL)):
-		return fmt.Errorf("%s: %w (%w)", where, err, ErrNoZeroCopy)
-	case cfg.MultiBuffer && errors.Is(err, unix.EINVAL):
-		return fmt.Errorf("%s: %w (multi-buffer sockets, XDP_USE_SG, need Linux 6.6 or later)", where, err)
-	case errors.Is(err, unix.EINVAL):
-		return fmt.Errorf("%s: %w (is the queue within the device's channels, and the XDP program attached?)", where, err)
-	}
-	return fmt.Errorf("%s: %w", where, err)
-}
 
 // Refill moves free frames from the stack into the fill ring, as many as
 // both allow, and returns how many it moved.
@@ -324,7 +193,7 @@ func (s *Socket) Refill() uint32 {
 	return got
 }
 
-// FD is the socket's file descriptor (-1 for an in-memory socket).
+// FD is the socket's file descriptor (-1 for an in-memory or closed socket).
 func (s *Socket) FD() int { return s.fd }
 
 // Umem is the UMEM the socket uses.
@@ -343,60 +212,40 @@ func (s *Socket) Kernel() *MemKernel { return s.kernel }
 // MSG_DONTWAIT); call it only when Fill.NeedWakeup says so, or for busy
 // polling.
 func (s *Socket) WakeRx() error {
-	if s.fd < 0 {
+	if s.closed {
+		return fmt.Errorf("wake up rx: %w", os.ErrClosed)
+	}
+	if s.kernel != nil {
 		return nil
 	}
-	switch err := kick(unix.SYS_RECVFROM, s.fd); err {
-	case 0, unix.EAGAIN, unix.EBUSY, unix.ENETDOWN:
-		return nil
-	default:
-		return fmt.Errorf("wake up rx: %w", err)
-	}
+	return s.wakeRx()
 }
 
 // WakeTx asks the kernel to transmit what the tx ring holds (sendto with
 // MSG_DONTWAIT). In copy mode this is where transmission happens.
 func (s *Socket) WakeTx() error {
-	if s.fd < 0 {
-		if s.kernel != nil && s.kernel.AutoTransmit {
+	if s.closed {
+		return fmt.Errorf("wake up tx: %w", os.ErrClosed)
+	}
+	if s.kernel != nil {
+		if s.kernel.AutoTransmit {
 			s.kernel.Transmit(int(s.Tx.size))
 		}
 		return nil
 	}
-	switch err := kick(unix.SYS_SENDTO, s.fd); err {
-	case 0, unix.EAGAIN, unix.EBUSY, unix.ENOBUFS, unix.ENETDOWN:
-		return nil
-	default:
-		return fmt.Errorf("wake up tx: %w", err)
-	}
-}
-
-// kick makes sendto or recvfrom on fd with no buffer and MSG_DONTWAIT as a
-// raw system call. It never blocks, so the Go runtime need not be told: a
-// plain unix.Sendto enters and leaves a "system call" state, and the
-// runtime's monitor thread wakes up to hand the worker's P to another thread
-// when one lasts; on the worker's CPU those wake-ups are the only other
-// thread wanting to run.
-func kick(trap uintptr, fd int) unix.Errno {
-	_, _, e := unix.RawSyscall6(trap, uintptr(fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
-	return e
+	return s.wakeTx()
 }
 
 // Poll waits up to timeoutMs for received frames (and, with tx, for room to
 // transmit). It reports whether the socket is ready.
 func (s *Socket) Poll(timeoutMs int, tx bool) (bool, error) {
-	if s.fd < 0 {
+	if s.closed {
+		return false, fmt.Errorf("poll AF_XDP socket: %w", os.ErrClosed)
+	}
+	if s.kernel != nil {
 		return true, nil
 	}
-	fds := [1]unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}}
-	if tx {
-		fds[0].Events |= unix.POLLOUT
-	}
-	n, err := unix.Poll(fds[:], timeoutMs)
-	if err != nil && !errors.Is(err, unix.EINTR) {
-		return false, fmt.Errorf("poll AF_XDP socket: %w", err)
-	}
-	return n > 0, nil
+	return s.poll(timeoutMs, tx)
 }
 
 // SetBusyPoll turns on busy polling of the socket's queue: the kernel then
@@ -404,22 +253,13 @@ func (s *Socket) Poll(timeoutMs int, tx bool) (bool, error) {
 // to usecs microseconds and budget packets, instead of in softirq
 // (SO_PREFER_BUSY_POLL, SO_BUSY_POLL, SO_BUSY_POLL_BUDGET).
 func (s *Socket) SetBusyPoll(usecs, budget int) error {
-	if s.fd < 0 {
+	if s.closed {
+		return fmt.Errorf("set busy polling: %w", os.ErrClosed)
+	}
+	if s.kernel != nil {
 		return nil
 	}
-	for _, o := range []struct {
-		name     string
-		opt, val int
-	}{
-		{"SO_PREFER_BUSY_POLL", unix.SO_PREFER_BUSY_POLL, 1},
-		{"SO_BUSY_POLL", unix.SO_BUSY_POLL, usecs},
-		{"SO_BUSY_POLL_BUDGET", unix.SO_BUSY_POLL_BUDGET, budget},
-	} {
-		if err := unix.SetsockoptInt(s.fd, unix.SOL_SOCKET, o.opt, o.val); err != nil {
-			return fmt.Errorf("set %s=%d: %w", o.name, o.val, err)
-		}
-	}
-	return nil
+	return s.setBusyPoll(usecs, budget)
 }
 
 // NAPIID is the id of the NAPI instance the socket's frames came in through
@@ -429,14 +269,13 @@ func (s *Socket) SetBusyPoll(usecs, budget int) error {
 // is such a device in Linux 6.18 (it registers its XDP receive queues
 // before their NAPI instances get ids). An in-memory socket has none.
 func (s *Socket) NAPIID() (uint32, error) {
-	if s.fd < 0 {
+	if s.closed {
+		return 0, fmt.Errorf("read SO_INCOMING_NAPI_ID: %w", os.ErrClosed)
+	}
+	if s.kernel != nil {
 		return 0, nil
 	}
-	id, err := unix.GetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_INCOMING_NAPI_ID)
-	if err != nil {
-		return 0, fmt.Errorf("read SO_INCOMING_NAPI_ID: %w", err)
-	}
-	return uint32(id), nil
+	return s.napiID()
 }
 
 // Statistics are the kernel's drop counters for a socket (XDP_STATISTICS).
@@ -466,43 +305,32 @@ func (s *Statistics) Add(o Statistics) {
 
 // Statistics reads the socket's XDP_STATISTICS.
 func (s *Socket) Statistics() (Statistics, error) {
+	if s.closed {
+		return Statistics{}, fmt.Errorf("read XDP_STATISTICS: %w", os.ErrClosed)
+	}
 	if s.kernel != nil {
 		return s.kernel.Stats, nil
 	}
-	var st unix.XDPStatistics
-	if err := getsockopt(s.fd, unix.SOL_XDP, unix.XDP_STATISTICS, &st); err != nil {
-		return Statistics{}, fmt.Errorf("read XDP_STATISTICS: %w", err)
-	}
-	return Statistics{
-		RxDropped:            st.Rx_dropped,
-		RxInvalidDescs:       st.Rx_invalid_descs,
-		TxInvalidDescs:       st.Tx_invalid_descs,
-		RxRingFull:           st.Rx_ring_full,
-		RxFillRingEmptyDescs: st.Rx_fill_ring_empty_descs,
-		TxRingEmptyDescs:     st.Tx_ring_empty_descs,
-	}, nil
+	return s.statistics()
 }
 
 // Close unmaps the rings and closes the socket. The UMEM's own socket is
-// closed by Umem.Close.
+// closed by Umem.Close. A closed socket's system calls (Poll, WakeRx,
+// WakeTx, Statistics, ...) fail with os.ErrClosed; its rings must not be
+// touched. Close is safe to call more than once.
 func (s *Socket) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
 	var errs []error
 	for i := range s.maps {
 		errs = append(errs, s.maps[i].unmap())
 	}
 	s.maps = nil
 	if s.fd >= 0 && s.fd != s.umem.fd {
-		errs = append(errs, unix.Close(s.fd))
+		errs = append(errs, closeFD(s.fd))
 	}
 	s.fd = -1
 	return errors.Join(errs...)
-}
-
-// ifaceName names the device with index ifindex for an error message: its
-// name in this network namespace, else the index.
-func ifaceName(ifindex int) string {
-	if ifi, err := net.InterfaceByIndex(ifindex); err == nil {
-		return ifi.Name
-	}
-	return fmt.Sprintf("ifindex %d", ifindex)
 }

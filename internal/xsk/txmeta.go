@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/cilium/ebpf/btf"
-	"golang.org/x/sys/unix"
 )
 
 // AF_XDP transmit metadata (Linux 6.8 and later): a UMEM registered with
@@ -33,16 +32,16 @@ const TxMetadataLen = 24
 
 // TxMetadataOption is the descriptor option (XDP_TX_METADATA) saying that
 // the frame's metadata holds requests: TxRing.SetOptions takes it.
-const TxMetadataOption = unix.XDP_TX_METADATA
+const TxMetadataOption = 1 << 1
 
 // TxRequest is what a frame asks of the kernel or the device.
 type TxRequest uint64
 
 // The requests (XDP_TXMD_FLAGS_*).
 const (
-	TxTimestamp  TxRequest = unix.XDP_TXMD_FLAGS_TIMESTAMP   // a completion timestamp
-	TxChecksum   TxRequest = unix.XDP_TXMD_FLAGS_CHECKSUM    // the L4 checksum
-	TxLaunchTime TxRequest = unix.XDP_TXMD_FLAGS_LAUNCH_TIME // send no earlier than a time
+	TxTimestamp  TxRequest = 1 << 0 // a completion timestamp
+	TxChecksum   TxRequest = 1 << 1 // the L4 checksum
+	TxLaunchTime TxRequest = 1 << 2 // send no earlier than a time
 )
 
 // The layout of struct xsk_tx_metadata (include/uapi/linux/if_xdp.h).
@@ -149,26 +148,3 @@ func (u *Umem) TxCompletionTimestamp(addr uint64) (ns uint64, ok bool) {
 
 // HasTxMetadata reports whether the UMEM was registered with TX metadata.
 func (u *Umem) HasTxMetadata() bool { return u.txMetadata }
-
-// setTxMetadata adds the TX metadata choices to a UMEM registration.
-func setTxMetadata(reg *unix.XDPUmemReg, cfg UmemConfig) {
-	if cfg.TxMetadata {
-		reg.Tx_metadata_len = TxMetadataLen
-		reg.Flags |= unix.XDP_UMEM_TX_METADATA_LEN
-	}
-	if cfg.TxSoftwareChecksum {
-		reg.Flags |= unix.XDP_UMEM_TX_SW_CSUM
-	}
-}
-
-// registerUmem registers the UMEM. TX metadata takes the
-// XDP_UMEM_TX_METADATA_LEN flag, which kernels without it refuse (EINVAL):
-// were it left out, a kernel before 6.8 would take the registration and
-// ignore tx_metadata_len.
-func registerUmem(fd int, reg *unix.XDPUmemReg, cfg UmemConfig) error {
-	err := setsockopt(fd, unix.SOL_XDP, unix.XDP_UMEM_REG, reg)
-	if errors.Is(err, unix.EINVAL) && (cfg.TxMetadata || cfg.TxSoftwareChecksum) {
-		return fmt.Errorf("%w (AF_XDP TX metadata needs XDP_UMEM_TX_METADATA_LEN and XDP_UMEM_TX_SW_CSUM: Linux 6.11, or a stable release of 6.8 to 6.10 that has them)", err)
-	}
-	return err
-}

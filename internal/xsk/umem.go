@@ -4,10 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"os"
 	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // MinFrameSize is the smallest UMEM frame (chunk) size the kernel takes
@@ -20,16 +19,11 @@ import (
 // kernel, and Linux 6.18 refuses 8192-byte chunks in huge pages (EINVAL).
 const MinFrameSize = 2048
 
-// XDP_PACKET_HEADROOM: what the kernel leaves in front of a received frame
-// in its buffer, after the UMEM's own headroom.
-const KernelHeadroom = unix.XDP_PACKET_HEADROOM
-
 // headroomReserve is what a frame keeps besides the UMEM headroom, as
 // xdp_umem_reg checks it: XDP_PACKET_HEADROOM, an aligned struct
-// skb_shared_info (320 bytes on 64-bit machines) and 128 bytes of data. It
-// is the check of Linux 7.0 and the stable kernels that took the fix
-// ("xsk: Fix headroom validation", 2026; this VM's 6.18 takes at most
-// FrameSize - 704); older kernels only wanted KernelHeadroom.
+// skb_shared_info (320 bytes on 64-bit machines) and 128 bytes of data
+// (the check of Linux 7.0 and of the stable kernels that took "xsk: Fix
+// headroom validation"); older kernels only want KernelHeadroom.
 const headroomReserve = KernelHeadroom + 320 + 128
 
 // MaxHeadroom is the largest UMEM headroom frames of frameSize bytes take.
@@ -81,7 +75,7 @@ type UmemConfig struct {
 }
 
 // PageSize is the system's page size: the largest frame size.
-func PageSize() int { return unix.Getpagesize() }
+func PageSize() int { return os.Getpagesize() }
 
 // Validate checks the configuration and says how to fix it.
 func (c UmemConfig) Validate() error {
@@ -153,51 +147,6 @@ func newUmem(cfg UmemConfig, fd int, area mapping) *Umem {
 	return u
 }
 
-// NewUmem maps a UMEM and registers it with a new AF_XDP socket.
-func NewUmem(cfg UmemConfig) (*Umem, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	area, err := mmapArea(int(cfg.FrameSize)*int(cfg.NumFrames), cfg.HugePages)
-	if err != nil {
-		return nil, err
-	}
-	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		area.unmap()
-		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
-			return nil, fmt.Errorf("create AF_XDP socket: %w (needs root or CAP_NET_RAW)", err)
-		}
-		if errors.Is(err, unix.EAFNOSUPPORT) {
-			return nil, fmt.Errorf("create AF_XDP socket: %w (kernel built without CONFIG_XDP_SOCKETS)", err)
-		}
-		return nil, fmt.Errorf("create AF_XDP socket: %w", err)
-	}
-	reg := unix.XDPUmemReg{
-		Addr:     areaAddr(area.mem),
-		Len:      uint64(len(area.mem)),
-		Size:     cfg.FrameSize,
-		Headroom: cfg.Headroom,
-	}
-	if cfg.Unaligned {
-		reg.Flags |= unix.XDP_UMEM_UNALIGNED_CHUNK_FLAG
-	}
-	setTxMetadata(&reg, cfg)
-	if err := registerUmem(fd, &reg, cfg); err != nil {
-		size := len(area.mem)
-		unix.Close(fd)
-		area.unmap()
-		switch {
-		case errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOBUFS):
-			return nil, fmt.Errorf("register UMEM of %d bytes: %w (raise RLIMIT_MEMLOCK, or use fewer frames)", size, err)
-		case errors.Is(err, unix.EINVAL) && cfg.Unaligned:
-			return nil, fmt.Errorf("register UMEM in unaligned chunk mode: %w (needs Linux 5.4 or later)", err)
-		}
-		return nil, fmt.Errorf("register UMEM of %d bytes: %w", size, err)
-	}
-	return newUmem(cfg, fd, area), nil
-}
-
 // FrameSize is the size of one frame.
 func (u *Umem) FrameSize() uint32 { return u.frameSize }
 
@@ -263,7 +212,7 @@ func (u *Umem) FrameIndex(addr uint64) uint32 { return uint32(u.FrameBase(addr) 
 func (u *Umem) Close() error {
 	var err error
 	if u.fd >= 0 {
-		err = unix.Close(u.fd)
+		err = closeFD(u.fd)
 		u.fd = -1
 	}
 	return errors.Join(err, u.area.unmap())

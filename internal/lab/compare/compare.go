@@ -285,9 +285,17 @@ type Config struct {
 	Progress func(msg string)
 }
 
-// Check validates cfg and fills in defaults. It touches nothing; with
-// Remote, the DUT's queues and CPUs are checked when the run reaches it.
+// Check validates c as Run would, on a copy: it changes nothing, in c or
+// on the host. With Remote, the DUT's queues and CPUs are checked when the
+// run reaches it.
 func (c *Config) Check() error {
+	d := *c
+	return d.Resolve()
+}
+
+// Resolve fills in c's defaults (paths, frame size, queues, layout, CPUs,
+// and a test bed's settings from Bed), then validates c as Check does.
+func (c *Config) Resolve() error {
 	if c.Remote != nil {
 		if err := c.checkRemote(); err != nil {
 			return err
@@ -543,7 +551,7 @@ func (c *Config) progress(format string, args ...any) {
 // cannot be made or removed, or when ctx is cancelled: then res holds the
 // rows of the paths that finished, and Unfinished the others.
 func Run(ctx context.Context, cfg Config) (res Result, err error) {
-	if err := cfg.Check(); err != nil {
+	if err := cfg.Resolve(); err != nil {
 		return res, err
 	}
 	res.Setup = Setup{

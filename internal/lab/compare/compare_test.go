@@ -63,6 +63,31 @@ func TestCheckRefusesBadInput(t *testing.T) {
 	}
 }
 
+// Check changes nothing in the config it checks; Resolve fills in the
+// defaults.
+func TestCheckIsPure(t *testing.T) {
+	c := Config{Testbed: true, Duration: time.Second}
+	if err := c.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Paths != nil || c.FrameSize != 0 || c.Queues != 0 || c.Layout != "" || c.GenCPUs != nil || c.DUTCPUs != nil {
+		t.Fatalf("Check changed the config: %+v", c)
+	}
+	if err := c.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Paths) == 0 || c.FrameSize != 64 || c.Queues != 1 || c.Layout != LayoutA || len(c.GenCPUs) != 1 || len(c.DUTCPUs) != 1 {
+		t.Fatalf("Resolve left defaults unset: %+v", c)
+	}
+	l := LatencyConfig{Config: Config{Testbed: true, Duration: time.Second}}
+	if err := l.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if l.Paths != nil || l.Rate != 0 || l.Waits != nil {
+		t.Fatalf("LatencyConfig.Check changed the config: %+v", l)
+	}
+}
+
 func TestNeedLinks(t *testing.T) {
 	for _, tc := range []struct {
 		paths []string

@@ -84,7 +84,7 @@ func TestDPDKKilled(t *testing.T) {
 	needTestPMD(t)
 	bed := testbedtest.New(t, 1, 1)
 	cfg := Config{Bed: bed, Paths: []string{"dpdk-l2fwd"}, Duration: time.Second}
-	if err := cfg.Check(); err != nil {
+	if err := cfg.Resolve(); err != nil {
 		t.Fatal(err)
 	}
 	e, _, teardown := prepared(t, &cfg)

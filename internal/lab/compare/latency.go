@@ -83,8 +83,16 @@ var DefaultLatencyPaths = []string{"xdp-tx", "xsk-l2fwd", "xdp-redirect", "bridg
 // mode matters.
 func usesEngine(path string) bool { return strings.HasPrefix(path, "xsk-") }
 
-// Check validates c and fills in defaults. It touches nothing.
+// Check validates c as RunLatency would, on a copy: it changes nothing, in
+// c or on the host.
 func (c *LatencyConfig) Check() error {
+	d := *c
+	return d.Resolve()
+}
+
+// Resolve fills in c's defaults (paths, rate, wait modes, and those of
+// Config.Resolve), then validates c as Check does.
+func (c *LatencyConfig) Resolve() error {
 	if len(c.Paths) == 0 {
 		c.Paths = DefaultLatencyPaths
 		if c.Remote != nil {
@@ -116,7 +124,7 @@ func (c *LatencyConfig) Check() error {
 	if len(c.Waits) == 0 {
 		c.Waits = WaitModes
 	}
-	if err := c.Config.Check(); err != nil {
+	if err := c.Config.Resolve(); err != nil {
 		return err
 	}
 	if n := c.frames(); n == 0 || n > gen.MaxStampCount {
@@ -197,7 +205,7 @@ func (r *LatencyResult) Failed() []string {
 // on bad input, a bed that cannot be made or removed, or a cancelled ctx
 // (then with the rows that finished, and Unfinished the others).
 func RunLatency(ctx context.Context, cfg LatencyConfig) (res LatencyResult, err error) {
-	if err := cfg.Check(); err != nil {
+	if err := cfg.Resolve(); err != nil {
 		return res, err
 	}
 	res.Frames = cfg.frames()

@@ -136,7 +136,7 @@ func TestLatencyDelayedFrames(t *testing.T) {
 		t.Helper()
 		cfg := LatencyConfig{Config: Config{Bed: bed, Paths: []string{"xsk-l2fwd"}, Rate: rate, Duration: d},
 			Waits: []engine.WaitMode{engine.WaitAdaptive}}
-		if err := cfg.Check(); err != nil {
+		if err := cfg.Resolve(); err != nil {
 			t.Fatal(err)
 		}
 		e, setup, teardown := prepared(t, &cfg.Config)

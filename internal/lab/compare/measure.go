@@ -384,6 +384,9 @@ type session struct {
 	e    *env
 	info PathInfo
 	r    runner
+	// gen runs the generator of a trial: gen.Run, unless a test says
+	// otherwise.
+	gen func(ctx context.Context, cfg gen.Config) (gen.Stats, error)
 }
 
 // openSession sets up path info; on error what it made is undone, and the
@@ -430,7 +433,12 @@ func (s *session) trial(ctx context.Context, gcfg *gen.Config, d time.Duration, 
 	genDone := make(chan struct{})
 	var genStats gen.Stats
 	var genErr error
+	genCtx, stopGen := context.WithCancel(ctx)
 	if gcfg != nil {
+		run := s.gen
+		if run == nil {
+			run = func(ctx context.Context, cfg gen.Config) (gen.Stats, error) { return gen.Run(ctx, cfg, nil) }
+		}
 		go func() {
 			defer close(genDone)
 			if g, ok := r.(generator); ok {
@@ -438,15 +446,19 @@ func (s *session) trial(ctx context.Context, gcfg *gen.Config, d time.Duration, 
 				return
 			}
 			genErr = e.inGen(func() (err error) {
-				genStats, err = gen.Run(ctx, *gcfg, nil)
+				genStats, err = run(genCtx, *gcfg)
 				return err
 			})
 		}()
 	} else {
 		close(genDone)
 	}
-	// Let the generator be stopped and waited for on every return below.
-	defer func() { <-genDone }()
+	// The generator is stopped and waited for on every return below: an
+	// early error does not wait out its run.
+	defer func() {
+		stopGen()
+		<-genDone
+	}()
 
 	start := time.Now()
 	warm := min(max(d/10, 100*time.Millisecond), 500*time.Millisecond)

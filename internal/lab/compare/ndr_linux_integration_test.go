@@ -263,7 +263,7 @@ func TestNDRKnownCapacity(t *testing.T) {
 	bed := testbedtest.New(t, 1, 1)
 	const capacity, planted = 200_000, 1000
 	cfg := Config{Bed: bed, Paths: []string{"xdp-drop"}, Duration: time.Second, NDR: &NDRConfig{Trial: time.Second, Resolution: 0.02}}
-	if err := cfg.Check(); err != nil {
+	if err := cfg.Resolve(); err != nil {
 		t.Fatal(err)
 	}
 	e, setup, teardown := prepared(t, &cfg)

@@ -72,7 +72,7 @@ func TestRemoteCheck(t *testing.T) {
 		return Config{Remote: &Remote{Runner: r, DUTInterfaces: []string{"eth1"}, GenInterfaces: []string{"eth2"}}, Duration: time.Second}
 	}
 	c := good()
-	if err := c.Check(); err != nil {
+	if err := c.Resolve(); err != nil {
 		t.Fatalf("a good two-host config: %v", err)
 	}
 	if want := []string{"xdp-drop", "xdp-drop-generic", "tc-drop", "xsk-drop", "xdp-tx", "xsk-l2fwd"}; !slices.Equal(c.Paths, want) {
@@ -107,7 +107,7 @@ func TestRemoteCheck(t *testing.T) {
 	// NDR runs on two hosts: there is a generator.
 	c = good()
 	c.NDR = &NDRConfig{Trial: time.Second, Resolution: 0.01}
-	if err := c.Check(); err != nil {
+	if err := c.Resolve(); err != nil {
 		t.Errorf("NDR on two hosts: %v", err)
 	}
 	if with, without := sessionLength(&c), sessionLength(&Config{Duration: time.Second}); with <= without+20*time.Second {

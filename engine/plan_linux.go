@@ -11,19 +11,32 @@ import (
 	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
-// devicePlan reads the device's XDP features and derives what xdpeng does
-// there (netdev.Facts.Plan); Plan.FeaturesKnown is false on kernels that
-// do not report them (before Linux 6.3).
-func devicePlan(info *netdev.Info) (*netdev.Facts, netdev.Plan, error) {
-	f := &netdev.Facts{Info: *info}
-	feat, err := netdev.Features(info.Index)
-	switch {
-	case err == nil:
-		f.Features = &feat
-	case !errors.Is(err, netdev.ErrNoXDPFeatures):
-		return nil, netdev.Plan{}, err
+// probe reads the facts of the device called name (netdev.Probe): what
+// New and NewGenerator decide from (Facts.Plan; Plan.FeaturesKnown is false
+// on kernels that do not report XDP features, before Linux 6.3). A device
+// that does not exist is a *DeviceError.
+func probe(name string) (*netdev.Facts, error) {
+	f, err := netdev.Probe(name)
+	var nf *netdev.NoInterfaceError
+	if errors.As(err, &nf) {
+		return nil, &DeviceError{Name: nf.Name}
 	}
-	return f, f.Plan(), nil
+	return f, err
+}
+
+// foreignXDP refuses, from the device's facts, an XDP program someone else
+// attached: always one a bpf_link holds (a live process owns it), and one
+// attached through netlink unless force lets the attachment replace it. It
+// returns a *netdev.ForeignXDPError, nil where nothing is in the way.
+func foreignXDP(f *netdev.Facts, force bool) error {
+	if f.XDP.ProgID == 0 {
+		return nil
+	}
+	fe := &netdev.ForeignXDPError{Interface: f.Name, XDPAttachment: f.XDP}
+	if fe.Held() || !force {
+		return fe
+	}
+	return nil
 }
 
 // checkMultiBuffer refuses multi-buffer in native mode on a device whose

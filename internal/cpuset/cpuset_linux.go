@@ -1,0 +1,37 @@
+package cpuset
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+// Online returns the CPUs this process may run on.
+func Online() ([]int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, fmt.Errorf("read CPU affinity: %w", err)
+	}
+	var ids []int
+	for i := 0; i < MaxID; i++ {
+		if set.IsSet(i) {
+			ids = append(ids, i)
+		}
+	}
+	return ids, nil
+}
+
+// Pin locks the calling goroutine to its OS thread and that thread to cpu.
+// The caller should call runtime.UnlockOSThread when done (or let the
+// goroutine exit, which ends the pinned thread with it).
+func Pin(cpu int) error {
+	runtime.LockOSThread()
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("pin thread %d to CPU %d: %w", os.Getpid(), cpu, err)
+	}
+	return nil
+}

@@ -1,0 +1,21 @@
+//go:build !linux
+
+package cpuset
+
+import (
+	"fmt"
+	"runtime"
+)
+
+// Online returns the CPUs this process may run on: here, as many as the Go
+// runtime sees, numbered from 0.
+func Online() ([]int, error) {
+	ids := make([]int, runtime.NumCPU())
+	for i := range ids {
+		ids[i] = i
+	}
+	return ids, nil
+}
+
+// Pin fails with ErrNotSupported: pinning a thread to a CPU needs Linux.
+func Pin(cpu int) error { return fmt.Errorf("pin thread to CPU %d: %w", cpu, ErrNotSupported) }
