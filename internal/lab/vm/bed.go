@@ -271,6 +271,13 @@ func (b *Bed) makeNetwork(ctx context.Context) error {
 	if err := ipCmd(ctx, "netns", "add", ns); err != nil {
 		return err
 	}
+	// No IPv6 in the namespace: the taps would send router solicitations
+	// and MLD reports into the guest's ports, frames no test sent.
+	for _, k := range []string{"all", "default"} {
+		if out, err := exec.CommandContext(ctx, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf."+k+".disable_ipv6=1").CombinedOutput(); err != nil {
+			return fmt.Errorf("disable IPv6 in %s: %w: %s", ns, err, bytes.TrimSpace(out))
+		}
+	}
 	steps := [][]string{
 		{"link", "set", "lo", "up"},
 		{"tuntap", "add", "dev", mgmtTap, "mode", "tap"},
