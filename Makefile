@@ -13,7 +13,7 @@ PKGS    := ./...
 # worker is mid-run (go.dev/issue/75804, fixed in Go 1.27).
 FUZZTIME ?= 20000x
 
-.PHONY: all build install uninstall test unit fuzz generate generate-check bench demo lint soak clean
+.PHONY: all build install uninstall test unit fuzz generate generate-check bench demo lint soak clean vmtest vm-deps
 
 all: build
 
@@ -49,6 +49,40 @@ test: build lint
 		      if (ran == 0) { print "make test: no privileged test ran" > "/dev/stderr"; exit 1 } \
 		      if (skipped != 0) exit 1 }' "$$report" && exit $$status
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
+	@if [ "$(VM)" != 0 ]; then $(MAKE) vmtest; else echo "make test: the kernel matrix left out (VM=0)"; fi
+
+# The kernel matrix, run by make test (make test VM=0 leaves it out): a
+# QEMU guest (TCG) on each of Debian's kernels in VM_KERNELS runs the CLI's
+# guest tests (go test -c -tags vmguest ./cmd/xdpeng) against virtio-net,
+# then a link taken down and up from QEMU's monitor. A kernel ending in "?"
+# may be unavailable from the mirror: then "not supported here", with why.
+# Kernels are fetched once with apt into /var/cache/xdpeng/kernels.
+# Each kernel's privtest line and times are printed at the end.
+VM ?= 1
+VM_KERNELS ?= 6.1 6.12 5.10?
+# What the VM bed needs from apt (installed by vm-deps when missing).
+VM_PACKAGES := qemu-system-x86 busybox-static openssh-server openssh-client xz-utils zstd iproute2
+
+vm-deps:
+	@need=""; for p in $(VM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || need="$$need $$p"; done; \
+	if [ -n "$$need" ]; then \
+		echo "vm-deps: installing$$need"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$need >/dev/null; \
+	fi
+
+vmtest: build
+	@if [ "$$(id -u)" != 0 ]; then echo "make vmtest: needs root (network namespaces, taps, QEMU): run sudo make vmtest" >&2; exit 1; fi
+	@$(MAKE) --no-print-directory vm-deps
+	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
+	$(GO) test -c -tags vmguest -o "$$dir/xdpeng.test" ./cmd/xdpeng && \
+	XDPENG_VM_KERNELS="$(VM_KERNELS)" XDPENG_VM_GUEST_TEST="$$dir/xdpeng.test" XDPENG_VM_XDPENG="$(abspath $(BIN))" \
+	XDPENG_REQUIRE_PRIV=1 XDPENG_PRIV_REPORT="$$dir/report" \
+	$(GO) test -count=1 -timeout 45m -run '^TestKernelMatrix$$' ./internal/lab/vm; status=$$?; \
+	sort -s -k2,2 "$$dir/report"; \
+	awk '/privileged tests ran/ { ran += $$3; skipped += $$7; unsup += $$9 } \
+		END { printf "kernel matrix: %d privileged tests ran, %d skipped, %d not supported here\n", ran, skipped, unsup; \
+		      if (ran == 0) { print "make vmtest: no privileged test ran" > "/dev/stderr"; exit 1 } \
+		      if (skipped != 0) exit 1 }' "$$dir/report" && exit $$status
 
 # The unit tests alone, as any user: every test that needs privilege skips,
 # and each package says how many it skipped and why.

@@ -190,6 +190,15 @@ func TestGuestRxdrop(t *testing.T) {
 		{"busy-poll", "-B", "native"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "busy-poll" && !g.atLeast(5, 11) {
+				// SO_PREFER_BUSY_POLL came with Linux 5.11: -B must
+				// refuse, naming it.
+				r := g.run(t, time.Minute, "rxdrop", "-i", g.rx, tc.flag, "-d", "1s")
+				if r.code == 0 || !strings.Contains(r.stderr, "Linux 5.11") {
+					t.Fatalf("rxdrop -B on Linux %d.%d: want a refusal naming Linux 5.11:\n%s", g.kernel[0], g.kernel[1], r)
+				}
+				privtest.Unsupported(t, "preferred busy polling (SO_PREFER_BUSY_POLL) needs Linux 5.11; rxdrop -B refuses, naming it")
+			}
 			if tc.name == "busy-poll" {
 				// Busy polling takes the NAPI from the interrupt only
 				// if the device defers it.
@@ -309,6 +318,15 @@ func TestGuestErrors(t *testing.T) {
 		t.Fatalf("make a veth pair: %v: %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("ip", "link", "del", "xdown0").Run() })
+	if !g.atLeast(5, 14) {
+		// -e tells devices apart by their namespace's cookie
+		// (SO_NETNS_COOKIE, Linux 5.14): before, it must refuse, naming it.
+		r := g.run(t, time.Minute, "kern", "redirect", "-i", g.rx, "-o", "xdown0", "-e", "-d", "1s")
+		if r.code == 0 || !strings.Contains(r.stderr, "Linux 5.14") {
+			t.Fatalf("kern redirect -e on Linux %d.%d: want a refusal naming Linux 5.14:\n%s", g.kernel[0], g.kernel[1], r)
+		}
+		privtest.Unsupported(t, "-e needs the netns cookie of a socket (SO_NETNS_COOKIE, Linux 5.14); it refuses, naming it")
+	}
 	p := g.start(t, "kern", "redirect", "-i", g.rx, "-o", "xdown0", "-e", "--json", "-n", "200ms")
 	running(t, p, "kern redirect -e")
 	g.send(t)

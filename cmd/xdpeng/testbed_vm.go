@@ -109,7 +109,10 @@ host's / read-only with a writable overlay, so host paths work as they are.`,
 				return fmt.Errorf("VM test bed %s is not running: remove it with testbed down --name %s, then boot it again", b.Name, b.Name)
 			}
 			c := b.Command(context.Background(), args[1:]...)
-			c.Stdin, c.Stdout, c.Stderr = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+			// The terminal's own files, not pipes: ssh hands them to the
+			// bed's master connection, and a pipe's reader would wait
+			// for that to let go of them.
+			c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
 			// The guest's command gets the terminal's signals through ssh.
 			signal.Ignore(os.Interrupt, syscall.SIGTERM)
 			err = c.Run()
