@@ -50,6 +50,13 @@ func TestKernelMatrix(t *testing.T) {
 	if guestTest == "" || xdpeng == "" {
 		t.Fatalf("%s and %s must name the guest test binary and xdpeng (make vmtest sets them)", guestTestEnv, xdpengEnv)
 	}
+	// The CLI's bed commands, once, on the first kernel that must be had.
+	for _, k := range kernels {
+		if !strings.HasSuffix(k, "?") {
+			t.Run("cli", func(t *testing.T) { testCLI(t, k, xdpeng) })
+			break
+		}
+	}
 	for _, k := range kernels {
 		name, optional := strings.CutSuffix(k, "?")
 		t.Run(name, func(t *testing.T) {
@@ -113,6 +120,79 @@ func runToFile(t *testing.T, cmd *exec.Cmd) ([]byte, error) {
 		t.Fatal(rerr)
 	}
 	return out, err
+}
+
+// testCLI drives a bed through the CLI: up, killed with SIGKILL while it
+// boots, which leaves the bed for status to list and down to remove whole;
+// then up again, exec (its exit status passed on), status and down.
+func testCLI(t *testing.T, kernel, xdpeng string) {
+	privtest.Root(t)
+	name := testbed.UniqueName("vc")
+	t.Cleanup(func() { Down(name) })
+	run := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), bootLimit)
+		defer cancel()
+		out, err := runToFile(t, exec.CommandContext(ctx, xdpeng, args...))
+		return string(out), err
+	}
+	up := exec.Command(xdpeng, "testbed", "up", "--vm", kernel, "--name", name)
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until QEMU runs, then kill the starter.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if b, err := Open(name); err == nil && b.Running {
+			break
+		}
+		if time.Now().After(deadline) {
+			up.Process.Kill()
+			up.Wait()
+			t.Fatal("testbed up did not start QEMU within a minute")
+		}
+	}
+	up.Process.Kill()
+	up.Wait()
+	if out, err := run("testbed", "status", "--name", name); err != nil || !strings.Contains(out, "VM test bed "+name) {
+		t.Errorf("testbed status after a killed up: %v:\n%s", err, out)
+	}
+	if out, err := run("testbed", "down", "--name", name); err != nil {
+		t.Fatalf("testbed down after a killed up: %v:\n%s", err, out)
+	}
+	leftovers(t, name)
+
+	if out, err := run("testbed", "up", "--vm", kernel, "--name", name, "--links", "2"); err != nil {
+		t.Fatalf("testbed up: %v:\n%s", err, out)
+	}
+	out, err := run("testbed", "exec", name, "--", "sh", "-c", "uname -r; ip -br link show eth1; exit 7")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 7 || !strings.Contains(out, "eth1") {
+		t.Errorf("testbed exec: want eth1 listed and exit status 7, got %v:\n%s", err, out)
+	}
+	if out, err := run("testbed", "status"); err != nil || !strings.Contains(out, "VM test bed "+name+": running") {
+		t.Errorf("testbed status: %v:\n%s", err, out)
+	}
+	if out, err := run("testbed", "down", "--name", name); err != nil {
+		t.Fatalf("testbed down: %v:\n%s", err, out)
+	}
+	leftovers(t, name)
+}
+
+// leftovers fails the test if anything of bed name is left: its state,
+// its namespace, its QEMU.
+func leftovers(t *testing.T, name string) {
+	t.Helper()
+	if _, err := os.Stat(bedDir(name)); err == nil {
+		t.Errorf("%s is left", bedDir(name))
+	}
+	if _, err := os.Stat(filepath.Join(testbed.NetnsDir, testbed.GenNS(name))); err == nil {
+		t.Errorf("namespace %s is left", testbed.GenNS(name))
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte("\x00xdpeng-vm-"+name+"\x00")) {
+			t.Errorf("QEMU of %s is left: %s", name, filepath.Dir(p))
+		}
+	}
 }
 
 // report appends line to make test's report, or logs it.
@@ -184,8 +264,9 @@ func testSetLink(t *testing.T, b *Bed, xdpeng string) {
 	if err := rx.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- rx.Wait() }()
+	var waitErr error
+	done := make(chan struct{})
+	go func() { waitErr = rx.Wait(); close(done) }()
 	defer func() {
 		select {
 		case <-done:
@@ -220,9 +301,9 @@ func testSetLink(t *testing.T, b *Bed, xdpeng string) {
 		t.Fatalf("stop rxdrop: %v: %s", err, kill)
 	}
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("rxdrop: %v:\n%s", err, output())
+	case <-done:
+		if waitErr != nil {
+			t.Fatalf("rxdrop: %v:\n%s", waitErr, output())
 		}
 	case <-time.After(time.Minute):
 		t.Fatalf("rxdrop did not end on SIGINT:\n%s", output())
