@@ -112,6 +112,10 @@ func Fetch(ctx context.Context, r Release) (Kernel, error) {
 		return Kernel{}, &UnavailableError{Release: r, Why: "unpack " + filepath.Base(deb), Err: err}
 	}
 	if err := os.Rename(out, dir); err != nil {
+		// Another bed fetched it meanwhile: take that one.
+		if k, kerr := readKernel(r, dir); kerr == nil {
+			return k, nil
+		}
 		return Kernel{}, fmt.Errorf("kernel cache: %w", err)
 	}
 	return readKernel(r, dir)
