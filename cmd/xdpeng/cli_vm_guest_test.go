@@ -15,9 +15,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -355,5 +358,51 @@ func TestGuestErrors(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("-e: no %d redirect errors to xdown0 (ifindex %d), ENETDOWN or EOPNOTSUPP: %+v", guestFrames, down.Index, s.XDPErrors.Detail.RedirectErrors)
+	}
+}
+
+// TestGuestObserve: rxdrop with --irq (virtio-net has interrupt lines, a
+// veth none), -w (every frame received is in the pcap file, or counted as
+// not) and --metrics (the socket's counters, read while it runs).
+func TestGuestObserve(t *testing.T) {
+	g := newGuest(t)
+	pcapFile := filepath.Join(t.TempDir(), "rx.pcap")
+	const metricsAddr = "127.0.0.1:9464"
+	p := g.start(t, "rxdrop", "-i", g.rx, "--irq", "-w", pcapFile, "--metrics", metricsAddr, "--json", "-n", "200ms")
+	running(t, p, "rxdrop --irq -w --metrics")
+	g.send(t)
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatalf("--metrics: %v", err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte("xdpeng_rx_packets_total{")) {
+		t.Errorf("--metrics: status %d, %v, no xdpeng_rx_packets_total:\n%.2000s", resp.StatusCode, err, body)
+	}
+	var s xskSummary
+	stop(t, p, "rxdrop --irq -w --metrics", &s)
+	counted(t, "rxdrop --irq -w", s.RxPackets, s.XDPStats.Drops())
+	if s.IRQ == nil || s.IRQ.NoIRQ || len(s.IRQ.Lines) == 0 {
+		t.Errorf("--irq found no interrupt line of %s (virtio-net has some): %+v", g.rx, s.IRQ)
+	} else {
+		t.Logf("--irq: %d interrupt lines of %s, the first %s", len(s.IRQ.Lines), g.rx, s.IRQ.Lines[0].Desc)
+	}
+	if s.Capture == nil {
+		t.Fatalf("-w: no capture in the summary")
+	}
+	c := s.Capture
+	if sum := c.Written + c.Skipped + c.Discarded + c.AfterStop; sum != s.RxPackets || c.Error != "" {
+		t.Errorf("-w: written %d + skipped %d + discarded %d + after stop %d != received %d (error %q)",
+			c.Written, c.Skipped, c.Discarded, c.AfterStop, s.RxPackets, c.Error)
+	}
+	// A pcap file: a 24-byte header, then 16 bytes and the frame's 60
+	// for each frame written.
+	fi, err := os.Stat(pcapFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(24 + c.Written*(16+60)); fi.Size() != want {
+		t.Errorf("-w: %s has %d bytes, want %d for %d frames", pcapFile, fi.Size(), want, c.Written)
 	}
 }
