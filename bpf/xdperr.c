@@ -216,11 +216,9 @@ int BPF_PROG(on_exception, const struct net_device *dev, const struct bpf_prog *
 	return 0;
 }
 
-// xdp_do_redirect failed for one frame: target missing, device down
-// (ENETDOWN), frame too long (EMSGSIZE), AF_XDP ring full (ENOSPC), ...
-SEC("tp_btf/xdp_redirect_err")
-int BPF_PROG(on_redirect_err, const struct net_device *dev, const struct bpf_prog *xdp, const void *tgt, int err,
-	     enum bpf_map_type map_type, __u32 map_id, __u32 index)
+static __always_inline int count_redirect_err(const struct net_device *dev, const struct bpf_prog *xdp,
+					      const void *tgt, int err, enum bpf_map_type map_type, __u32 map_id,
+					      __u32 index)
 {
 	struct redirect_err_key key = {
 		.netns = netns_of(dev),
@@ -247,6 +245,26 @@ int BPF_PROG(on_redirect_err, const struct net_device *dev, const struct bpf_pro
 	}
 	(*v)++;
 	return 0;
+}
+
+// xdp_do_redirect failed for one frame: target missing, device down
+// (ENETDOWN), frame too long (EMSGSIZE), AF_XDP ring full (ENOSPC), ...
+SEC("tp_btf/xdp_redirect_err")
+int BPF_PROG(on_redirect_err, const struct net_device *dev, const struct bpf_prog *xdp, const void *tgt, int err,
+	     enum bpf_map_type map_type, __u32 map_id, __u32 index)
+{
+	return count_redirect_err(dev, xdp, tgt, err, map_type, map_id, index);
+}
+
+// The same, as a plain raw tracepoint, for kernels whose verifier refuses
+// a tp_btf program that reads a void * argument (tgt) (Debian's 6.1: "arg2
+// type UNKNOWN is not a struct"). Its arguments are plain numbers; every
+// pointer is followed with bpf_probe_read_kernel (BPF_CORE_READ).
+SEC("raw_tp/xdp_redirect_err")
+int BPF_PROG(on_redirect_err_raw, const struct net_device *dev, const struct bpf_prog *xdp, const void *tgt,
+	     int err, enum bpf_map_type map_type, __u32 map_id, __u32 index)
+{
+	return count_redirect_err(dev, xdp, tgt, err, map_type, map_id, index);
 }
 
 // A driver flushed its XDP_TX queue: drops frames were not sent.

@@ -24,21 +24,26 @@ var XDPErrTracepoints = []string{
 }
 
 // XDPErr is xdperr.c loaded: a tp_btf program for each tracepoint asked for
-// and all the counting maps. Attaching is the caller's job.
+// (a raw_tp one for those asked for as raw) and all the counting maps.
+// Attaching is the caller's job.
 //
 // (bpf2go already generated LoadXDPErr, returning the raw spec, so the
 // constructor is NewXDPErr.)
 type XDPErr struct {
 	// Programs holds the loaded programs by tracepoint name.
 	Programs map[string]*ebpf.Program
+	// Raw holds the tracepoints whose program is a raw_tp one, attached
+	// with link.AttachRawTracepoint rather than as tracing.
+	Raw map[string]bool
 	XDPErrMaps
 }
 
 // NewXDPErr loads the programs of tracepoints, a subset of
 // XDPErrTracepoints, and every map. Loading needs the kernel's BTF
 // (/sys/kernel/btf/vmlinux); a tracepoint the kernel does not have fails the
-// load, so the caller leaves those out.
-func NewXDPErr(tracepoints []string) (*XDPErr, error) {
+// load, so the caller leaves those out. The tracepoints in raw (only
+// xdp_redirect_err has a raw_tp program) get their raw_tp program.
+func NewXDPErr(tracepoints []string, raw ...string) (*XDPErr, error) {
 	for _, tp := range tracepoints {
 		if !slices.Contains(XDPErrTracepoints, tp) {
 			return nil, fmt.Errorf("load xdperr: unknown tracepoint %q (known: %v)", tp, XDPErrTracepoints)
@@ -50,19 +55,26 @@ func NewXDPErr(tracepoints []string) (*XDPErr, error) {
 	}
 	progOf := map[string]string{} // tracepoint -> program name
 	for name, ps := range spec.Programs {
-		if !slices.Contains(tracepoints, ps.AttachTo) {
+		isRaw := ps.Type == ebpf.RawTracepoint
+		if !slices.Contains(tracepoints, ps.AttachTo) || isRaw != slices.Contains(raw, ps.AttachTo) {
 			delete(spec.Programs, name)
 			continue
 		}
 		progOf[ps.AttachTo] = name
 	}
+	for _, tp := range raw {
+		if _, ok := progOf[tp]; !ok && slices.Contains(tracepoints, tp) {
+			return nil, fmt.Errorf("load xdperr: tracepoint %s has no raw_tp program", tp)
+		}
+	}
 	coll, err := ebpf.NewCollection(spec)
 	if err != nil {
 		return nil, fmt.Errorf("load xdperr: %w", err)
 	}
-	x := &XDPErr{Programs: map[string]*ebpf.Program{}}
+	x := &XDPErr{Programs: map[string]*ebpf.Program{}, Raw: map[string]bool{}}
 	for tp, name := range progOf {
 		x.Programs[tp] = coll.DetachProgram(name)
+		x.Raw[tp] = spec.Programs[name].Type == ebpf.RawTracepoint
 	}
 	err = coll.Assign(&x.XDPErrMaps)
 	coll.Close()

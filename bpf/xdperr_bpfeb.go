@@ -66,19 +66,20 @@ type XDPErrXmitValue struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	XDPErrMapBulkTx           = "bulk_tx"
-	XDPErrMapCpumapEnqueue    = "cpumap_enqueue"
-	XDPErrMapCpumapKthread    = "cpumap_kthread"
-	XDPErrMapDevmapXmit       = "devmap_xmit"
-	XDPErrMapExceptions       = "exceptions"
-	XDPErrMapRedirectErrors   = "redirect_errors"
-	XDPErrMapUnrecorded       = "unrecorded"
-	XDPErrProgOnBulkTx        = "on_bulk_tx"
-	XDPErrProgOnCpumapEnqueue = "on_cpumap_enqueue"
-	XDPErrProgOnCpumapKthread = "on_cpumap_kthread"
-	XDPErrProgOnDevmapXmit    = "on_devmap_xmit"
-	XDPErrProgOnException     = "on_exception"
-	XDPErrProgOnRedirectErr   = "on_redirect_err"
+	XDPErrMapBulkTx            = "bulk_tx"
+	XDPErrMapCpumapEnqueue     = "cpumap_enqueue"
+	XDPErrMapCpumapKthread     = "cpumap_kthread"
+	XDPErrMapDevmapXmit        = "devmap_xmit"
+	XDPErrMapExceptions        = "exceptions"
+	XDPErrMapRedirectErrors    = "redirect_errors"
+	XDPErrMapUnrecorded        = "unrecorded"
+	XDPErrProgOnBulkTx         = "on_bulk_tx"
+	XDPErrProgOnCpumapEnqueue  = "on_cpumap_enqueue"
+	XDPErrProgOnCpumapKthread  = "on_cpumap_kthread"
+	XDPErrProgOnDevmapXmit     = "on_devmap_xmit"
+	XDPErrProgOnException      = "on_exception"
+	XDPErrProgOnRedirectErr    = "on_redirect_err"
+	XDPErrProgOnRedirectErrRaw = "on_redirect_err_raw"
 )
 
 // LoadXDPErr returns the embedded CollectionSpec for XDPErr.
@@ -123,12 +124,13 @@ type XDPErrSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type XDPErrProgramSpecs struct {
-	OnBulkTx        *ebpf.ProgramSpec `ebpf:"on_bulk_tx"`
-	OnCpumapEnqueue *ebpf.ProgramSpec `ebpf:"on_cpumap_enqueue"`
-	OnCpumapKthread *ebpf.ProgramSpec `ebpf:"on_cpumap_kthread"`
-	OnDevmapXmit    *ebpf.ProgramSpec `ebpf:"on_devmap_xmit"`
-	OnException     *ebpf.ProgramSpec `ebpf:"on_exception"`
-	OnRedirectErr   *ebpf.ProgramSpec `ebpf:"on_redirect_err"`
+	OnBulkTx         *ebpf.ProgramSpec `ebpf:"on_bulk_tx"`
+	OnCpumapEnqueue  *ebpf.ProgramSpec `ebpf:"on_cpumap_enqueue"`
+	OnCpumapKthread  *ebpf.ProgramSpec `ebpf:"on_cpumap_kthread"`
+	OnDevmapXmit     *ebpf.ProgramSpec `ebpf:"on_devmap_xmit"`
+	OnException      *ebpf.ProgramSpec `ebpf:"on_exception"`
+	OnRedirectErr    *ebpf.ProgramSpec `ebpf:"on_redirect_err"`
+	OnRedirectErrRaw *ebpf.ProgramSpec `ebpf:"on_redirect_err_raw"`
 }
 
 // XDPErrMapSpecs contains maps before they are loaded into the kernel.
@@ -201,12 +203,13 @@ type XDPErrVariables struct {
 //
 // It can be passed to LoadXDPErrObjects or ebpf.CollectionSpec.LoadAndAssign.
 type XDPErrPrograms struct {
-	OnBulkTx        *ebpf.Program `ebpf:"on_bulk_tx"`
-	OnCpumapEnqueue *ebpf.Program `ebpf:"on_cpumap_enqueue"`
-	OnCpumapKthread *ebpf.Program `ebpf:"on_cpumap_kthread"`
-	OnDevmapXmit    *ebpf.Program `ebpf:"on_devmap_xmit"`
-	OnException     *ebpf.Program `ebpf:"on_exception"`
-	OnRedirectErr   *ebpf.Program `ebpf:"on_redirect_err"`
+	OnBulkTx         *ebpf.Program `ebpf:"on_bulk_tx"`
+	OnCpumapEnqueue  *ebpf.Program `ebpf:"on_cpumap_enqueue"`
+	OnCpumapKthread  *ebpf.Program `ebpf:"on_cpumap_kthread"`
+	OnDevmapXmit     *ebpf.Program `ebpf:"on_devmap_xmit"`
+	OnException      *ebpf.Program `ebpf:"on_exception"`
+	OnRedirectErr    *ebpf.Program `ebpf:"on_redirect_err"`
+	OnRedirectErrRaw *ebpf.Program `ebpf:"on_redirect_err_raw"`
 }
 
 func (p *XDPErrPrograms) Close() error {
@@ -217,6 +220,7 @@ func (p *XDPErrPrograms) Close() error {
 		p.OnDevmapXmit,
 		p.OnException,
 		p.OnRedirectErr,
+		p.OnRedirectErrRaw,
 	)
 }
 

@@ -143,7 +143,7 @@ with the receiver threads.`,
 	fs.StringVar(&f.layout, "layout", "A", "test bed layout: A (DUT NAPI in softirq on the generator CPU) or B (threaded NAPI on the DUT CPU)")
 	fs.IntVar(&f.bedQueues, "bed-queues", 1, "test bed: queues per veth end")
 	fs.StringVar(&f.genCPUs, "gen-cpus", "", "test bed, two hosts: generator CPUs (default: the first CPU)")
-	fs.StringVar(&f.dutCPUs, "dut-cpus", "", "receiver CPUs (the DUT's with --dut), queue 0's receiver on the first, round-robin (default: the last CPU)")
+	fs.StringVar(&f.dutCPUs, "dut-cpus", "", "receiver CPUs (the DUT's with --dut), queue 0's receiver on the first, round-robin (default: the last CPU; with --dut, one per queue from the DUT's last CPU down)")
 	fs.BoolVar(&f.json, "json", false, "print JSON lines: a setup line, a row line per path, a summary line")
 	fs.BoolVar(&f.csv, "csv", false, "print CSV: a header and one line per path")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")

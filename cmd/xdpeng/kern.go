@@ -360,7 +360,10 @@ func (p *kernPrinter) header() {
 	}
 	where := fmt.Sprintf("XDP %s mode", p.k.Config().Hook.XDPMode())
 	if p.k.Config().Hook == kern.TC {
-		where = "tc ingress"
+		where = "tc ingress (TCX)"
+		if p.k.TCVia() == "clsact" {
+			where = "tc ingress through a bpf filter on a clsact qdisc (this kernel has no TCX, which needs Linux 6.6; a kill -9 leaves the filter: tc filter del dev " + p.k.Interface().Name + " ingress)"
+		}
 	}
 	extra := ""
 	if len(p.f.out) > 0 {
@@ -497,10 +500,12 @@ func (p *kernPrinter) rows(perQueue, perCPU, outs, protos []kernRate, rates bool
 
 // kernSummary is the last JSON line of kern.
 type kernSummary struct {
-	Type       string     `json:"type"`
-	Mode       string     `json:"mode"`
-	Program    string     `json:"program"`
-	Hook       string     `json:"hook"`
+	Type    string `json:"type"`
+	Mode    string `json:"mode"`
+	Program string `json:"program"`
+	Hook    string `json:"hook"`
+	// TCVia is how a tc program is attached: tcx, or clsact before Linux 6.6.
+	TCVia      string     `json:"tc_via,omitempty"`
 	XDPMode    string     `json:"xdp_mode,omitempty"`
 	Interface  string     `json:"interface"`
 	Out        []string   `json:"out,omitempty"`
@@ -531,7 +536,7 @@ func (p *kernPrinter) summary(first, last kernSnapshot) {
 	zero := kernSnapshot{Counters: kern.Counters{OutTx: first.OutTx}}
 	outs, protos := p.extraRows(zero, last, dur)
 	sum := kernSummary{
-		Type: "summary", Mode: p.name(), Program: p.k.Program(), Hook: p.hookName(),
+		Type: "summary", Mode: p.name(), Program: p.k.Program(), Hook: p.hookName(), TCVia: p.k.TCVia(),
 		Interface: p.k.Interface().Name, Out: p.f.out, DurationS: round3(dur),
 		RxPackets: pkts, RxBytes: bytes, PerQueue: perQueue, PerCPU: perCPU, OutTx: outs, PerProto: protos,
 		CountProto: p.k.Config().CountProto, XDPMode: p.k.Config().Hook.XDPMode(),

@@ -87,6 +87,12 @@ func explainNoArgs(c *cobra.Command) {
 // exitCode is returned by errors that want a specific process exit status.
 type exitCode interface{ ExitCode() int }
 
+// passedExit is the exit status of a command xdpeng ran for the user
+// (testbed exec), passed on as it is: that command said what went wrong.
+type passedExit int
+
+func (e passedExit) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
 // cliFlagError is a flag that could not be parsed, or a required one that
 // is missing: main prints the command's usage line under it.
 type cliFlagError struct{ err error }
@@ -125,6 +131,10 @@ func run(args []string, stderr io.Writer) int {
 	}
 	if err == nil {
 		return 0
+	}
+	var pe passedExit
+	if errors.As(err, &pe) {
+		return int(pe)
 	}
 	fmt.Fprintf(stderr, "xdpeng: %v\n", err)
 	if s := bedAdvice(err, args); s != "" {

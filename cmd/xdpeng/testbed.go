@@ -14,6 +14,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
+	"github.com/xdpeng/xdpeng/internal/lab/vm"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 )
 
@@ -24,18 +25,26 @@ const defaultBedName = "xdpeng"
 func newTestbedCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "testbed",
-		Short: "Create, inspect and remove a veth test bed (no NIC needed)",
+		Short: "Create, inspect and remove a test bed: veth pairs, or a QEMU guest (--vm)",
 		Long: `A test bed is two network namespaces, NAME-gen (the generator) and NAME-dut
 (the device under test), joined by veth pairs genK <-> dutK with addresses
 198.18.K.1 and 198.18.K.2, static neighbours, GRO on (so that XDP-redirected
 frames are delivered). The DUT's receive work runs in softirq on the sending
 CPU (layout A) or, with --napi threaded, in NAPI threads pinned to the DUT's
-own CPU (layout B).`,
+own CPU (layout B).
+
+With --vm KERNEL the device under test is a QEMU guest instead: a kernel
+users run (Debian's 5.10, 6.1, 6.12, fetched once with apt into
+/var/cache/xdpeng/kernels) and a real driver, virtio-net, with NAPI,
+interrupts and --queues RSS queues. Its ports eth0.. are taps vtap0.. in
+NAME-gen; commands run in it with testbed exec.`,
 		Example: `  xdpeng testbed up --queues 2
   xdpeng testbed status
-  xdpeng testbed down --name xdpeng`,
+  xdpeng testbed down --name xdpeng
+  xdpeng testbed up --vm 6.1 --name v1 --queues 2
+  xdpeng testbed exec v1 -- xdpeng probe -i eth0`,
 	}
-	cmd.AddCommand(newTestbedUpCmd(), newTestbedDownCmd(), newTestbedStatusCmd())
+	cmd.AddCommand(newTestbedUpCmd(), newTestbedDownCmd(), newTestbedStatusCmd(), newTestbedExecCmd())
 	requireSubcommand(cmd)
 	return cmd
 }
@@ -45,6 +54,8 @@ func newTestbedUpCmd() *cobra.Command {
 		cfg              testbed.Config
 		genCPUs, dutCPUs string
 		napi             string
+		vmKernel         string
+		loop             bool
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -63,6 +74,17 @@ use it. Nothing is left behind if a step fails.
   xdpeng testbed up --mtu 9000              # jumbo frames (rxdrop -F, txonly -F)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if vmKernel != "" {
+				for _, f := range []string{"gen-cpus", "dut-cpus", "napi", "mtu"} {
+					if cmd.Flags().Changed(f) {
+						return fmt.Errorf("--%s is for a veth bed: a VM bed (--vm) takes --name, --queues, --links and --loop", f)
+					}
+				}
+				return upVM(cmd, vm.Config{Name: cfg.Name, Kernel: vmKernel, Queues: cfg.Queues, Links: cfg.Links, Loop: loop})
+			}
+			if loop {
+				return errors.New("--loop is for a VM bed: add --vm KERNEL")
+			}
 			if cfg.Queues < 1 || cfg.Links < 1 {
 				return fmt.Errorf("--queues %d, --links %d: each needs at least 1", cfg.Queues, cfg.Links)
 			}
@@ -105,6 +127,8 @@ use it. Nothing is left behind if a step fails.
 	f.StringVar(&genCPUs, "gen-cpus", "", "CPUs of the generator, e.g. 0 (default: the first CPU)")
 	f.StringVar(&dutCPUs, "dut-cpus", "", "CPUs for the DUT's NAPI kthreads, queue 0's on the first, round-robin, e.g. 1 or 1,0 (default: the last CPU)")
 	f.StringVar(&napi, "napi", "softirq", "DUT receive work: softirq (layout A), threaded (layout B) or auto")
+	f.StringVar(&vmKernel, "vm", "", "boot a QEMU guest as the DUT, with this Debian kernel: "+vmKernels())
+	f.BoolVar(&loop, "loop", false, "with --vm: bridge the ports' taps, so that what the guest sends out of one port arrives at the others")
 	f.IntVar(&cfg.MTU, "mtu", 0, fmt.Sprintf("MTU of both ends of every link, %d-%d (default: the kernel's, 1500); 9000 for jumbo frames", testbed.MinMTU, testbed.MaxMTU))
 	return cmd
 }
@@ -137,6 +161,13 @@ that is already gone, or half made, is not an error.`,
 			}
 			if err := privilege.Check(typed(cmd), privilege.Namespaces|privilege.Links); err != nil {
 				return err
+			}
+			if slices.Contains(vmNames(), name) {
+				if err := vm.Down(name); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "VM test bed %s removed (QEMU, taps, namespace %s)\n", name, testbed.GenNS(name))
+				return nil
 			}
 			beds, err := testbed.List()
 			if err != nil {
@@ -173,6 +204,15 @@ func newTestbedStatusCmd() *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
+			vms := vmNames()
+			if name != "" && slices.Contains(vms, name) {
+				b, err := vm.Open(name)
+				if err != nil {
+					return err
+				}
+				printVMBed(out, b)
+				return nil
+			}
 			if name != "" {
 				bed, err := testbed.Open(name)
 				if err != nil {
@@ -185,9 +225,24 @@ func newTestbedStatusCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if len(names) == 0 {
+			names = slices.DeleteFunc(names, func(n string) bool { return slices.Contains(vms, n) })
+			if len(names) == 0 && len(vms) == 0 {
 				fmt.Fprintln(out, "no test beds; create one with: xdpeng testbed up")
 				return nil
+			}
+			for i, n := range vms {
+				if i > 0 {
+					fmt.Fprintln(out)
+				}
+				b, err := vm.Open(n)
+				if err != nil {
+					fmt.Fprintf(out, "VM test bed %s: %v\n", n, err)
+					continue
+				}
+				printVMBed(out, b)
+			}
+			if len(vms) > 0 && len(names) > 0 {
+				fmt.Fprintln(out)
 			}
 			var errs []error
 			for i, n := range names {

@@ -453,6 +453,9 @@ func (w *watcher) header(out io.Writer) {
 			fmt.Fprintf(out, "; not on this kernel: %s", strings.Join(s, "; "))
 		}
 		fmt.Fprintln(out)
+		for _, n := range w.errs.Notes() {
+			fmt.Fprintf(out, "  xdp errors: %s\n", n)
+		}
 	}
 	if w.irq != nil {
 		names := irqstat.DeviceNames(w.dev.Name)
@@ -592,6 +595,7 @@ type watchJSON struct {
 type errorsJSON struct {
 	Attached []string         `json:"attached"`
 	Missing  []xdperr.Missing `json:"missing"`
+	Notes    []string         `json:"notes,omitempty"`
 	Lost     uint64           `json:"lost"`
 	Reasons  []xdperr.Reason  `json:"reasons"`
 	Detail   xdperr.Snapshot  `json:"detail"`
@@ -639,7 +643,7 @@ func (w *watcher) summaryJSON() watchJSON {
 		if missing == nil {
 			missing = []xdperr.Missing{}
 		}
-		j.XDPErrors = &errorsJSON{Attached: w.errs.Attached(), Missing: missing, Lost: w.errLast.Lost(),
+		j.XDPErrors = &errorsJSON{Attached: w.errs.Attached(), Missing: missing, Notes: w.errs.Notes(), Lost: w.errLast.Lost(),
 			Reasons: reasons, Detail: *w.errLast}
 	}
 	j.Capture = w.captureSummary()

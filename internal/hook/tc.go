@@ -43,6 +43,19 @@ func AttachTCIngress(prog *ebpf.Program, ifindex int) (io.Closer, error) {
 	return c, nil
 }
 
+// TCVia says how the attachment c that AttachTCIngress returned holds its
+// program: "tcx", or "clsact" (the fallback before Linux 6.6: a bpf filter
+// on a clsact qdisc, which a kill -9 leaves behind); "" for any other.
+func TCVia(c io.Closer) string {
+	switch c.(type) {
+	case *tcxLink:
+		return "tcx"
+	case *tcNetlink:
+		return "clsact"
+	}
+	return ""
+}
+
 // tcxLink is a tc attachment through TCX.
 type tcxLink struct {
 	link link.Link

@@ -149,6 +149,10 @@ func Open(cfg Config) (_ *Path, err error) {
 	return p, nil
 }
 
+// TCVia says how a tc path's program is attached: "tcx", or "clsact" on a
+// kernel without TCX (before Linux 6.6); "" for an XDP path.
+func (p *Path) TCVia() string { return hook.TCVia(p.att) }
+
 // Config returns the path's configuration.
 func (p *Path) Config() Config {
 	c := p.cfg

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/cilium/ebpf"
@@ -36,6 +37,7 @@ type Watcher struct {
 	links    []link.Link
 	attached []string
 	missing  []Missing
+	notes    []string
 }
 
 // Start attaches a counting program to each xdp tracepoint the kernel has;
@@ -57,12 +59,29 @@ func Start() (*Watcher, error) {
 		return nil, &NoTracepointsError{Missing: missing}
 	}
 	objs, err := bpf.NewXDPErr(have)
+	var notes []string
+	if err != nil && slices.Contains(have, redirectErr) && strings.Contains(err.Error(), "program on_redirect_err:") {
+		// Some kernels' verifiers do not let a tp_btf program read the
+		// tracepoint's void * argument: count it as a raw tracepoint.
+		raw, rerr := bpf.NewXDPErr(have, redirectErr)
+		if rerr != nil {
+			return nil, errors.Join(err, fmt.Errorf("and as a raw tracepoint: %w", rerr))
+		}
+		notes = append(notes, fmt.Sprintf("%s counted as a raw tracepoint: this kernel's verifier refuses its tp_btf program (%s)", redirectErr, verifierReason(err)))
+		objs, err = raw, nil
+	}
 	if err != nil {
 		return nil, err
 	}
-	w := &Watcher{objs: objs, missing: missing}
+	w := &Watcher{objs: objs, missing: missing, notes: notes}
 	for _, tp := range have {
-		l, err := link.AttachTracing(link.TracingOptions{Program: objs.Programs[tp], AttachType: ebpf.AttachTraceRawTp})
+		var l link.Link
+		var err error
+		if objs.Raw[tp] {
+			l, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: tp, Program: objs.Programs[tp]})
+		} else {
+			l, err = link.AttachTracing(link.TracingOptions{Program: objs.Programs[tp], AttachType: ebpf.AttachTraceRawTp})
+		}
 		if err != nil {
 			w.Close()
 			return nil, fmt.Errorf("attach to tracepoint xdp:%s: %w", tp, err)
@@ -79,6 +98,31 @@ func (w *Watcher) Attached() []string { return slices.Clone(w.attached) }
 // Missing lists the tracepoints not counted on this kernel, with the
 // reason; empty when all are.
 func (w *Watcher) Missing() []Missing { return slices.Clone(w.missing) }
+
+// Notes says how this kernel is counted differently, if it is: a
+// tracepoint counted through a raw_tp program instead of tp_btf.
+func (w *Watcher) Notes() []string { return slices.Clone(w.notes) }
+
+const redirectErr = "xdp_redirect_err"
+
+// verifierReason is the last two lines of the verifier's log, which say
+// why it refused, without the instructions before them.
+func verifierReason(err error) string {
+	var ve *ebpf.VerifierError
+	if !errors.As(err, &ve) {
+		return err.Error()
+	}
+	var why []string
+	for i := len(ve.Log) - 1; i >= 0 && len(why) < 2; i-- {
+		if l := strings.TrimSpace(ve.Log[i]); l != "" && !strings.HasPrefix(l, "processed ") && !strings.HasPrefix(l, "verification time") {
+			why = append([]string{l}, why...)
+		}
+	}
+	if len(why) == 0 {
+		return err.Error()
+	}
+	return strings.Join(why, ": ")
+}
 
 // Read returns the counts since Start, summed over CPUs.
 func (w *Watcher) Read() (Snapshot, error) {

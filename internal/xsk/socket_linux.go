@@ -191,6 +191,9 @@ func (s *Socket) setBusyPoll(usecs, budget int) error {
 		{"SO_BUSY_POLL_BUDGET", unix.SO_BUSY_POLL_BUDGET, budget},
 	} {
 		if err := unix.SetsockoptInt(s.fd, unix.SOL_SOCKET, o.opt, o.val); err != nil {
+			if errors.Is(err, unix.ENOPROTOOPT) && o.opt != unix.SO_BUSY_POLL {
+				return fmt.Errorf("set %s=%d: %w (preferred busy polling needs Linux 5.11 or later)", o.name, o.val, err)
+			}
 			return fmt.Errorf("set %s=%d: %w", o.name, o.val, err)
 		}
 	}

@@ -174,6 +174,21 @@ type remotePort struct {
 // maxQueues bounds the rx queues a DUT's port may say it has.
 const maxQueues = 1 << 16
 
+// defaultDUTCPUs gives each of queues receivers a CPU of its own, from the
+// DUT's last online CPU down, as the AF_XDP modes choose by default: one
+// CPU for every queue would pin two workers to it, which they refuse.
+func defaultDUTCPUs(online []int, queues int) ([]int, error) {
+	if queues > len(online) {
+		return nil, fmt.Errorf("%d queues but %d online CPUs (%s): one receiver per CPU; bind fewer queues, or name the receiver CPUs",
+			queues, len(online), cpuset.Format(online))
+	}
+	cpus := make([]int, max(queues, 1))
+	for i := range cpus {
+		cpus[i] = online[len(online)-1-i]
+	}
+	return cpus, nil
+}
+
 // remoteEnv reaches the DUT of cfg.Remote, learns its ports, CPUs and
 // environment, and pairs its ports with the tester's. It attaches nothing.
 func remoteEnv(ctx context.Context, cfg *Config) (*env, error) {
@@ -220,7 +235,9 @@ func remoteEnv(ctx context.Context, cfg *Config) (*env, error) {
 		}
 	}
 	if len(cfg.DUTCPUs) == 0 {
-		cfg.DUTCPUs = []int{online[len(online)-1]}
+		if cfg.DUTCPUs, err = defaultDUTCPUs(online, len(e.queues)); err != nil {
+			return nil, fmt.Errorf("compare: DUT %s: %w", rc.Runner.Target, err)
+		}
 	}
 	for _, c := range cfg.DUTCPUs {
 		if !slices.Contains(online, c) {

@@ -371,3 +371,23 @@ func TestTxHelper(t *testing.T) {
 		}
 	}
 }
+
+func TestDefaultDUTCPUs(t *testing.T) {
+	for _, tc := range []struct {
+		online []int
+		queues int
+		want   []int
+	}{
+		{[]int{0, 1}, 2, []int{1, 0}},
+		{[]int{0, 1}, 1, []int{1}},
+		{[]int{0, 1, 2, 3}, 2, []int{3, 2}},
+	} {
+		got, err := defaultDUTCPUs(tc.online, tc.queues)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("defaultDUTCPUs(%v, %d) = %v, %v; want %v", tc.online, tc.queues, got, err, tc.want)
+		}
+	}
+	if got, err := defaultDUTCPUs([]int{0, 1}, 3); err == nil {
+		t.Errorf("3 queues on 2 CPUs: %v, no error", got)
+	}
+}

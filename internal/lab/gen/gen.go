@@ -716,6 +716,11 @@ func (w *worker) run(prog *program, frame []byte, ns netns.NsHandle, start time.
 		}
 		w.sent.Store(sent)
 		if err != nil && !errors.Is(err, unix.EINTR) {
+			if errors.Is(err, unix.EINVAL) && sent == 0 {
+				// The frame's size was checked before: a kernel that
+				// refuses the first run does not know the flag.
+				return fmt.Errorf("gen: BPF_PROG_TEST_RUN on CPU %d: %w (live frames, BPF_F_TEST_XDP_LIVE_FRAMES, need Linux 5.18 or later; txonly sends without them)", w.cpu, err)
+			}
 			return fmt.Errorf("gen: BPF_PROG_TEST_RUN on CPU %d after %d frames: %w", w.cpu, sent, err)
 		}
 	}

@@ -1,0 +1,408 @@
+//go:build vmguest
+
+package main
+
+// Tests that run inside a VM test bed's guest (internal/lab/vm), against its
+// virtio-net NICs and its kernel: the kernel matrix (make vmtest) builds
+// them with -tags vmguest and runs them there. The bed loops its ports: what
+// the guest sends out of eth1 arrives at eth0 and the other way round, so
+// each test sends its own frames (txonly, AF_XDP copy mode: every kernel
+// has it) and counts them where they land. Frames are paced and few: the
+// guest runs under an emulator, and counts, not rates, are checked.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
+)
+
+// Set by the kernel matrix in the guest.
+const (
+	guestBinEnv   = "XDPENG_GUEST_BIN"   // the xdpeng under test
+	guestPortsEnv = "XDPENG_GUEST_PORTS" // the looped ports: receiver,sender
+)
+
+// guestFrames is how many frames a test sends, at guestRate per second.
+const (
+	guestFrames = 1000
+	guestRate   = 1000
+)
+
+type guest struct {
+	bin    string
+	rx, tx string // the port under test and the one that sends to it
+	rxMAC  string
+	kernel [2]int // major, minor
+}
+
+func newGuest(t *testing.T) *guest {
+	t.Helper()
+	privtest.Root(t)
+	g := &guest{bin: os.Getenv(guestBinEnv)}
+	ports := strings.Split(os.Getenv(guestPortsEnv), ",")
+	if g.bin == "" || len(ports) != 2 {
+		t.Fatalf("%s and %s (two ports) are not set: these tests run in a VM test bed's guest, from make vmtest", guestBinEnv, guestPortsEnv)
+	}
+	g.rx, g.tx = ports[0], ports[1]
+	ifi, err := net.InterfaceByName(g.rx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.rxMAC = ifi.HardwareAddr.String()
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	rel := unix.ByteSliceToString(u.Release[:])
+	if _, err := fmt.Sscanf(rel, "%d.%d", &g.kernel[0], &g.kernel[1]); err != nil {
+		t.Fatalf("kernel release %q: %v", rel, err)
+	}
+	return g
+}
+
+// atLeast reports whether the guest's kernel is major.minor or newer.
+func (g *guest) atLeast(major, minor int) bool {
+	return g.kernel[0] > major || g.kernel[0] == major && g.kernel[1] >= minor
+}
+
+// start starts xdpeng with args in the background.
+func (g *guest) start(t *testing.T, args ...string) *proc {
+	t.Helper()
+	return startCmd(t, exec.Command(g.bin, args...))
+}
+
+// run runs xdpeng with args and waits, at most timeout.
+func (g *guest) run(t *testing.T, timeout time.Duration, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return startCmd(t, exec.CommandContext(ctx, g.bin, args...)).wait(t)
+}
+
+// running waits until p has printed its first JSON interval line (it is
+// attached, bound and counting) and fails the test if it ends first.
+func running(t *testing.T, p *proc, what string) {
+	t.Helper()
+	if !p.waitOutput(60*time.Second, false, func(s string) bool { return strings.Contains(s, `"type":"interval"`) }) {
+		p.cmd.Process.Kill()
+		t.Fatalf("%s did not start counting:\n%s", what, p.wait(t))
+	}
+}
+
+// stop ends p with SIGINT, as Ctrl-C, and decodes its JSON summary into v.
+func stop(t *testing.T, p *proc, what string, v any) result {
+	t.Helper()
+	time.Sleep(500 * time.Millisecond) // the last frames in flight
+	p.signal(t, syscall.SIGINT)
+	r := p.wait(t)
+	if r.code != 0 {
+		t.Fatalf("%s:\n%s", what, r)
+	}
+	summaryLine(t, r.stdout, v)
+	return r
+}
+
+// send sends guestFrames frames out of the sender port to the port under
+// test and checks txonly sent them all.
+func (g *guest) send(t *testing.T) {
+	t.Helper()
+	r := g.run(t, 2*time.Minute, "txonly", "-i", g.tx, "-G", g.rxMAC, "-c", "--xdp-pass", "never",
+		"--count", strconv.Itoa(guestFrames), "--rate", strconv.Itoa(guestRate), "-Q", "--json")
+	if r.code != 0 {
+		t.Fatalf("txonly:\n%s", r)
+	}
+	var s xskSummary
+	summaryLine(t, r.stdout, &s)
+	if s.TxPackets != guestFrames {
+		t.Fatalf("txonly sent %d frames of %d:\n%s", s.TxPackets, guestFrames, r)
+	}
+}
+
+// counted checks that what a receiver counted, and what the kernel counted
+// it dropped, add up to what was sent.
+func counted(t *testing.T, what string, got, drops uint64) {
+	t.Helper()
+	t.Logf("%s: %d received, %d dropped by the kernel, of %d sent", what, got, drops, guestFrames)
+	if got+drops != guestFrames {
+		t.Errorf("%s: received %d + dropped %d != sent %d", what, got, drops, guestFrames)
+	}
+}
+
+func TestGuestProbe(t *testing.T) {
+	g := newGuest(t)
+	r := g.run(t, time.Minute, "probe", "-i", g.rx, "--json")
+	if r.code != 0 {
+		t.Fatalf("probe:\n%s", r)
+	}
+	var p struct {
+		Driver   string   `json:"driver"`
+		RxQueues int      `json:"rx_queues"`
+		Features []string `json:"xdp_features"`
+		Plan     struct {
+			FeaturesKnown bool   `json:"features_known"`
+			XDPMode       string `json:"xdp_mode"`
+		} `json:"plan"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &p); err != nil {
+		t.Fatalf("decode probe: %v\n%s", err, r.stdout)
+	}
+	t.Logf("probe %s: driver %s, %d rx queues, XDP features %v (known %v), plan %s", g.rx, p.Driver, p.RxQueues, p.Features, p.Plan.FeaturesKnown, p.Plan.XDPMode)
+	if p.Driver != "virtio_net" || p.RxQueues < 1 || p.Plan.XDPMode != "native" {
+		t.Errorf("probe %s: driver %q, %d rx queues, XDP mode %q; want virtio_net, native", g.rx, p.Driver, p.RxQueues, p.Plan.XDPMode)
+	}
+	// Netdev XDP features came with Linux 6.3: before, probe says it
+	// cannot know; from then on virtio_net reports at least basic.
+	if g.atLeast(6, 3) {
+		if !p.Plan.FeaturesKnown || !strings.Contains(strings.Join(p.Features, ","), "basic") {
+			t.Errorf("Linux %d.%d reports XDP features, virtio_net at least basic: known %v, %v", g.kernel[0], g.kernel[1], p.Plan.FeaturesKnown, p.Features)
+		}
+	} else {
+		if p.Plan.FeaturesKnown {
+			t.Errorf("Linux %d.%d has no netdev XDP features, yet probe knows them: %v", g.kernel[0], g.kernel[1], p.Features)
+		}
+		out := g.run(t, time.Minute, "probe", "-i", g.rx)
+		if !strings.Contains(out.stdout, "before Linux 6.3") {
+			t.Errorf("probe does not say the features need Linux 6.3:\n%s", out.stdout)
+		}
+	}
+}
+
+func TestGuestRxdrop(t *testing.T) {
+	g := newGuest(t)
+	for _, tc := range []struct {
+		name, flag, mode string
+	}{
+		{"native", "-N", "native"},
+		{"generic", "-S", "generic"},
+		{"busy-poll", "-B", "native"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "busy-poll" && !g.atLeast(5, 11) {
+				// SO_PREFER_BUSY_POLL came with Linux 5.11: -B must
+				// refuse, naming it.
+				r := g.run(t, time.Minute, "rxdrop", "-i", g.rx, tc.flag, "-d", "1s")
+				if r.code == 0 || !strings.Contains(r.stderr, "Linux 5.11") {
+					t.Fatalf("rxdrop -B on Linux %d.%d: want a refusal naming Linux 5.11:\n%s", g.kernel[0], g.kernel[1], r)
+				}
+				privtest.Unsupported(t, "preferred busy polling (SO_PREFER_BUSY_POLL) needs Linux 5.11; rxdrop -B refuses, naming it")
+			}
+			if tc.name == "busy-poll" {
+				// Busy polling takes the NAPI from the interrupt only
+				// if the device defers it.
+				setSysfs(t, "/sys/class/net/"+g.rx+"/napi_defer_hard_irqs", "2")
+				setSysfs(t, "/sys/class/net/"+g.rx+"/gro_flush_timeout", "200000")
+			}
+			p := g.start(t, "rxdrop", "-i", g.rx, tc.flag, "--json", "-n", "200ms")
+			running(t, p, "rxdrop "+tc.flag)
+			g.send(t)
+			var s xskSummary
+			r := stop(t, p, "rxdrop "+tc.flag, &s)
+			if s.XDPMode != tc.mode || s.Driver != "virtio_net" {
+				t.Errorf("rxdrop %s: XDP mode %q on %q, want %s on virtio_net", tc.flag, s.XDPMode, s.Driver, tc.mode)
+			}
+			counted(t, "rxdrop "+tc.flag, s.RxPackets, s.XDPStats.Drops())
+			if tc.name == "busy-poll" && strings.Contains(r.stderr+r.stdout, "NAPI ID 0") {
+				t.Errorf("virtio_net has a NAPI to busy-poll, yet rxdrop -B found none:\n%s", r)
+			}
+		})
+	}
+}
+
+func setSysfs(t *testing.T, path, value string) {
+	t.Helper()
+	old, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(value), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.WriteFile(path, bytes.TrimSpace(old), 0o644) })
+}
+
+// TestGuestL2fwd: l2fwd on the port under test sends each frame back with
+// its MACs swapped, so it arrives at the sender's port, where kern drop
+// counts it.
+func TestGuestL2fwd(t *testing.T) {
+	g := newGuest(t)
+	back := g.start(t, "kern", "drop", "-i", g.tx, "--json", "-n", "200ms")
+	running(t, back, "kern drop on "+g.tx)
+	fwd := g.start(t, "l2fwd", "-i", g.rx, "--json", "-n", "200ms")
+	running(t, fwd, "l2fwd")
+	g.send(t)
+	var f xskSummary
+	stop(t, fwd, "l2fwd", &f)
+	var b kernSummary
+	stop(t, back, "kern drop on "+g.tx, &b)
+	counted(t, "l2fwd", f.RxPackets, f.XDPStats.Drops())
+	if f.TxPackets != f.RxPackets {
+		t.Errorf("l2fwd received %d, sent %d back", f.RxPackets, f.TxPackets)
+	}
+	counted(t, "back at "+g.tx, b.RxPackets, 0)
+}
+
+// TestGuestTxonly: what txonly sends out of one port (send checks its own
+// count) arrives, every frame, at the other, counted by kern drop.
+func TestGuestTxonly(t *testing.T) {
+	g := newGuest(t)
+	p := g.start(t, "kern", "drop", "-i", g.rx, "--json", "-n", "200ms")
+	running(t, p, "kern drop")
+	g.send(t)
+	var s kernSummary
+	stop(t, p, "kern drop", &s)
+	counted(t, "txonly to kern drop", s.RxPackets, 0)
+}
+
+func TestGuestKern(t *testing.T) {
+	g := newGuest(t)
+	t.Run("drop-generic", func(t *testing.T) {
+		p := g.start(t, "kern", "drop", "-i", g.rx, "-S", "--json", "-n", "200ms")
+		running(t, p, "kern drop -S")
+		g.send(t)
+		var s kernSummary
+		stop(t, p, "kern drop -S", &s)
+		if s.XDPMode != "generic" {
+			t.Errorf("kern drop -S ran in %q mode", s.XDPMode)
+		}
+		counted(t, "kern drop -S", s.RxPackets, 0)
+	})
+	t.Run("tc", func(t *testing.T) {
+		p := g.start(t, "kern", "drop", "-i", g.rx, "--hook", "tc", "--json", "-n", "200ms")
+		running(t, p, "kern drop --hook tc")
+		g.send(t)
+		var s kernSummary
+		stop(t, p, "kern drop --hook tc", &s)
+		counted(t, "kern drop --hook tc", s.RxPackets, 0)
+		// TCX came with Linux 6.6; before, a clsact qdisc, and said so.
+		want := "tcx"
+		if !g.atLeast(6, 6) {
+			want = "clsact"
+		}
+		if s.TCVia != want {
+			t.Errorf("Linux %d.%d: the tc program attached through %q, want %q", g.kernel[0], g.kernel[1], s.TCVia, want)
+		}
+	})
+	t.Run("tx", func(t *testing.T) {
+		back := g.start(t, "kern", "drop", "-i", g.tx, "--json", "-n", "200ms")
+		running(t, back, "kern drop on "+g.tx)
+		p := g.start(t, "kern", "tx", "-i", g.rx, "--json", "-n", "200ms")
+		running(t, p, "kern tx")
+		g.send(t)
+		var s, b kernSummary
+		stop(t, p, "kern tx", &s)
+		stop(t, back, "kern drop on "+g.tx, &b)
+		counted(t, "kern tx", s.RxPackets, 0)
+		counted(t, "XDP_TX back at "+g.tx, b.RxPackets, 0)
+	})
+}
+
+// TestGuestErrors: kern redirect to a device that is down fails every
+// frame in xdp_do_redirect, which -e counts from the xdp_redirect_err
+// tracepoint.
+func TestGuestErrors(t *testing.T) {
+	g := newGuest(t)
+	if out, err := exec.Command("ip", "link", "add", "xdown0", "type", "veth", "peer", "name", "xdown1").CombinedOutput(); err != nil {
+		t.Fatalf("make a veth pair: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("ip", "link", "del", "xdown0").Run() })
+	if !g.atLeast(5, 14) {
+		// -e tells devices apart by their namespace's cookie
+		// (SO_NETNS_COOKIE, Linux 5.14): before, it must refuse, naming it.
+		r := g.run(t, time.Minute, "kern", "redirect", "-i", g.rx, "-o", "xdown0", "-e", "-d", "1s")
+		if r.code == 0 || !strings.Contains(r.stderr, "Linux 5.14") {
+			t.Fatalf("kern redirect -e on Linux %d.%d: want a refusal naming Linux 5.14:\n%s", g.kernel[0], g.kernel[1], r)
+		}
+		privtest.Unsupported(t, "-e needs the netns cookie of a socket (SO_NETNS_COOKIE, Linux 5.14); it refuses, naming it")
+	}
+	p := g.start(t, "kern", "redirect", "-i", g.rx, "-o", "xdown0", "-e", "--json", "-n", "200ms")
+	running(t, p, "kern redirect -e")
+	g.send(t)
+	var s kernSummary
+	r := stop(t, p, "kern redirect -e", &s)
+	counted(t, "kern redirect", s.RxPackets, 0)
+	if s.XDPErrors == nil {
+		t.Fatalf("kern redirect -e printed no xdp errors:\n%s", r.stdout)
+	}
+	t.Logf("-e: attached %v, missing %v, notes %v, lost %d", s.XDPErrors.Attached, s.XDPErrors.Missing, s.XDPErrors.Notes, s.XDPErrors.Lost)
+	if s.XDPErrors.Lost != guestFrames {
+		t.Errorf("-e counted %d frames lost, want all %d redirected to a device that is down", s.XDPErrors.Lost, guestFrames)
+	}
+	// The kernel refuses each frame at the target: ENETDOWN (it is down),
+	// or first EOPNOTSUPP where it checks the target's XDP features (Linux
+	// 6.3 and later: a veth whose peer has no program takes no XDP frames).
+	down, err := net.InterfaceByName("xdown0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range s.XDPErrors.Detail.RedirectErrors {
+		if e.ToIfindex == down.Index && e.Frames == guestFrames && (e.Errno == syscall.ENETDOWN || e.Errno == syscall.EOPNOTSUPP) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("-e: no %d redirect errors to xdown0 (ifindex %d), ENETDOWN or EOPNOTSUPP: %+v", guestFrames, down.Index, s.XDPErrors.Detail.RedirectErrors)
+	}
+}
+
+// TestGuestObserve: rxdrop with --irq (virtio-net has interrupt lines, a
+// veth none), -w (every frame received is in the pcap file, or counted as
+// not) and --metrics (the socket's counters, read while it runs).
+func TestGuestObserve(t *testing.T) {
+	g := newGuest(t)
+	pcapFile := filepath.Join(t.TempDir(), "rx.pcap")
+	const metricsAddr = "127.0.0.1:9464"
+	p := g.start(t, "rxdrop", "-i", g.rx, "--irq", "-w", pcapFile, "--metrics", metricsAddr, "--json", "-n", "200ms")
+	running(t, p, "rxdrop --irq -w --metrics")
+	g.send(t)
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatalf("--metrics: %v", err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte("xdpeng_rx_packets_total{")) {
+		t.Errorf("--metrics: status %d, %v, no xdpeng_rx_packets_total:\n%.2000s", resp.StatusCode, err, body)
+	}
+	var s xskSummary
+	stop(t, p, "rxdrop --irq -w --metrics", &s)
+	counted(t, "rxdrop --irq -w", s.RxPackets, s.XDPStats.Drops())
+	if s.IRQ == nil || s.IRQ.NoIRQ || len(s.IRQ.Lines) == 0 {
+		t.Errorf("--irq found no interrupt line of %s (virtio-net has some): %+v", g.rx, s.IRQ)
+	} else {
+		t.Logf("--irq: %d interrupt lines of %s, the first %s", len(s.IRQ.Lines), g.rx, s.IRQ.Lines[0].Desc)
+	}
+	if s.Capture == nil {
+		t.Fatalf("-w: no capture in the summary")
+	}
+	c := s.Capture
+	if sum := c.Written + c.Skipped + c.Discarded + c.AfterStop; sum != s.RxPackets || c.Error != "" {
+		t.Errorf("-w: written %d + skipped %d + discarded %d + after stop %d != received %d (error %q)",
+			c.Written, c.Skipped, c.Discarded, c.AfterStop, s.RxPackets, c.Error)
+	}
+	// A pcap file: a 24-byte header, then 16 bytes and the frame's 60
+	// for each frame written.
+	fi, err := os.Stat(pcapFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(24 + c.Written*(16+60)); fi.Size() != want {
+		t.Errorf("-w: %s has %d bytes, want %d for %d frames", pcapFile, fi.Size(), want, c.Written)
+	}
+}
