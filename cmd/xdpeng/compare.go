@@ -91,24 +91,25 @@ not ended within 5 s; then every XDP or tc program it left on dut0 is
 removed, and a note says what it took.
 
 With --ndr (test bed or two hosts) it also searches each path's zero-loss
-throughput (RFC 2544's throughput, NDR): after the full-load trial, a
-binary search over --rate with trials of --trial each, from the full-load
-rate down, every trial's loss counted exactly (the device's and the path's counters, after
-they came to rest), until the highest passing and the lowest failing rate are
---resolution % of the full-load rate apart; a trial whose generator could not
-keep the rate (its pacing fell behind and skipped more than 1% of the frames
-the rate asks for) fails. A trial that fails is run once more; if the
-repeat passes the rate passes, reported as marginal. Then --verify N trials
-run at the answer: it stands only if every one passes; if one fails, the rate
-one resolution lower is verified, up to 5 steps down. One trial 10% above
-the verified rate follows. It prints each trial as it goes. --loss PCT adds
-a partial-drop rate (PDR) search that lets a trial lose PCT % of its frames.
-Rows gain ndr_mpps (pdr_mpps, the verified rates), trials and the searches'
-steps, verification trials and confidence ("held 3 of 3 at 0.550 Mpps;
-0.561 lost 0.02% in 1 of 3"). RFC 2544 asks for trials of 60 s:
---trial 60s; at the default resolution a search runs at most 18 trials, then
-the --verify trials (as many again per step down) and the one above: at
-most 22 trials of 60 s per path with --verify 3 and no step down.
+throughput (RFC 2544's throughput, NDR): after the full-load trial, a binary
+search over --rate with trials of --trial each, from the full-load rate
+down, every trial's loss counted exactly (the device's and the path's
+counters, after they came to rest), until the highest passing and the lowest
+failing rate are --resolution % of the full-load rate apart; a trial whose
+generator could not keep the rate (its pacing fell behind and skipped more
+than 1% of the frames the rate asks for) fails. A trial that fails is run
+once more; if the repeat passes the rate passes, reported as marginal. Then
+--verify N trials run at the answer: it stands only if every one passes; if
+one fails, the rate one resolution lower is verified, up to 5 steps down.
+One trial 10% above the verified rate follows. It prints each trial as it
+goes. --loss PCT adds a partial-drop rate (PDR) search that lets a trial
+lose PCT % of its frames. Rows gain ndr_mpps (pdr_mpps, the verified rates),
+trials and the searches' steps, verification trials and confidence (how the
+rate held: "held 3 of 3 at RATE Mpps", and what the lowest failing rate
+above it lost). RFC 2544 asks for trials of 60 s: --trial 60s; at the
+default resolution a search runs at most 18 trials, then the --verify trials
+(as many again per step down) and the one above: at most 22 trials of 60 s
+per path with --verify 3 and no step down.
 
 Layouts (2 CPUs): A = generator on CPU 0, where veth also runs the DUT's NAPI
 (XDP programs, AF_XDP copy, skbs) in softirq, receiver threads on CPU 1;
