@@ -65,8 +65,11 @@ xsk-drop, xdp-tx, xsk-l2fwd and, with a second (third) pair of ports,
 xdp-redirect, xdp-redirect-generic, xsk-fwd (xdp-redirect-multi); -q and
 --dut-cpus are the DUT's queues and CPUs, and the CPU columns its CPUs.
 
-Drop family (the default): ` + pathList(compare.Drop) + `
-Forward family (--family forward: test bed, or two hosts with 2 or 3 port pairs): ` + pathList(compare.Forward) + `
+Drop family (the default):
+` + wrapList(pathList(compare.Drop)) + `
+Forward family (--family forward: test bed, or two hosts with 2 or 3 port
+pairs):
+` + wrapList(pathList(compare.Forward)) + `
 Run only when named in --paths (test bed only), as they need dpdk-testpmd
 (Debian 12: apt-get install dpdk-dev librte-net-af-xdp23): dpdk-af-xdp and
 dpdk-af-xdp-nobusy (DPDK's AF_XDP driver under testpmd rxonly, its default
@@ -76,33 +79,37 @@ named: xsk-drop-busy-poll (xsk-drop with --busy-poll), which bench measures.
 
 The peers, run only when named in --paths (test bed with one queue), each
 the C tool on dut0's queue 0 pinned to the DUT CPU, found in --peers DIR or
-else in PATH, and skipped with a note where absent: ` + peerList() + `.
+else in PATH, and skipped with a note where absent:
+` + wrapList(peerList()) + `
 Their frames are counted at the device as the dpdk paths' are (veth's
 redirects on dut0; frames sent back where they come back, on gen0).
 xdp-trafficgen-udp is a generator under test instead: xdp-trafficgen udp on
 gen0 (one thread, on the first generator CPU, no --rate) into xdp-drop's
 XDP_DROP on dut0, sent counted at gen0's device; xdp-drop's row is the same
-with xdpeng's generator. Each is
-ended with SIGINT, and SIGKILL if it has not ended within 5 s; then every
-XDP or tc program it left on dut0 is removed, and a note says what it took.
+with xdpeng's generator. Each is ended with SIGINT, and SIGKILL if it has
+not ended within 5 s; then every XDP or tc program it left on dut0 is
+removed, and a note says what it took.
 
-With --ndr (test bed or two hosts) it also searches each path's zero-loss throughput
-(RFC 2544's throughput, NDR): after the full-load trial, a binary search over
---rate with trials of --trial each, from the full-load rate down, every
-trial's loss counted exactly (the device's and the path's counters, after
-they came to rest), until the highest passing and the lowest failing rate are
---resolution % of the full-load rate apart; a trial whose generator could not
-keep the rate (its pacing fell behind and skipped more than 1% of the frames
-the rate asks for) fails. A trial that fails is run once more; if the
-repeat passes the rate passes, reported as marginal. Then --verify N trials
-run at the answer: it stands only if every one passes; if one fails, the rate
-one resolution lower is verified, up to 5 steps down. One trial 10% above
-the verified rate follows. It prints each trial as it goes. --loss PCT adds
-a partial-drop rate (PDR) search that lets a trial lose PCT % of its frames.
-Rows gain ndr_mpps (pdr_mpps, the verified rates), trials and the searches'
-steps, verification trials and confidence ("held 3 of 3 at 0.550 Mpps;
-0.561 lost 0.02% in 1 of 3"). RFC 2544 asks for trials of 60 s:
---trial 60s (an hour or more per path).
+With --ndr (test bed or two hosts) it also searches each path's zero-loss
+throughput (RFC 2544's throughput, NDR): after the full-load trial, a binary
+search over --rate with trials of --trial each, from the full-load rate
+down, every trial's loss counted exactly (the device's and the path's
+counters, after they came to rest), until the highest passing and the lowest
+failing rate are --resolution % of the full-load rate apart; a trial whose
+generator could not keep the rate (its pacing fell behind and skipped more
+than 1% of the frames the rate asks for) fails. A trial that fails is run
+once more; if the repeat passes the rate passes, reported as marginal. Then
+--verify N trials run at the answer: it stands only if every one passes; if
+one fails, the rate one resolution lower is verified, up to 5 steps down.
+One trial 10% above the verified rate follows. It prints each trial as it
+goes. --loss PCT adds a partial-drop rate (PDR) search that lets a trial
+lose PCT % of its frames. Rows gain ndr_mpps (pdr_mpps, the verified rates),
+trials and the searches' steps, verification trials and confidence (how the
+rate held: "held 3 of 3 at RATE Mpps", and what the lowest failing rate
+above it lost). RFC 2544 asks for trials of 60 s: --trial 60s; at the
+default resolution a search runs at most 18 trials, then the --verify trials
+(as many again per step down) and the one above: at most 22 trials of 60 s
+per path with --verify 3 and no step down.
 
 Layouts (2 CPUs): A = generator on CPU 0, where veth also runs the DUT's NAPI
 (XDP programs, AF_XDP copy, skbs) in softirq, receiver threads on CPU 1;
@@ -167,6 +174,26 @@ func peerList() string {
 		}
 	}
 	return strings.Join(names, ", ")
+}
+
+// wrapList breaks a comma-separated list into lines of at most 78
+// characters, each indented by two spaces, for a command's help.
+func wrapList(list string) string {
+	var b strings.Builder
+	line := ""
+	for _, w := range strings.Split(list, ", ") {
+		switch {
+		case line == "":
+			line = "  " + w
+		case len(line)+2+len(w) > 78:
+			b.WriteString(line + ",\n")
+			line = "  " + w
+		default:
+			line += ", " + w
+		}
+	}
+	b.WriteString(line)
+	return b.String()
 }
 
 func pathList(f compare.Family) string {

@@ -37,9 +37,10 @@ does), the same build as here: one that differs is refused, --dut-install
 copies this one over (to the ssh user's ~/.cache/xdpeng). A binary that a user
 other than the ssh user and root could change (it, or a directory above it,
 is another user's or writable by group or others) is never run; each command
-checks it again, and runs a private copy whose hash it checked. Each path runs on the DUT as xdpeng's own command for
-it (kern, rxdrop, l2fwd, fwd --json, bounded by its own duration, so that it
-ends by itself if this host dies), beside "xdpeng stats --cpu" on its ports;
+checks it again, and runs a private copy whose hash it checked. Each path
+runs on the DUT as xdpeng's own command for it (kern, rxdrop, l2fwd,
+fwd --json, bounded by its own duration, so that it ends by itself if this
+host dies), beside "xdpeng stats --cpu" on its ports;
 the generator and the receivers of frames that come back run here on
 --gen-if, cabled to --dut-if. Rows join both sides' counters: sent here,
 received and dropped there, lost_on_wire for what the tester's port sent and

@@ -51,7 +51,8 @@ row: sent, received, lost, reordered, duplicated and the delay's min, p50,
 p90, p99, p99.9 and max, then a picture of each row's distribution on a log
 scale, and the path's own drop counters that explain a loss.
 
-Paths (their frames come back): ` + strings.Join(latencyPathNames(), ", ") + `
+Paths (their frames come back):
+` + wrapList(strings.Join(latencyPathNames(), ", ")) + `
 (default: ` + strings.Join(compare.DefaultLatencyPaths, ", ") + `).
 xdpeng's AF_XDP paths (xsk-*) run once in each wait mode of --waits
 (default all: adaptive, busy, poll, busy-poll), so each mode's cost in delay

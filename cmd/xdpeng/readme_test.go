@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -90,4 +91,40 @@ func TestREADMEProgram(t *testing.T) {
 		}
 		buildInModule(t, root, "docs/go-api.md", map[string][]byte{"main.go": files[0], "main_test.go": files[1]}, []string{"vet", "."}, []string{"test", "-count=1", "."})
 	})
+}
+
+// TestREADMECommands: the README's table of commands has a row for every
+// command of xdpeng (cobra's help and completion aside) and none other, and
+// every "xdpeng WORD" in its shell blocks names a command.
+func TestREADMECommands(t *testing.T) {
+	text, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, c := range rootCmd.Commands() {
+		if c.IsAvailableCommand() && c.Name() != "help" && c.Name() != "completion" {
+			want = append(want, c.Name())
+		}
+	}
+	slices.Sort(want)
+	var rows []string
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z0-9]+)` \\|").FindAllSubmatch(text, -1) {
+		rows = append(rows, string(m[1]))
+	}
+	slices.Sort(rows)
+	if !slices.Equal(rows, want) {
+		t.Errorf("the README's table of commands lists %v; xdpeng has %v", rows, want)
+	}
+	run := regexp.MustCompile(`(?:^|[\s;&/])xdpeng ([a-z][a-z0-9-]*)`)
+	for _, b := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllSubmatch(text, -1) {
+		for _, line := range strings.Split(string(b[1]), "\n") {
+			line, _, _ = strings.Cut(line, "#") // a comment is prose
+			for _, m := range run.FindAllStringSubmatch(line, -1) {
+				if !slices.Contains(want, m[1]) {
+					t.Errorf("the README runs xdpeng %s: no such command", m[1])
+				}
+			}
+		}
+	}
 }

@@ -561,7 +561,7 @@ func targets(r *Result) []Target {
 			Reference: ref})
 	}
 	cost("DUT CPU per frame, the best peer's poll mode / xsk-drop (B)", "B", "xsk-drop", []string{"asavie-drop", "dpdk-af-xdp-nobusy"}, 1.2,
-		"issue 15: >= 1.2x xdpsock -p (xdpsock is not installed here: asavie/xdp's poll() loop and DPDK's AF_XDP driver without busy polling stand in)")
+		"issue 15: >= 1.2x xdpsock -p (here asavie/xdp's poll() loop and DPDK's AF_XDP driver without busy polling stand in; xdpsock -p itself, where --peers finds it, is in the B-full target against the peers)")
 	cost("DUT CPU per frame, DPDK AF_XDP with preferred busy polling / xsk-drop (B)", "B", "xsk-drop", []string{"dpdk-af-xdp"}, 1.0,
 		"issue 15: >= 1.0x xdpsock -B -p (DPDK's default busy_budget stands in)")
 	ratio("--busy-poll / the default wait, frames received (B)", "B", "xsk-drop-busy-poll", "xsk-drop", 0.99,
