@@ -121,6 +121,9 @@ func traceReasonsOf(d xdperr.Snapshot, s *sample, native bool) {
 }
 
 func bedEnv(bed *testbed.Bed, cfg *Config) (*env, error) {
+	if len(cfg.DUTCPUs) == 0 {
+		return nil, errNoDUTCPUs
+	}
 	e := &env{bed: bed, links: bed.Links, genNS: bed.GenNS, dutNS: bed.DUTNS, dut: bed.Links[0].DUT, dutIndex: bed.Links[0].DUTIndex,
 		dutCPUs: cfg.DUTCPUs, genCPUs: cfg.GenCPUs, peers: cfg.Peers}
 	for q := range bed.Queues {
@@ -142,6 +145,9 @@ func bedEnv(bed *testbed.Bed, cfg *Config) (*env, error) {
 }
 
 func nicEnv(cfg *Config) (*env, error) {
+	if len(cfg.DUTCPUs) == 0 {
+		return nil, errNoDUTCPUs
+	}
 	info, err := engine.LookupDevice(cfg.Interface)
 	if err != nil {
 		return nil, fmt.Errorf("compare: %w", err)
@@ -167,6 +173,9 @@ func nicEnv(cfg *Config) (*env, error) {
 	e.cpus = spread(len(e.queues), cfg.DUTCPUs)
 	return e, nil
 }
+
+// errNoDUTCPUs: a Config whose defaults were not filled in (Resolve).
+var errNoDUTCPUs = errors.New("compare: no receiver CPUs on the DUT: the config was not resolved (Config.Resolve)")
 
 // spread gives n receiver threads CPUs from cpus, round-robin.
 func spread(n int, cpus []int) []int {

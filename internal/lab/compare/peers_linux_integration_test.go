@@ -99,7 +99,7 @@ func TestPeerKilledAndItsProgramRemoved(t *testing.T) {
 	defer unplantXDP(bed)
 	dir := fakeBench(t)
 	cfg := Config{Bed: bed, Paths: []string{"xdp-bench-xsk-drop"}, Duration: time.Second, Peers: dir}
-	if err := cfg.Check(); err != nil {
+	if err := cfg.Resolve(); err != nil {
 		t.Fatal(err)
 	}
 	e, _, teardown := prepared(t, &cfg)
@@ -260,7 +260,7 @@ func TestRealPeerKilled(t *testing.T) {
 	dir := peersDir(t)
 	bed := testbedtest.New(t, 1, 1)
 	cfg := Config{Bed: bed, Paths: []string{"xdp-bench-xsk-drop"}, Duration: time.Second, Peers: dir}
-	if err := cfg.Check(); err != nil {
+	if err := cfg.Resolve(); err != nil {
 		t.Fatal(err)
 	}
 	e, _, teardown := prepared(t, &cfg)
