@@ -205,7 +205,7 @@ func (w *Watcher) Serve(cs ...prometheus.Collector) error {
 	if w == nil || w.srv == nil {
 		return nil
 	}
-	return partErr(PartMetrics, w.srv.Serve(append(w.pending, cs...)...))
+	return w.srv.Serve(append(w.pending, cs...)...)
 }
 
 // MetricsURL is where the endpoint answers, "" without one.
