@@ -161,6 +161,9 @@ func TestCLIJumboFrames(t *testing.T) {
 				if rs.RxPackets+rs.XDPStats.Drops() != count || rs.RxBytes != rs.RxPackets*size {
 					t.Errorf("sent %d != received %d (%d bytes) + socket drops %d", count, rs.RxPackets, rs.RxBytes, rs.XDPStats.Drops())
 				}
+				if !strings.Contains(rs.XDPStats.RxDroppedReason, "segments") {
+					t.Errorf("%s -F: rx_dropped_reason %q does not name the segments the fill ring lacked", mode, rs.XDPStats.RxDroppedReason)
+				}
 				if rs.XDPStats.RxInvalidDescs != 0 || rs.XDPStats.TxInvalidDescs != 0 || !rs.Umem.MultiBuffer {
 					t.Errorf("%s: xdp stats %+v, umem %+v", mode, rs.XDPStats, rs.Umem)
 				}

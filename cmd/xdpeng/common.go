@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cilium/ebpf/rlimit"
 	"github.com/spf13/cobra"
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
@@ -19,10 +18,7 @@ func needRoot(command string, need privilege.Need) error {
 	if err := privilege.Check(command, need); err != nil {
 		return err
 	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return fmt.Errorf("raise RLIMIT_MEMLOCK: %w", err)
-	}
-	return nil
+	return privilege.RaiseMemlock()
 }
 
 // typed is the command as the user typed it, without the program's name:

@@ -14,7 +14,6 @@ import (
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/handler"
 	"github.com/xdpeng/xdpeng/internal/metrics"
-	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/units"
 )
@@ -92,12 +91,11 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 		return err
 	}
 	if dstMAC == nil {
-		out, err := engine.LookupDevice(f.out)
-		if err != nil {
-			return advise(fmt.Errorf("-o: %w", err))
-		}
-		if dstMAC, _, err = netdev.DstMAC(out.Index, netip.Addr{}); err != nil {
-			return fmt.Errorf("destination MAC for %s: %w: give it with --dst-mac", out.Name, err)
+		if dstMAC, err = engine.NextHopMAC(f.out, netip.Addr{}); err != nil {
+			if de := (*engine.DeviceError)(nil); errors.As(err, &de) {
+				return advise(fmt.Errorf("-o: %w", err))
+			}
+			return fmt.Errorf("%w: give it with --dst-mac", err)
 		}
 	}
 	fwd := &handler.Forward{Port: engine.OutputPort(0), DstMAC: dstMAC}
@@ -154,7 +152,7 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 			"in_rx_dropped": t.XDP.RxDropped, "in_rx_ring_full": t.XDP.RxRingFull,
 			"out_tx_invalid_descs": outXDP.TxInvalidDescs,
 		},
-		PerQueue: queuesJSON(last.Queues), InXDPStats: t.XDP, OutXDPStats: outXDP,
+		PerQueue: queuesJSON(last.Queues), InXDPStats: xdpStatsOf(t.XDP, ecfg), OutXDPStats: outXDP,
 		App:       map[string]uint64{"rx_wakeups": t.RxWakeups, "tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches},
 		watchJSON: w.summaryJSON(),
 	}
@@ -174,8 +172,8 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 		fmt.Fprintf(p.w, "  queue %d (CPU %d): rx %d, tx %d, dropped %d, tx ring full %d\n", q.Queue, q.CPU, q.RxPackets, q.TxPackets, q.Dropped, q.TxRingFull)
 	}
 	x := t.XDP
-	fmt.Fprintf(p.w, "  xdp stats %s: rx_dropped %d, rx_invalid_descs %d, rx_ring_full %d, rx_fill_ring_empty_descs %d\n",
-		sum.In, x.RxDropped, x.RxInvalidDescs, x.RxRingFull, x.RxFillRingEmptyDescs)
+	fmt.Fprintf(p.w, "  xdp stats %s: rx_dropped %s, rx_invalid_descs %d, rx_ring_full %d, rx_fill_ring_empty_descs %d\n",
+		sum.In, rxDroppedText(sum.InXDPStats), x.RxInvalidDescs, x.RxRingFull, x.RxFillRingEmptyDescs)
 	fmt.Fprintf(p.w, "  xdp stats %s: tx_invalid_descs %d, tx_ring_empty_descs %d\n", sum.Out, outXDP.TxInvalidDescs, outXDP.TxRingEmptyDescs)
 	fmt.Fprintf(p.w, "  app stats: rx_wakeups %d, tx_wakeups %d, polls %d, batches %d\n", t.RxWakeups, t.TxWakeups, t.Polls, t.Batches)
 	w.summaryText(p.w)
@@ -205,7 +203,7 @@ type fwdSummary struct {
 	TxPPS       float64            `json:"tx_pps"`
 	Drops       map[string]uint64  `json:"drops"`
 	PerQueue    []queueJSON        `json:"per_queue"`
-	InXDPStats  engine.SocketStats `json:"in_xdp_stats"`
+	InXDPStats  xdpStatsJSON       `json:"in_xdp_stats"`
 	OutXDPStats engine.SocketStats `json:"out_xdp_stats"`
 	App         map[string]uint64  `json:"app_stats"`
 	watchJSON

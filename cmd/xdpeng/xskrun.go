@@ -588,7 +588,7 @@ func (p *xskPrinter) interval(prev, cur engine.Snapshot) {
 			// --dut) can account for every frame at any moment.
 			t := cur.Total()
 			obj["xdp_mode"], obj["zero_copy"] = p.eng.Config().XDPMode.String(), p.eng.ZeroCopy()
-			obj["xdp_stats"], obj["handler_dropped"], obj["tx_ring_full"] = t.XDP, t.Dropped, t.TxRingFull
+			obj["xdp_stats"], obj["handler_dropped"], obj["tx_ring_full"] = xdpStatsOf(t.XDP, p.eng.Config()), t.Dropped, t.TxRingFull
 		}
 		if p.hooks.intervalJSON != nil {
 			p.hooks.intervalJSON(obj, dt)
@@ -659,11 +659,11 @@ type xskSummary struct {
 	// (every frame in rxdrop), not drops of the kernel's (xdp_stats).
 	HandlerDropped uint64 `json:"handler_dropped"`
 	// Dropped is HandlerDropped under its old name, kept for one release.
-	Dropped    uint64             `json:"dropped"`
-	TxRingFull uint64             `json:"tx_ring_full"`
-	PerQueue   []queueJSON        `json:"per_queue"`
-	XDPStats   engine.SocketStats `json:"xdp_stats"`
-	App        map[string]uint64  `json:"app_stats"`
+	Dropped    uint64            `json:"dropped"`
+	TxRingFull uint64            `json:"tx_ring_full"`
+	PerQueue   []queueJSON       `json:"per_queue"`
+	XDPStats   xdpStatsJSON      `json:"xdp_stats"`
+	App        map[string]uint64 `json:"app_stats"`
 	watchJSON
 }
 
@@ -677,7 +677,7 @@ func (p *xskPrinter) summary(s engine.Snapshot) {
 		Queues: cfg.Queues, XDPMode: cfg.XDPMode.String(), ZeroCopy: zc, Batch: cfg.Batch, FrameSize: cfg.FrameSize,
 		Umem:      umemSummary(p.eng.Umem()),
 		DurationS: round3(dur), RxPackets: t.RxPackets, RxBytes: t.RxBytes, TxPackets: t.TxPackets, TxBytes: t.TxBytes,
-		HandlerDropped: t.Dropped, Dropped: t.Dropped, TxRingFull: t.TxRingFull, PerQueue: queuesJSON(s.Queues), XDPStats: t.XDP,
+		HandlerDropped: t.Dropped, Dropped: t.Dropped, TxRingFull: t.TxRingFull, PerQueue: queuesJSON(s.Queues), XDPStats: xdpStatsOf(t.XDP, cfg),
 		App:       map[string]uint64{"rx_wakeups": t.RxWakeups, "tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches, "naps": t.Naps},
 		watchJSON: p.watch.summaryJSON(),
 	}
@@ -699,8 +699,8 @@ func (p *xskPrinter) summary(s engine.Snapshot) {
 		fmt.Fprintf(p.w, "  queue %d (CPU %d): rx %d, tx %d, dropped by the handler %d, tx ring full %d\n", q.Queue, q.CPU, q.RxPackets, q.TxPackets, q.Dropped, q.TxRingFull)
 	}
 	x := t.XDP
-	fmt.Fprintf(p.w, "  xdp stats: rx_dropped %d, rx_invalid_descs %d, tx_invalid_descs %d, rx_ring_full %d, rx_fill_ring_empty_descs %d, tx_ring_empty_descs %d\n",
-		x.RxDropped, x.RxInvalidDescs, x.TxInvalidDescs, x.RxRingFull, x.RxFillRingEmptyDescs, x.TxRingEmptyDescs)
+	fmt.Fprintf(p.w, "  xdp stats: rx_dropped %s, rx_invalid_descs %d, tx_invalid_descs %d, rx_ring_full %d, rx_fill_ring_empty_descs %d, tx_ring_empty_descs %d\n",
+		rxDroppedText(sum.XDPStats), x.RxInvalidDescs, x.TxInvalidDescs, x.RxRingFull, x.RxFillRingEmptyDescs, x.TxRingEmptyDescs)
 	fmt.Fprintf(p.w, "  app stats: rx_wakeups %d, tx_wakeups %d, polls %d, naps %d, batches %d\n", t.RxWakeups, t.TxWakeups, t.Polls, t.Naps, t.Batches)
 	if t.BusyPollInert {
 		fmt.Fprintf(p.w, "  busy-poll: the sockets on %s had NAPI ID 0, nothing to busy-poll (veth gives none in Linux 6.18), so the worker waited as adaptive does\n", cfg.Interface)
@@ -709,6 +709,28 @@ func (p *xskPrinter) summary(s engine.Snapshot) {
 		p.hooks.summaryText(p.w)
 	}
 	p.watch.summaryText(p.w)
+}
+
+// xdpStatsJSON is a receiving mode's socket counters in JSON, with what
+// rx_dropped counts in the engine's configuration beside it, since no other
+// counter names it (with multi-buffer, frames whose segments the fill ring
+// did not hold all of).
+type xdpStatsJSON struct {
+	engine.SocketStats
+	RxDroppedReason string `json:"rx_dropped_reason"`
+}
+
+func xdpStatsOf(s engine.SocketStats, cfg engine.Config) xdpStatsJSON {
+	return xdpStatsJSON{SocketStats: s, RxDroppedReason: cfg.RxDropReason()}
+}
+
+// rxDroppedText is rx_dropped in a text summary: the count, and where it
+// is not zero, what it counted.
+func rxDroppedText(x xdpStatsJSON) string {
+	if x.RxDropped == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d (%s)", x.RxDropped, x.RxDroppedReason)
 }
 
 // queueJSON is a queue's counters in a JSON summary: handler_dropped

@@ -179,3 +179,34 @@ func TestJSONFields(t *testing.T) {
 		t.Errorf("jsonFields = %v, want a b C e", got)
 	}
 }
+
+// TestRxDroppedReason: rx_dropped comes with what it counts, in the JSON
+// always (inside xdp_stats) and in the text where it is not zero; with -F
+// it names the frames whose segments the fill ring did not hold.
+func TestRxDroppedReason(t *testing.T) {
+	mb := engine.DefaultConfig()
+	mb.MultiBuffer = true
+	x := xdpStatsOf(engine.SocketStats{RxDropped: 1164, RxRingFull: 3}, mb)
+	b, err := json.Marshal(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["rx_dropped"] != 1164.0 || got["rx_ring_full"] != 3.0 || got["rx_dropped_reason"] != mb.RxDropReason() ||
+		!strings.Contains(mb.RxDropReason(), "segments") {
+		t.Errorf("xdp_stats with -F: %s", b)
+	}
+	if got, want := rxDroppedText(x), "1164 ("+mb.RxDropReason()+")"; got != want {
+		t.Errorf("text with -F: %q, want %q", got, want)
+	}
+	plain := xdpStatsOf(engine.SocketStats{RxDropped: 5}, engine.DefaultConfig())
+	if got, want := rxDroppedText(plain), "5 (no buffer in the fill ring)"; got != want {
+		t.Errorf("text without -F: %q, want %q", got, want)
+	}
+	if got := rxDroppedText(xdpStatsOf(engine.SocketStats{}, mb)); got != "0" {
+		t.Errorf("text of no drops: %q, want 0", got)
+	}
+}

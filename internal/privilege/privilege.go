@@ -6,6 +6,7 @@ package privilege
 import (
 	"fmt"
 
+	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,6 +58,17 @@ func Check(command string, need Need) error {
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%s needs root (missing %v): run it with sudo", command, missing)
+	}
+	return nil
+}
+
+// RaiseMemlock lifts RLIMIT_MEMLOCK where the kernel still charges BPF
+// maps against it (before memory-cgroup accounting, Linux 5.11), so that
+// loading a program does not fail with EPERM on a low limit; elsewhere it
+// changes nothing. Call it once, after Check, before anything is loaded.
+func RaiseMemlock() error {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return fmt.Errorf("raise RLIMIT_MEMLOCK: %w", err)
 	}
 	return nil
 }
