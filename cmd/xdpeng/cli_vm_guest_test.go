@@ -119,11 +119,11 @@ func stop(t *testing.T, p *proc, what string, v any) result {
 }
 
 // send sends guestFrames frames out of the sender port to the port under
-// test and checks txonly sent them all.
-func (g *guest) send(t *testing.T) {
+// test and checks txonly sent them all; more are txonly's flags.
+func (g *guest) send(t *testing.T, more ...string) {
 	t.Helper()
-	r := g.run(t, 2*time.Minute, "txonly", "-i", g.tx, "-G", g.rxMAC, "-c", "--xdp-pass", "never",
-		"--count", strconv.Itoa(guestFrames), "--rate", strconv.Itoa(guestRate), "-Q", "--json")
+	r := g.run(t, 2*time.Minute, append([]string{"txonly", "-i", g.tx, "-G", g.rxMAC, "-c", "--xdp-pass", "never",
+		"--count", strconv.Itoa(guestFrames), "--rate", strconv.Itoa(guestRate), "-Q", "--json"}, more...)...)
 	if r.code != 0 {
 		t.Fatalf("txonly:\n%s", r)
 	}

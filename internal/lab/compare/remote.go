@@ -278,13 +278,19 @@ func remoteEnv(ctx context.Context, cfg *Config) (*env, error) {
 	return e, nil
 }
 
+// setupAllowance is how long a path's commands on the DUT may take to
+// start, in sessionLength.
+const setupAllowance = 60 * time.Second
+
 // sessionLength bounds the remote commands of one path: set-up, the
 // full-load trial and, with an NDR search, the most trials it can take,
 // each with its warm-up and drain. The commands end by themselves then,
-// whatever becomes of this host.
+// whatever becomes of this host. The set-up allows for a slow DUT: an
+// emulated guest takes 20 s and more to start a path's commands over ssh
+// on a loaded host.
 func sessionLength(cfg *Config) time.Duration {
 	per := func(d time.Duration) time.Duration { return d + 2*time.Second + drainMax + 2*time.Second }
-	total := 15*time.Second + per(cfg.Duration)
+	total := setupAllowance + per(cfg.Duration)
 	if n := cfg.NDR; n != nil {
 		// Halvings of the range down to the resolution, for NDR and PDR,
 		// each with its first and last trial, and the two checks.

@@ -65,6 +65,7 @@ type Port struct {
 	GuestIP string // 198.18.K.2/24
 	TapIP   string // 198.18.K.1/24, unless the bed loops its ports
 	Netdev  string // QEMU's netdev id, for the monitor's set_link: net0
+	Device  string // QEMU's device id, for the monitor's device_del: dev0
 }
 
 // Bed is a running (or dead) guest and what it is attached to.
@@ -167,6 +168,7 @@ func Up(ctx context.Context, cfg Config) (_ *Bed, err error) {
 			Guest: fmt.Sprintf("eth%d", i), Tap: fmt.Sprintf("vtap%d", i),
 			MAC:     fmt.Sprintf("52:54:00:5e:00:%02x", i),
 			GuestIP: fmt.Sprintf("198.18.%d.2/24", i), Netdev: fmt.Sprintf("net%d", i),
+			Device: fmt.Sprintf("dev%d", i),
 		}
 		if !cfg.Loop {
 			p.TapIP = fmt.Sprintf("198.18.%d.1/24", i)
@@ -338,7 +340,7 @@ func (b *Bed) qemuArgs(cfg Config) []string {
 	}
 	for _, p := range b.Ports {
 		nd := "tap,id=" + p.Netdev + ",ifname=" + p.Tap + ",script=no,downscript=no,vhost=off"
-		dev := "virtio-net-pci,netdev=" + p.Netdev + ",mac=" + p.MAC
+		dev := "virtio-net-pci,id=" + p.Device + ",netdev=" + p.Netdev + ",mac=" + p.MAC
 		if b.Queues > 1 {
 			nd += ",queues=" + strconv.Itoa(b.Queues)
 			dev += fmt.Sprintf(",mq=on,vectors=%d", 2*b.Queues+2)

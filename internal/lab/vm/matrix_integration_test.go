@@ -38,7 +38,8 @@ const (
 
 // TestKernelMatrix boots a guest on each kernel of XDPENG_VM_KERNELS and
 // runs there the CLI's guest tests against virtio-net, then takes a link
-// down and up from QEMU's monitor under a running rxdrop. Each kernel's
+// down and up from QEMU's monitor under a running rxdrop, runs compare with
+// the guest as the DUT, and pulls a NIC out (device_del) under rxdrop. Each kernel's
 // privtest line goes to the report of make test (XDPENG_PRIV_REPORT), named
 // vm-KERNEL/xdpeng, with a line of how long each step took.
 func TestKernelMatrix(t *testing.T) {
@@ -63,7 +64,7 @@ func TestKernelMatrix(t *testing.T) {
 			privtest.Root(t)
 			start := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), bootLimit)
-			b, err := Up(ctx, Config{Name: testbed.UniqueName("vm"), Kernel: name, Queues: 2, Links: 2, Loop: true})
+			b, err := Up(ctx, Config{Name: testbed.UniqueName("vm"), Kernel: name, Queues: 2, Links: 3, Loop: true})
 			cancel()
 			var ue *UnavailableError
 			if errors.As(err, &ue) && optional {
@@ -81,7 +82,7 @@ func TestKernelMatrix(t *testing.T) {
 
 			ctx, cancel = context.WithTimeout(context.Background(), guestLimit)
 			defer cancel()
-			cmd := b.Command(ctx, "env", privtest.RequireEnv+"=1", "XDPENG_GUEST_BIN="+xdpeng, "XDPENG_GUEST_PORTS=eth0,eth1",
+			cmd := b.Command(ctx, "env", privtest.RequireEnv+"=1", "XDPENG_GUEST_BIN="+xdpeng, "XDPENG_GUEST_PORTS=eth0,eth1", "XDPENG_GUEST_THIRD=eth2",
 				guestTest, "-test.v", "-test.count=1", "-test.run", "^TestGuest", "-test.timeout", (guestLimit - time.Minute).String())
 			out, err := runToFile(t, cmd)
 			tested := time.Since(start) - booted
@@ -98,8 +99,13 @@ func TestKernelMatrix(t *testing.T) {
 
 			linkStart := time.Now()
 			t.Run("set_link", func(t *testing.T) { testSetLink(t, b, xdpeng) })
-			report(t, fmt.Sprintf("vmtest %s: Linux %s (%s), booted in %.0f s, guest tests %.0f s, link test %.0f s, total %.0f s\n",
-				name, b.Kernel.Version, b.Kernel.Package, booted.Seconds(), tested.Seconds(), time.Since(linkStart).Seconds(), time.Since(start).Seconds()))
+			compareStart := time.Now()
+			t.Run("compare_dut", func(t *testing.T) { testCompareDUT(t, b, xdpeng) })
+			delStart := time.Now()
+			t.Run("device_del", func(t *testing.T) { testDeviceDel(t, b, xdpeng) })
+			report(t, fmt.Sprintf("vmtest %s: Linux %s (%s), booted in %.0f s, guest tests %.0f s, link test %.0f s, compare --dut %.0f s, device_del %.0f s, total %.0f s\n",
+				name, b.Kernel.Version, b.Kernel.Package, booted.Seconds(), tested.Seconds(), compareStart.Sub(linkStart).Seconds(),
+				delStart.Sub(compareStart).Seconds(), time.Since(delStart).Seconds(), time.Since(start).Seconds()))
 		})
 	}
 }
