@@ -106,7 +106,7 @@ func checkMTU(info *netdev.Info, c *Config) error {
 		if info.MTU <= maxMTU {
 			return nil
 		}
-		room := fs - xdpHeadroom - hr
+		room := fs - KernelHeadroom - hr
 		return &MultiBufferError{Device: info.Name, MTU: info.MTU, FrameSize: c.FrameSize, Headroom: c.FrameHeadroom,
 			Buffers: (info.MTU + frameOverhead + room - 1) / room, MaxBuffers: netdev.CopyModeMaxFrags, MaxMTU: maxMTU}
 	}

@@ -63,8 +63,10 @@ func (f *xskFlags) register(fs *pflag.FlagSet) {
 	fs.StringVarP(&f.queues, "queues", "q", "", "rx queues to bind, e.g. 0, 0-3, 0,2 (default: all of the device's)")
 	fs.StringVar(&f.cpus, "cpus", "", "CPU of each queue's worker, in the order of -q: -q 0-1 --cpus 1,0 puts queue 0 on CPU 1 (default: from the last CPU down)")
 	fs.IntVarP(&f.batch, "batch", "b", 64, "descriptors taken from a ring at once")
-	fs.Uint32VarP(&f.frameSize, "frame-size", "f", 2048, fmt.Sprintf("UMEM frame size: a power of two from 2048 to the page size (here: %s); a frame must fit in one after 256 bytes of headroom and --headroom (2048: MTU up to 1774), unless -F", frameSizes()))
-	fs.Uint32Var(&f.headroom, "headroom", 0, "UMEM headroom: bytes the kernel leaves free in front of every received frame, beyond its own 256, at most the frame size - 704")
+	fs.Uint32VarP(&f.frameSize, "frame-size", "f", 2048, fmt.Sprintf("UMEM frame size: a power of two from 2048 to the page size (here: %s); a frame must fit in one after %d bytes of headroom and --headroom (2048: MTU up to %d), unless -F",
+		frameSizes(), engine.KernelHeadroom, netdev.FrameMTU(2048, 0, 1)))
+	fs.Uint32Var(&f.headroom, "headroom", 0, fmt.Sprintf("UMEM headroom: bytes the kernel leaves free in front of every received frame, beyond its own %d, at most the frame size - %d",
+		engine.KernelHeadroom, engine.FrameReserve))
 	fs.BoolVarP(&f.unaligned, "unaligned", "u", false, "unaligned chunk mode (XDP_UMEM_UNALIGNED_CHUNK_FLAG), the UMEM in huge pages where the pool has them (see --huge-pages)")
 	fs.StringVar(&f.hugePages, "huge-pages", "auto", "huge pages behind the UMEM: auto (with -u, when the pool has them free; else normal pages, and it says so), on (required, with or without -u) or off")
 	fs.BoolVarP(&f.frags, "frags", "F", false, "multi-buffer (XDP frags): frames longer than a UMEM frame arrive, and go out, in several, up to 18")
@@ -213,7 +215,7 @@ func geometryError(err error, frameSize, headroom uint32) error {
 		return fmt.Errorf("--frame-size: %w", err)
 	}
 	if max := engine.MaxFrameHeadroom(frameSize); headroom > max {
-		return fmt.Errorf("--headroom %d: at most %d with %d-byte frames (-f): the kernel keeps 704 bytes of each frame for itself", headroom, max, frameSize)
+		return fmt.Errorf("--headroom %d: at most %d with %d-byte frames (-f): the kernel keeps %d bytes of each frame for itself", headroom, max, frameSize, engine.FrameReserve)
 	}
 	return err
 }

@@ -19,15 +19,15 @@ import (
 // kernel, and Linux 6.18 refuses 8192-byte chunks in huge pages (EINVAL).
 const MinFrameSize = 2048
 
-// headroomReserve is what a frame keeps besides the UMEM headroom, as
+// HeadroomReserve is what a frame keeps besides the UMEM headroom, as
 // xdp_umem_reg checks it: XDP_PACKET_HEADROOM, an aligned struct
 // skb_shared_info (320 bytes on 64-bit machines) and 128 bytes of data
 // (the check of Linux 7.0 and of the stable kernels that took "xsk: Fix
 // headroom validation"); older kernels only want KernelHeadroom.
-const headroomReserve = KernelHeadroom + 320 + 128
+const HeadroomReserve = KernelHeadroom + 320 + 128
 
 // MaxHeadroom is the largest UMEM headroom frames of frameSize bytes take.
-func MaxHeadroom(frameSize uint32) uint32 { return frameSize - headroomReserve }
+func MaxHeadroom(frameSize uint32) uint32 { return frameSize - HeadroomReserve }
 
 // In unaligned mode a descriptor's address carries the offset of the data
 // in its buffer in the upper 16 bits and the buffer's address in the lower
@@ -85,7 +85,7 @@ func (c UmemConfig) Validate() error {
 	}
 	if c.Headroom > MaxHeadroom(fs) {
 		return fmt.Errorf("UMEM headroom %d is too large for %d-byte frames: at most %d (the kernel keeps %d bytes of each frame for itself)",
-			c.Headroom, fs, MaxHeadroom(fs), headroomReserve)
+			c.Headroom, fs, MaxHeadroom(fs), HeadroomReserve)
 	}
 	if c.NumFrames == 0 {
 		return errors.New("number of UMEM frames must be at least 1")
