@@ -97,6 +97,10 @@ const KernelHeadroom = xsk.KernelHeadroom
 // XDP_PACKET_HEADROOM, struct skb_shared_info and 128 bytes of data.
 const FrameReserve = xsk.HeadroomReserve
 
+// FrameSizes are the FrameSize values Validate takes on this machine,
+// smallest first: the powers of two from 2048 to the page size.
+func FrameSizes() []uint32 { return xsk.FrameSizes() }
+
 // MaxFrameHeadroom is the largest FrameHeadroom frames of frameSize bytes
 // take: frameSize - FrameReserve.
 func MaxFrameHeadroom(frameSize uint32) uint32 { return xsk.MaxHeadroom(frameSize) }

@@ -220,11 +220,11 @@ func geometryError(err error, frameSize, headroom uint32) error {
 	return err
 }
 
-// frameSizes lists the UMEM frame sizes this machine takes: powers of two
-// from 2048 to the page size.
+// frameSizes lists the UMEM frame sizes this machine takes
+// (engine.FrameSizes).
 func frameSizes() string {
 	var s []string
-	for fs := 2048; fs <= os.Getpagesize(); fs *= 2 {
+	for _, fs := range engine.FrameSizes() {
 		s = append(s, fmt.Sprint(fs))
 	}
 	return strings.Join(s, ", ")

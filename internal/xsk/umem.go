@@ -77,6 +77,16 @@ type UmemConfig struct {
 // PageSize is the system's page size: the largest frame size.
 func PageSize() int { return os.Getpagesize() }
 
+// FrameSizes are the frame sizes Validate takes, smallest first: the powers
+// of two from MinFrameSize to the page size.
+func FrameSizes() []uint32 {
+	var sizes []uint32
+	for fs := uint32(MinFrameSize); int(fs) <= PageSize(); fs *= 2 {
+		sizes = append(sizes, fs)
+	}
+	return sizes
+}
+
 // Validate checks the configuration and says how to fix it.
 func (c UmemConfig) Validate() error {
 	fs := c.FrameSize
@@ -104,8 +114,8 @@ type FrameSizeError struct {
 
 func (e *FrameSizeError) Error() string {
 	var sizes []string
-	for fs := MinFrameSize; fs <= PageSize(); fs *= 2 {
-		sizes = append(sizes, strconv.Itoa(fs))
+	for _, fs := range FrameSizes() {
+		sizes = append(sizes, strconv.FormatUint(uint64(fs), 10))
 	}
 	return fmt.Sprintf("frame size %d: must be a power of two from %d to the page size, %d (here: %s)",
 		e.FrameSize, MinFrameSize, PageSize(), strings.Join(sizes, ", "))
