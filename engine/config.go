@@ -88,9 +88,21 @@ func ParseHugePageMode(s string) (HugePageMode, error) {
 // takes: a power of two from 1 to 65536.
 func CheckRingSize(size uint32) error { return xsk.CheckRingSize("", size) }
 
+// KernelHeadroom is what the kernel keeps in front of every received frame
+// in its UMEM frame (XDP_PACKET_HEADROOM), before FrameHeadroom.
+const KernelHeadroom = xsk.KernelHeadroom
+
+// FrameReserve is what the kernel keeps of every UMEM frame besides
+// FrameHeadroom, as it checks the headroom at registration:
+// XDP_PACKET_HEADROOM, struct skb_shared_info and 128 bytes of data.
+const FrameReserve = xsk.HeadroomReserve
+
+// FrameSizes are the FrameSize values Validate takes on this machine,
+// smallest first: the powers of two from 2048 to the page size.
+func FrameSizes() []uint32 { return xsk.FrameSizes() }
+
 // MaxFrameHeadroom is the largest FrameHeadroom frames of frameSize bytes
-// take: frameSize - 704 (XDP_PACKET_HEADROOM, struct skb_shared_info and
-// 128 bytes of data, as the kernel checks it).
+// take: frameSize - FrameReserve.
 func MaxFrameHeadroom(frameSize uint32) uint32 { return xsk.MaxHeadroom(frameSize) }
 
 // XDPMode says where the steering program runs. The zero value is
@@ -222,7 +234,7 @@ type Config struct {
 	// the kernel leaves free at the start of every receive buffer, in
 	// front of its own 256, for a handler to push headers into
 	// (Batch.AdjustHead). It takes from the room for the frame: at most
-	// FrameSize - 704 (MaxFrameHeadroom).
+	// FrameSize - FrameReserve (MaxFrameHeadroom).
 	FrameHeadroom uint32
 	// Unaligned registers the UMEMs in unaligned chunk mode
 	// (XDP_UMEM_UNALIGNED_CHUNK_FLAG), as DPDK and VPP do: the kernel takes

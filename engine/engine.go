@@ -65,13 +65,9 @@ type Engine struct {
 	outs []output
 }
 
-// xdpHeadroom is what the kernel keeps in front of a received frame in an
-// AF_XDP buffer (XDP_PACKET_HEADROOM); frameOverhead is what a frame adds
-// to the MTU: an Ethernet header and one VLAN tag.
-const (
-	xdpHeadroom   = xsk.KernelHeadroom
-	frameOverhead = netdev.FrameOverhead
-)
+// frameOverhead is what a frame adds to the MTU: an Ethernet header and one
+// VLAN tag.
+const frameOverhead = netdev.FrameOverhead
 
 // resolveCPUs gives each queue's worker a CPU: the configured ones, checked
 // against the queues and the online CPUs, or by default from the last

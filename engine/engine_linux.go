@@ -91,11 +91,22 @@ func New(cfg Config) (_ *Engine, err error) {
 	return e, nil
 }
 
-// checkMTU refuses a frame size that cannot hold the largest frame the
-// device can receive (its MTU, an Ethernet header and a VLAN tag, after the
-// kernel's headroom and the UMEM's): the kernel would drop every such frame.
-// With multi-buffer a frame may take up to netdev.CopyModeMaxFrags UMEM
-// frames: what copy mode transmits on every kernel.
+// checkMTU answers whether this run's sockets receive whole every frame the
+// device's MTU allows now (the MTU, an Ethernet header and a VLAN tag,
+// after the kernel's headroom and the UMEM's), and refuses the frame size
+// if not: the kernel would drop every such frame. With multi-buffer a
+// frame may take up to netdev.CopyModeMaxFrags UMEM frames, what copy mode
+// transmits on every kernel, in every bind mode: BindAuto settles the bind
+// mode only at bind.
+//
+// It is not netdev.Facts.MTULimit, which answers what MTU the device could
+// be given (probe's table): checkMTU reads the current MTU, which never
+// exceeds the device's MaxMTU, so MTULimit's clamp to MaxMTU changes no
+// answer here; and it does not look at rx-sg, because checkMultiBuffer has
+// already refused native multi-buffer without it, generic mode takes
+// multi-buffer on every device, and where the kernel reports no features
+// the bind is left to try. Both compute the limit with netdev.FrameMTU, and
+// agree where they ask the same question (native copy mode with rx-sg).
 func checkMTU(info *netdev.Info, c *Config) error {
 	if info.MTU <= 0 {
 		return nil
@@ -106,7 +117,7 @@ func checkMTU(info *netdev.Info, c *Config) error {
 		if info.MTU <= maxMTU {
 			return nil
 		}
-		room := fs - xdpHeadroom - hr
+		room := fs - KernelHeadroom - hr
 		return &MultiBufferError{Device: info.Name, MTU: info.MTU, FrameSize: c.FrameSize, Headroom: c.FrameHeadroom,
 			Buffers: (info.MTU + frameOverhead + room - 1) / room, MaxBuffers: netdev.CopyModeMaxFrags, MaxMTU: maxMTU}
 	}

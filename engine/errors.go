@@ -105,9 +105,9 @@ type MTUError struct {
 }
 
 func (e *MTUError) Error() string {
-	head := fmt.Sprintf("the kernel's %d bytes of headroom", xdpHeadroom)
+	head := fmt.Sprintf("the kernel's %d bytes of headroom", KernelHeadroom)
 	if e.Headroom > 0 {
-		head = fmt.Sprintf("%d bytes of headroom (the kernel's %d and the UMEM's %d)", xdpHeadroom+e.Headroom, xdpHeadroom, e.Headroom)
+		head = fmt.Sprintf("%d bytes of headroom (the kernel's %d and the UMEM's %d)", KernelHeadroom+e.Headroom, KernelHeadroom, e.Headroom)
 	}
 	return fmt.Sprintf("%s has MTU %d: its frames (up to %d bytes) do not fit in %d-byte UMEM frames after %s",
 		e.Device, e.MTU, e.MTU+frameOverhead, e.FrameSize, head)
@@ -210,7 +210,7 @@ func (e *MultiBufferError) Error() string {
 		return fmt.Sprintf("%s cannot receive multi-buffer frames in native XDP: its XDP features (%s) lack rx-sg", e.Device, e.Features)
 	}
 	return fmt.Sprintf("%s has MTU %d: its frames need %d UMEM frames of %d bytes (%d bytes of data each), more than the %d one frame may span in copy mode; the largest MTU that fits is %d",
-		e.Device, e.MTU, e.Buffers, e.FrameSize, e.FrameSize-xdpHeadroom-e.Headroom, e.MaxBuffers, e.MaxMTU)
+		e.Device, e.MTU, e.Buffers, e.FrameSize, e.FrameSize-KernelHeadroom-e.Headroom, e.MaxBuffers, e.MaxMTU)
 }
 
 // Is makes errors.Is(err, ErrMultiBuffer) true.

@@ -80,3 +80,33 @@ func TestCheckMTUMultiBuffer(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckMTUAgreesWithMTULimit: where both ask the same question (a
+// native copy-mode device with rx-sg, its MTU within its MaxMTU), checkMTU
+// accepts exactly the MTUs netdev.Facts.MTULimit reports as fitting.
+func TestCheckMTUAgreesWithMTULimit(t *testing.T) {
+	f := &netdev.Facts{Info: netdev.Info{Name: "eth9"}, MaxMTU: 65535,
+		Features: &netdev.DevFeatures{XDP: netdev.XDPBasic | netdev.XDPRxSG}}
+	for _, frame := range FrameSizes() {
+		for _, headroom := range []uint32{0, 256} {
+			l := f.MTULimit(int(frame), int(headroom), false)
+			for _, mb := range []bool{false, true} {
+				limit := l.Single
+				if mb {
+					limit = l.MultiBuffer
+				}
+				for _, mtu := range []int{68, 1500, limit - 1, limit, limit + 1, 9000, 65535} {
+					if mtu <= 0 || mtu > f.MaxMTU {
+						continue
+					}
+					cfg := Config{FrameSize: frame, FrameHeadroom: headroom, MultiBuffer: mb}
+					info := f.Info
+					info.MTU = mtu
+					if err := checkMTU(&info, &cfg); (err == nil) != (mtu <= limit) {
+						t.Errorf("%d-byte frames, headroom %d, multi-buffer %v, MTU %d: checkMTU says %v, MTULimit %d", frame, headroom, mb, mtu, err, limit)
+					}
+				}
+			}
+		}
+	}
+}

@@ -94,7 +94,7 @@ func (c Sim) frameSize() uint32 {
 // segments checks that frames fit and returns the most UMEM frames one of
 // them takes.
 func (c Sim) segments(frames [][]byte) (int, error) {
-	room := int(c.frameSize()) - xdpHeadroom - int(c.FrameHeadroom)
+	room := int(c.frameSize()) - KernelHeadroom - int(c.FrameHeadroom)
 	segs := 1
 	for i, f := range frames {
 		n := (len(f) + room - 1) / room
@@ -105,7 +105,7 @@ func (c Sim) segments(frames [][]byte) (int, error) {
 				larger = fmt.Sprintf("set FrameSize to %d (the default is an engine's, %d), or ", page, DefaultConfig().FrameSize)
 			}
 			return 0, fmt.Errorf("simulate: frame %d is %d bytes, longer than the %d bytes a %d-byte UMEM frame holds after %d bytes of headroom: %sset MultiBuffer to have it in several",
-				i, len(f), room, c.frameSize(), xdpHeadroom+int(c.FrameHeadroom), larger)
+				i, len(f), room, c.frameSize(), KernelHeadroom+int(c.FrameHeadroom), larger)
 		case n > netdev.CopyModeMaxFrags:
 			return 0, fmt.Errorf("simulate: frame %d is %d bytes, more than %d UMEM frames hold (%d bytes each after the headroom)",
 				i, len(f), netdev.CopyModeMaxFrags, room)

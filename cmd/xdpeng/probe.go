@@ -12,14 +12,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/engine"
 	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
 func init() { addCommand(newProbeCmd()) }
-
-// probeFrameSizes are the UMEM frame sizes probe gives MTU limits for.
-var probeFrameSizes = []int{2048, 4096}
 
 func newProbeCmd() *cobra.Command {
 	var iface string
@@ -181,9 +179,9 @@ func probeReport(f *netdev.Facts) probeJSON {
 		modes = append(modes, true)
 	}
 	for _, zc := range modes {
-		for _, fs := range probeFrameSizes {
-			l := f.MTULimit(fs, 0, zc)
-			r.MTULimits = append(r.MTULimits, probeMTU{FrameSize: fs, Mode: bindModeName(zc), Single: l.Single,
+		for _, fs := range engine.FrameSizes() {
+			l := f.MTULimit(int(fs), 0, zc)
+			r.MTULimits = append(r.MTULimits, probeMTU{FrameSize: int(fs), Mode: bindModeName(zc), Single: l.Single,
 				MultiBuffer: l.MultiBuffer, Fits: f.MTU <= l.Single})
 		}
 	}

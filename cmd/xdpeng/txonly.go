@@ -114,6 +114,18 @@ var txOnlyIgnores = []struct{ flag, why string }{
 	{"headroom", "it receives nothing, and the UMEM headroom is what the kernel leaves in front of received frames"},
 }
 
+// generatorConfig is the generator's share of cfg, what the xskFlags
+// txonly has set: its sockets, without frames or bounds.
+func generatorConfig(cfg engine.Config) engine.GeneratorConfig {
+	return engine.GeneratorConfig{
+		Interface: cfg.Interface, Queues: cfg.Queues, CPUs: cfg.CPUs, Batch: cfg.Batch,
+		FrameSize: cfg.FrameSize, NumFrames: cfg.NumFrames, CompletionSize: cfg.CompletionSize, TxSize: cfg.TxSize,
+		BindMode: cfg.BindMode, NeedWakeup: cfg.NeedWakeup, Wait: cfg.Wait,
+		BusyPollUsecs: cfg.BusyPollUsecs, BusyPollBudget: cfg.BusyPollBudget, PollTimeout: cfg.PollTimeout,
+		Unaligned: cfg.Unaligned, HugePages: cfg.HugePages, MultiBuffer: cfg.MultiBuffer,
+	}
+}
+
 func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	for _, n := range txOnlyIgnores {
 		if cmd.Flags().Changed(n.flag) {
@@ -168,14 +180,8 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	if err != nil {
 		return flagError(err)
 	}
-	gcfg := engine.GeneratorConfig{
-		Interface: cfg.Interface, Queues: cfg.Queues, CPUs: cfg.CPUs, Batch: cfg.Batch,
-		FrameSize: cfg.FrameSize, NumFrames: cfg.NumFrames, CompletionSize: cfg.CompletionSize, TxSize: cfg.TxSize,
-		BindMode: cfg.BindMode, NeedWakeup: cfg.NeedWakeup, Wait: cfg.Wait,
-		BusyPollUsecs: cfg.BusyPollUsecs, BusyPollBudget: cfg.BusyPollBudget, PollTimeout: cfg.PollTimeout,
-		Unaligned: cfg.Unaligned, HugePages: cfg.HugePages, MultiBuffer: cfg.MultiBuffer,
-		Frames: frames, Count: f.count, Rate: f.rate, TxChecksum: f.txChecksum,
-	}
+	gcfg := generatorConfig(cfg)
+	gcfg.Frames, gcfg.Count, gcfg.Rate, gcfg.TxChecksum = frames, f.count, f.rate, f.txChecksum
 	if err := gcfg.Validate(); err != nil {
 		if cfg.MultiBuffer {
 			return fmt.Errorf("--size %d: %w", f.size, err)

@@ -57,19 +57,24 @@ type xskFlags struct {
 	fs *pflag.FlagSet // to tell an empty -q "" from no -q
 }
 
+// register adds the flags to fs, their defaults those of
+// engine.DefaultConfig.
 func (f *xskFlags) register(fs *pflag.FlagSet) {
 	f.fs = fs
+	d := engine.DefaultConfig()
 	fs.StringVarP(&f.iface, "interface", "i", "", "device to receive from (required)")
 	fs.StringVarP(&f.queues, "queues", "q", "", "rx queues to bind, e.g. 0, 0-3, 0,2 (default: all of the device's)")
 	fs.StringVar(&f.cpus, "cpus", "", "CPU of each queue's worker, in the order of -q: -q 0-1 --cpus 1,0 puts queue 0 on CPU 1 (default: from the last CPU down)")
-	fs.IntVarP(&f.batch, "batch", "b", 64, "descriptors taken from a ring at once")
-	fs.Uint32VarP(&f.frameSize, "frame-size", "f", 2048, fmt.Sprintf("UMEM frame size: a power of two from 2048 to the page size (here: %s); a frame must fit in one after 256 bytes of headroom and --headroom (2048: MTU up to 1774), unless -F", frameSizes()))
-	fs.Uint32Var(&f.headroom, "headroom", 0, "UMEM headroom: bytes the kernel leaves free in front of every received frame, beyond its own 256, at most the frame size - 704")
+	fs.IntVarP(&f.batch, "batch", "b", d.Batch, "descriptors taken from a ring at once")
+	fs.Uint32VarP(&f.frameSize, "frame-size", "f", d.FrameSize, fmt.Sprintf("UMEM frame size: a power of two from 2048 to the page size (here: %s); a frame must fit in one after %d bytes of headroom and --headroom (%d: MTU up to %d), unless -F",
+		frameSizes(), engine.KernelHeadroom, d.FrameSize, netdev.FrameMTU(int(d.FrameSize), 0, 1)))
+	fs.Uint32Var(&f.headroom, "headroom", 0, fmt.Sprintf("UMEM headroom: bytes the kernel leaves free in front of every received frame, beyond its own %d, at most the frame size - %d",
+		engine.KernelHeadroom, engine.FrameReserve))
 	fs.BoolVarP(&f.unaligned, "unaligned", "u", false, "unaligned chunk mode (XDP_UMEM_UNALIGNED_CHUNK_FLAG), the UMEM in huge pages where the pool has them (see --huge-pages)")
 	fs.StringVar(&f.hugePages, "huge-pages", "auto", "huge pages behind the UMEM: auto (with -u, when the pool has them free; else normal pages, and it says so), on (required, with or without -u) or off")
 	fs.BoolVarP(&f.frags, "frags", "F", false, "multi-buffer (XDP frags): frames longer than a UMEM frame arrive, and go out, in several, up to 18")
 	fs.Uint32Var(&f.frames, "frames", 0, "UMEM frames per socket (default: fill ring + tx ring sizes)")
-	fs.Uint32Var(&f.ringSize, "ring-size", 2048, "size of all four rings (power of two)")
+	fs.Uint32Var(&f.ringSize, "ring-size", d.FillSize, "size of all four rings (power of two)")
 	fs.Uint32Var(&f.fillSize, "fill-size", 0, "fill ring size (default: --ring-size)")
 	fs.Uint32Var(&f.compSize, "comp-size", 0, "completion ring size (default: --ring-size)")
 	fs.Uint32Var(&f.rxSize, "rx-size", 0, "rx ring size (default: --ring-size)")
@@ -82,8 +87,8 @@ func (f *xskFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVarP(&f.poll, "poll", "p", false, "call poll() before every batch (xdpsock -p; the default instead spins while frames flow and naps once its CPU is wanted by another thread)")
 	fs.BoolVar(&f.busy, "busy", false, "busy-loop without ever sleeping (only for a CPU that does nothing else)")
 	fs.BoolVarP(&f.busyPoll, "busy-poll", "B", false, "busy-poll sockets: SO_PREFER_BUSY_POLL, the driver's NAPI runs in the worker (xdpsock -B); needs the device's napi_defer_hard_irqs and gro_flush_timeout set, and has nothing to poll on veth (the worker then waits as by default)")
-	fs.IntVar(&f.busyPollUsecs, "busy-poll-usecs", 20, "SO_BUSY_POLL time in microseconds (with --busy-poll)")
-	fs.IntVar(&f.busyPollBudget, "busy-poll-budget", 64, "SO_BUSY_POLL_BUDGET in packets (with --busy-poll)")
+	fs.IntVar(&f.busyPollUsecs, "busy-poll-usecs", d.BusyPollUsecs, "SO_BUSY_POLL time in microseconds (with --busy-poll)")
+	fs.IntVar(&f.busyPollBudget, "busy-poll-budget", d.BusyPollBudget, "SO_BUSY_POLL_BUDGET in packets (with --busy-poll)")
 	fs.BoolVar(&f.sharedUmem, "shared-umem", false, "one UMEM shared by all queues' sockets (XDP_SHARED_UMEM)")
 	fs.BoolVar(&f.force, "force", false, "replace an XDP program someone else attached")
 	fs.Uint16Var(&f.udpPort, "udp-port", 0, "steer only UDP to this destination port to userspace; the rest goes to the stack")
@@ -213,16 +218,16 @@ func geometryError(err error, frameSize, headroom uint32) error {
 		return fmt.Errorf("--frame-size: %w", err)
 	}
 	if max := engine.MaxFrameHeadroom(frameSize); headroom > max {
-		return fmt.Errorf("--headroom %d: at most %d with %d-byte frames (-f): the kernel keeps 704 bytes of each frame for itself", headroom, max, frameSize)
+		return fmt.Errorf("--headroom %d: at most %d with %d-byte frames (-f): the kernel keeps %d bytes of each frame for itself", headroom, max, frameSize, engine.FrameReserve)
 	}
 	return err
 }
 
-// frameSizes lists the UMEM frame sizes this machine takes: powers of two
-// from 2048 to the page size.
+// frameSizes lists the UMEM frame sizes this machine takes
+// (engine.FrameSizes).
 func frameSizes() string {
 	var s []string
-	for fs := 2048; fs <= os.Getpagesize(); fs *= 2 {
+	for _, fs := range engine.FrameSizes() {
 		s = append(s, fmt.Sprint(fs))
 	}
 	return strings.Join(s, ", ")

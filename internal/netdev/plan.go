@@ -154,11 +154,21 @@ type MTULimit struct {
 	MultiBuffer int
 }
 
-// MTULimit returns the MTU limits for frameSize-byte UMEM frames with headroom
-// bytes of UMEM headroom, in zero-copy or copy mode. Neither is above the
-// device's MaxMTU. A driver may refuse single-buffer native XDP at a smaller
-// MTU (veth_xdp_set: about a page less headroom and skb overhead); attaching
+// MTULimit returns the largest MTUs the device could be given for
+// frameSize-byte UMEM frames with headroom bytes of UMEM headroom, in
+// zero-copy or copy mode, in the XDP mode Plan picks: what probe reports.
+// Neither is above the device's MaxMTU, since no larger MTU can be set.
+// MultiBuffer counts only what the facts say the device does: rx-sg in copy
+// mode (up to CopyModeMaxFrags frames), zero-copy segments above one in
+// zero-copy mode; it is 0 otherwise, and where the kernel reports no
+// features. A driver may refuse single-buffer native XDP at a smaller MTU
+// (veth_xdp_set: about a page less headroom and skb overhead); attaching
 // then fails and says so.
+//
+// The engine's refusal of a run whose frames do not fit the device's MTU
+// answers another question, about the MTU the device has now and a
+// configuration whose XDP mode and multi-buffer are already checked; both
+// compute the limit with FrameMTU.
 func (f *Facts) MTULimit(frameSize, headroom int, zeroCopy bool) MTULimit {
 	l := MTULimit{FrameSize: frameSize, Headroom: headroom, Single: FrameMTU(frameSize, headroom, 1)}
 	p := f.Plan()

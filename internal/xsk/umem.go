@@ -19,15 +19,15 @@ import (
 // kernel, and Linux 6.18 refuses 8192-byte chunks in huge pages (EINVAL).
 const MinFrameSize = 2048
 
-// headroomReserve is what a frame keeps besides the UMEM headroom, as
+// HeadroomReserve is what a frame keeps besides the UMEM headroom, as
 // xdp_umem_reg checks it: XDP_PACKET_HEADROOM, an aligned struct
 // skb_shared_info (320 bytes on 64-bit machines) and 128 bytes of data
 // (the check of Linux 7.0 and of the stable kernels that took "xsk: Fix
 // headroom validation"); older kernels only want KernelHeadroom.
-const headroomReserve = KernelHeadroom + 320 + 128
+const HeadroomReserve = KernelHeadroom + 320 + 128
 
 // MaxHeadroom is the largest UMEM headroom frames of frameSize bytes take.
-func MaxHeadroom(frameSize uint32) uint32 { return frameSize - headroomReserve }
+func MaxHeadroom(frameSize uint32) uint32 { return frameSize - HeadroomReserve }
 
 // In unaligned mode a descriptor's address carries the offset of the data
 // in its buffer in the upper 16 bits and the buffer's address in the lower
@@ -77,6 +77,16 @@ type UmemConfig struct {
 // PageSize is the system's page size: the largest frame size.
 func PageSize() int { return os.Getpagesize() }
 
+// FrameSizes are the frame sizes Validate takes, smallest first: the powers
+// of two from MinFrameSize to the page size.
+func FrameSizes() []uint32 {
+	var sizes []uint32
+	for fs := uint32(MinFrameSize); int(fs) <= PageSize(); fs *= 2 {
+		sizes = append(sizes, fs)
+	}
+	return sizes
+}
+
 // Validate checks the configuration and says how to fix it.
 func (c UmemConfig) Validate() error {
 	fs := c.FrameSize
@@ -85,7 +95,7 @@ func (c UmemConfig) Validate() error {
 	}
 	if c.Headroom > MaxHeadroom(fs) {
 		return fmt.Errorf("UMEM headroom %d is too large for %d-byte frames: at most %d (the kernel keeps %d bytes of each frame for itself)",
-			c.Headroom, fs, MaxHeadroom(fs), headroomReserve)
+			c.Headroom, fs, MaxHeadroom(fs), HeadroomReserve)
 	}
 	if c.NumFrames == 0 {
 		return errors.New("number of UMEM frames must be at least 1")
@@ -104,8 +114,8 @@ type FrameSizeError struct {
 
 func (e *FrameSizeError) Error() string {
 	var sizes []string
-	for fs := MinFrameSize; fs <= PageSize(); fs *= 2 {
-		sizes = append(sizes, strconv.Itoa(fs))
+	for _, fs := range FrameSizes() {
+		sizes = append(sizes, strconv.FormatUint(uint64(fs), 10))
 	}
 	return fmt.Sprintf("frame size %d: must be a power of two from %d to the page size, %d (here: %s)",
 		e.FrameSize, MinFrameSize, PageSize(), strings.Join(sizes, ", "))

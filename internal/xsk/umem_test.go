@@ -217,3 +217,22 @@ func TestSharePoolNeedsFirstSocket(t *testing.T) {
 		t.Errorf("Validate after the first socket, without fill and completion sizes: %v", err)
 	}
 }
+
+// TestFrameSizes: the list FrameSizes gives is exactly the sizes Validate
+// takes between MinFrameSize and the page size.
+func TestFrameSizes(t *testing.T) {
+	sizes := FrameSizes()
+	if len(sizes) == 0 || sizes[0] != MinFrameSize || int(sizes[len(sizes)-1]) != PageSize() {
+		t.Fatalf("FrameSizes() = %v, want %d up to the page size %d", sizes, MinFrameSize, PageSize())
+	}
+	listed := map[uint32]bool{}
+	for _, fs := range sizes {
+		listed[fs] = true
+	}
+	for fs := uint32(MinFrameSize / 2); int(fs) <= 2*PageSize(); fs++ {
+		err := UmemConfig{FrameSize: fs, NumFrames: 1}.Validate()
+		if (err == nil) != listed[fs] {
+			t.Errorf("frame size %d: Validate says %v, FrameSizes lists it: %v", fs, err, listed[fs])
+		}
+	}
+}
