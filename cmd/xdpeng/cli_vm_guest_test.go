@@ -433,13 +433,13 @@ func TestGuestSelftest(t *testing.T) {
 	modes := []string{"skb", "drv", "zc"}
 	// selftest takes minutes under the emulator: wait for it here, not
 	// through proc.wait's limit of 30 s.
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	p := startCmd(t, exec.CommandContext(ctx, g.bin, "selftest", "-i", g.rx, "--peer", g.tx, "--modes", strings.Join(modes, ","), "--json"))
 	<-p.done
 	r := p.res
 	if ctx.Err() != nil {
-		t.Fatalf("selftest did not end within 6 minutes:\n%s", r)
+		t.Fatalf("selftest did not end within 4 minutes:\n%s", r)
 	}
 	tests := map[string]int{}
 	sums := map[string]selftestLine{}

@@ -216,6 +216,9 @@ func (t *tcase) pollRxTimeout() (string, error) {
 }
 
 func (t *tcase) pollTxFull() (string, error) {
+	if ok, rel := kernelAtLeast([2]int{5, 11}); !ok {
+		return "", skipf("not run before Linux 5.11: on Debian's 5.10 (5.10.0-32) its poll(POLLOUT) with the completion ring full never returned, the thread spinning in the kernel's ppoll past the 200 ms time-out (cause not found); this kernel is %s", rel)
+	}
 	st, err := t.attach(t.pair.Rx, bpf.SelftestOptions{})
 	if err != nil {
 		return "", err
