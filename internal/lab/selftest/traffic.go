@@ -757,14 +757,18 @@ func (t *tcase) send(f *flow, received *atomic.Int64) error {
 			return err
 		}
 	}
-	for inflight() > 0 {
+	// Until every valid descriptor completed and the kernel took every
+	// descriptor off the tx ring: invalid ones after the last valid one
+	// are read (and counted in tx_invalid_descs) only by a later sendto.
+	busy := func() bool { return inflight() > 0 || s.Tx.Pending() > 0 }
+	for busy() {
 		if err := kick(); err != nil {
 			return err
 		}
 		if err := reap(); err != nil {
 			return err
 		}
-		if inflight() > 0 {
+		if busy() {
 			if err := idle("completions"); err != nil {
 				return err
 			}
