@@ -406,3 +406,83 @@ func TestGuestObserve(t *testing.T) {
 		t.Errorf("-w: %s has %d bytes, want %d for %d frames", pcapFile, fi.Size(), want, c.Written)
 	}
 }
+
+// selftestLine is a line of selftest --json: a test's result or a mode's
+// summary.
+type selftestLine struct {
+	Type     string  `json:"type"`
+	Test     string  `json:"test"`
+	Mode     string  `json:"mode"`
+	Result   string  `json:"result"`
+	Detail   string  `json:"detail"`
+	Expected string  `json:"expected"`
+	Got      string  `json:"got"`
+	Pass     int     `json:"pass"`
+	Fail     int     `json:"fail"`
+	Skip     int     `json:"skip"`
+	Seconds  float64 `json:"seconds"`
+}
+
+// TestGuestSelftest runs xdpeng selftest on virtio-net, the sender port to
+// the port under test, in each mode: no test may fail, each skip names
+// what the driver or the kernel lacks, and each mode's counts add up to
+// the tests it ran. Each mode's summary is printed as a line
+// "vmselftest MODE: ..." for the kernel matrix's report.
+func TestGuestSelftest(t *testing.T) {
+	g := newGuest(t)
+	modes := []string{"skb", "drv", "zc"}
+	// selftest takes minutes under the emulator: wait for it here, not
+	// through proc.wait's limit of 30 s.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	p := startCmd(t, exec.CommandContext(ctx, g.bin, "selftest", "-i", g.rx, "--peer", g.tx, "--modes", strings.Join(modes, ","), "--json"))
+	<-p.done
+	r := p.res
+	if ctx.Err() != nil {
+		t.Fatalf("selftest did not end within 4 minutes:\n%s", r)
+	}
+	tests := map[string]int{}
+	sums := map[string]selftestLine{}
+	var failed []string
+	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var s selftestLine
+		if err := json.Unmarshal([]byte(l), &s); err != nil {
+			t.Fatalf("selftest --json: a line that is not JSON: %q: %v\n%s", l, err, r)
+		}
+		switch s.Type {
+		case "test":
+			tests[s.Mode]++
+			switch s.Result {
+			case "pass":
+			case "skip":
+				if s.Detail == "" {
+					t.Errorf("%s %s: skipped without a reason", s.Mode, s.Test)
+				}
+				t.Logf("skip %s %s: %s", s.Mode, s.Test, s.Detail)
+			case "fail":
+				failed = append(failed, fmt.Sprintf("%s %s: %s: expected %s, got %s", s.Mode, s.Test, s.Detail, s.Expected, s.Got))
+			default:
+				t.Errorf("%s %s: result %q", s.Mode, s.Test, s.Result)
+			}
+		case "summary":
+			sums[s.Mode] = s
+		}
+	}
+	for _, f := range failed {
+		t.Errorf("selftest failed: %s", f)
+	}
+	if r.code != 0 && len(failed) == 0 {
+		t.Errorf("selftest ended with no test failed:\n%s", r)
+	}
+	for _, m := range modes {
+		s, ok := sums[m]
+		if !ok {
+			t.Errorf("selftest printed no summary of mode %s:\n%s", m, r)
+			continue
+		}
+		if s.Pass+s.Fail+s.Skip != tests[m] || tests[m] == 0 {
+			t.Errorf("%s: summary %d passed + %d failed + %d skipped, %d test lines", m, s.Pass, s.Fail, s.Skip, tests[m])
+		}
+		fmt.Printf("vmselftest %s: %d passed, %d failed, %d skipped (%.0f s)\n", m, s.Pass, s.Fail, s.Skip, s.Seconds)
+	}
+}

@@ -37,11 +37,12 @@ const (
 )
 
 // TestKernelMatrix boots a guest on each kernel of XDPENG_VM_KERNELS and
-// runs there the CLI's guest tests against virtio-net, then takes a link
-// down and up from QEMU's monitor under a running rxdrop, runs compare with
-// the guest as the DUT, and pulls a NIC out (device_del) under rxdrop. Each kernel's
-// privtest line goes to the report of make test (XDPENG_PRIV_REPORT), named
-// vm-KERNEL/xdpeng, with a line of how long each step took.
+// runs there the CLI's guest tests against virtio-net (xdpeng selftest among
+// them), then takes a link down and up from QEMU's monitor under a running
+// rxdrop, runs compare with the guest as the DUT, and pulls a NIC out
+// (device_del) under rxdrop. Each kernel's privtest line goes to the report
+// of make test (XDPENG_PRIV_REPORT), named vm-KERNEL/xdpeng, with
+// selftest's counts in each mode and a line of how long each step took.
 func TestKernelMatrix(t *testing.T) {
 	kernels := strings.Fields(os.Getenv(kernelsEnv))
 	if len(kernels) == 0 {
@@ -91,6 +92,10 @@ func TestKernelMatrix(t *testing.T) {
 				t.Fatalf("the guest tests on Linux %s printed no privtest line (%v):\n%s\nconsole:\n%s", b.Kernel.Version, err, out, b.ConsoleTail(20))
 			}
 			report(t, fmt.Sprintf("privtest vm-%s/%s: %s\n", name, line[1], line[2]))
+			// xdpeng selftest's counts in each mode (TestGuestSelftest).
+			for _, m := range regexp.MustCompile(`(?m)^vmselftest (\S+): (.*)$`).FindAllSubmatch(out, -1) {
+				report(t, fmt.Sprintf("vmselftest %s %s: %s\n", name, m[1], m[2]))
+			}
 			if err != nil {
 				t.Errorf("guest tests on Linux %s: %v:\n%s", b.Kernel.Version, err, failures(out))
 			} else {
