@@ -251,6 +251,54 @@ func waitFor(path string, timeout time.Duration, re *regexp.Regexp) bool {
 	return false
 }
 
+// guestRxdrop is an rxdrop started in the guest by startRxdrop. Its output
+// goes to a file, not a pipe: ssh hands its output descriptors to the bed's
+// master connection, and a pipe's reader would wait for that to let go of
+// it.
+type guestRxdrop struct {
+	cmd     *exec.Cmd
+	outPath string
+	out     *os.File
+	done    chan struct{}
+	err     error // what Wait returned, once done is closed
+}
+
+// startRxdrop starts cmd, an rxdrop with --json, and waits for its first
+// interval line. The caller defers stop.
+func startRxdrop(t *testing.T, cmd *exec.Cmd) *guestRxdrop {
+	t.Helper()
+	r := &guestRxdrop{cmd: cmd, outPath: filepath.Join(t.TempDir(), "rxdrop.out"), done: make(chan struct{})}
+	var err error
+	if r.out, err = os.Create(r.outPath); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = r.out, r.out
+	if err := cmd.Start(); err != nil {
+		r.out.Close()
+		t.Fatal(err)
+	}
+	go func() { r.err = cmd.Wait(); close(r.done) }()
+	if !waitFor(r.outPath, time.Minute, regexp.MustCompile(`"type":"interval"`)) {
+		r.stop()
+		t.Fatalf("rxdrop did not start:\n%s", r.output())
+	}
+	return r
+}
+
+// output is what rxdrop printed so far.
+func (r *guestRxdrop) output() string { b, _ := os.ReadFile(r.outPath); return string(b) }
+
+// stop kills rxdrop if it still runs, waits for it and closes its output.
+func (r *guestRxdrop) stop() {
+	select {
+	case <-r.done:
+	default:
+		r.cmd.Process.Kill()
+		<-r.done
+	}
+	r.out.Close()
+}
+
 // testSetLink pulls eth0's cable (QEMU's set_link off) under a running
 // rxdrop, which must say the link went down and came back, and then count
 // every frame sent to it after it is back.
@@ -259,36 +307,10 @@ func testSetLink(t *testing.T, b *Bed, xdpeng string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const pidFile = "/tmp/xdpeng-set-link.pid"
-	// rxdrop's output goes to a file, not a pipe: ssh hands its output
-	// descriptors to the bed's master connection, and a pipe's reader
-	// would wait for that to let go of it.
-	outPath := filepath.Join(t.TempDir(), "rxdrop.out")
-	outFile, err := os.Create(outPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer outFile.Close()
-	output := func() string { b, _ := os.ReadFile(outPath); return string(b) }
 	// -d bounds the run should the SIGINT below not reach it.
-	rx := b.Command(ctx, "sh", "-c", `echo $$ > `+pidFile+`; exec "$0" "$@"`, xdpeng, "rxdrop", "-i", "eth0", "--json", "-n", "200ms", "-d", "150s")
-	rx.Stdout, rx.Stderr = outFile, outFile
-	if err := rx.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var waitErr error
-	done := make(chan struct{})
-	go func() { waitErr = rx.Wait(); close(done) }()
-	defer func() {
-		select {
-		case <-done:
-		default:
-			rx.Process.Kill()
-			<-done
-		}
-	}()
-	if !waitFor(outPath, time.Minute, regexp.MustCompile(`"type":"interval"`)) {
-		t.Fatalf("rxdrop did not start:\n%s", output())
-	}
+	rx := startRxdrop(t, b.Command(ctx, "sh", "-c", `echo $$ > `+pidFile+`; exec "$0" "$@"`, xdpeng, "rxdrop", "-i", "eth0", "--json", "-n", "200ms", "-d", "150s"))
+	defer rx.stop()
+	outPath, output := rx.outPath, rx.output
 	if err := b.SetLink(0, false); err != nil {
 		t.Fatal(err)
 	}
@@ -312,9 +334,9 @@ func testSetLink(t *testing.T, b *Bed, xdpeng string) {
 		t.Fatalf("stop rxdrop: %v: %s", err, kill)
 	}
 	select {
-	case <-done:
-		if waitErr != nil {
-			t.Fatalf("rxdrop: %v:\n%s", waitErr, output())
+	case <-rx.done:
+		if rx.err != nil {
+			t.Fatalf("rxdrop: %v:\n%s", rx.err, output())
 		}
 	case <-time.After(time.Minute):
 		t.Fatalf("rxdrop did not end on SIGINT:\n%s", output())

@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -80,46 +77,22 @@ func testDeviceDel(t *testing.T, b *Bed, xdpeng string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	port := b.Ports[len(b.Ports)-1]
-	// Output to a file, not a pipe: see testSetLink.
-	outPath := filepath.Join(t.TempDir(), "rxdrop.out")
-	outFile, err := os.Create(outPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer outFile.Close()
-	output := func() string { b, _ := os.ReadFile(outPath); return string(b) }
-	rx := b.Command(ctx, xdpeng, "rxdrop", "-i", port.Guest, "--json", "-n", "200ms", "-d", "150s")
-	rx.Stdout, rx.Stderr = outFile, outFile
-	if err := rx.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var waitErr error
-	done := make(chan struct{})
-	go func() { waitErr = rx.Wait(); close(done) }()
-	defer func() {
-		select {
-		case <-done:
-		default:
-			rx.Process.Kill()
-			<-done
-		}
-	}()
-	if !waitFor(outPath, time.Minute, regexp.MustCompile(`"type":"interval"`)) {
-		t.Fatalf("rxdrop did not start:\n%s", output())
-	}
+	rx := startRxdrop(t, b.Command(ctx, xdpeng, "rxdrop", "-i", port.Guest, "--json", "-n", "200ms", "-d", "150s"))
+	defer rx.stop()
+	output := rx.output
 	removed := time.Now()
 	if err := b.RemovePort(len(b.Ports) - 1); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-done:
+	case <-rx.done:
 	case <-time.After(time.Minute):
 		t.Fatalf("rxdrop on %s did not end within a minute of device_del %s:\n%s", port.Guest, port.Device, output())
 	}
 	t.Logf("rxdrop ended %.1f s after device_del", time.Since(removed).Seconds())
 	var ee *exec.ExitError
-	if !errors.As(waitErr, &ee) || ee.ExitCode() != 1 {
-		t.Errorf("rxdrop after device_del: %v, want exit status 1:\n%s", waitErr, output())
+	if !errors.As(rx.err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("rxdrop after device_del: %v, want exit status 1:\n%s", rx.err, output())
 	}
 	out := output()
 	for _, w := range []string{"xdpeng: " + port.Guest + " was deleted, or left this network namespace, at ", "s into the run", "totals",
