@@ -160,8 +160,15 @@ type Result struct {
 }
 
 // ErrLossAtLower is returned (wrapped) when even the lower bound loses more
-// than the limit (or is not offered in full).
+// than the limit, or is not offered in full (then the error also is
+// ErrShortAtLower).
 var ErrLossAtLower = errors.New("loses frames even at the lower bound")
+
+// ErrShortAtLower is returned (wrapped, with ErrLossAtLower) when the lowest
+// rate tried failed only because it was not offered in full (Outcome.Short)
+// and lost no more than the limit: the generator, not the path, is what
+// failed there.
+var ErrShortAtLower = errors.New("was not offered even the lower bound's rate in full")
 
 // Search runs trials through t as c says and returns the highest passing
 // rate. step, if not nil, is called after each trial, so that the search
@@ -172,6 +179,8 @@ func Search(t Trial, c Config, step func(Step)) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{LossLimit: c.LossLimit}
+	// shortOnly says the last rate that failed failed only by being short.
+	shortOnly := false
 	try := func(rate uint64) (bool, error) {
 		for repeat := 0; ; repeat++ {
 			o, err := run(t, rate, len(res.Steps)+1)
@@ -184,6 +193,7 @@ func Search(t Trial, c Config, step func(Step)) (Result, error) {
 				res.Rate = rate
 			} else if final {
 				res.FailRate = rate
+				shortOnly = o.Short && Passes(o.Sent, o.Lost, c.LossLimit)
 			}
 			s := Step{N: len(res.Steps) + 1, Rate: rate, Sent: o.Sent, Lost: o.Lost, Short: o.Short, Pass: pass, Repeat: repeat,
 				PassRate: res.Rate, FailRate: res.FailRate}
@@ -225,6 +235,9 @@ func Search(t Trial, c Config, step func(Step)) (Result, error) {
 		if pass, err := try(lo); err != nil || pass {
 			return res, err
 		}
+	}
+	if shortOnly {
+		return res, fmt.Errorf("ndr: the path %w (%d pps; it lost no more than the limit %v there): %w", ErrShortAtLower, res.FailRate, c.LossLimit, ErrLossAtLower)
 	}
 	return res, fmt.Errorf("ndr: the path %w (%d pps, loss limit %v)", ErrLossAtLower, c.Lower, c.LossLimit)
 }

@@ -298,6 +298,38 @@ func TestSearchShortGenerator(t *testing.T) {
 	}
 }
 
+// TestSearchShortAtLower: a generator that cannot offer even the lower
+// bound fails every trial without loss; the error says the generator fell
+// short, not that the path lost frames. A path that loses at the lower
+// bound says that.
+func TestSearchShortAtLower(t *testing.T) {
+	c := Config{Lower: 10_000, Upper: 1_000_000, Resolution: 10_000}
+	short := TrialFunc(func(rate uint64) (Outcome, error) {
+		return Outcome{Sent: min(rate, 5_000), Short: true}, nil
+	})
+	_, err := Search(short, c, nil)
+	if !errors.Is(err, ErrShortAtLower) || !errors.Is(err, ErrLossAtLower) {
+		t.Fatalf("short generator: %v, want ErrShortAtLower and ErrLossAtLower", err)
+	}
+	if want := "was not offered even the lower bound's rate in full (10000 pps"; !strings.Contains(err.Error(), want) {
+		t.Errorf("short generator: %q, want it to contain %q", err, want)
+	}
+	lossy := TrialFunc(func(rate uint64) (Outcome, error) {
+		return Outcome{Sent: rate, Lost: 1}, nil
+	})
+	_, err = Search(lossy, c, nil)
+	if !errors.Is(err, ErrLossAtLower) || errors.Is(err, ErrShortAtLower) {
+		t.Fatalf("lossy path: %v, want ErrLossAtLower only", err)
+	}
+	// Short and losing more than the limit: the loss is what is reported.
+	both := TrialFunc(func(rate uint64) (Outcome, error) {
+		return Outcome{Sent: rate / 2, Lost: 3, Short: true}, nil
+	})
+	if _, err = Search(both, c, nil); errors.Is(err, ErrShortAtLower) {
+		t.Fatalf("short and lossy: %v, want loss reported", err)
+	}
+}
+
 func TestPassesAtTheLimit(t *testing.T) {
 	for _, tc := range []struct {
 		sent, lost uint64
