@@ -104,7 +104,7 @@ it (phc2sys); zero-copy only, where the device's AF_XDP transmit metadata
 	fs.StringVarP(&f.dstMAC, "dst-mac", "G", "", "destination MAC (default: the veth peer's, else the neighbour entry of --dst-ip)")
 	fs.BoolVar(&f.txChecksum, "tx-checksum", false, "have each frame's UDP checksum filled as it is sent (AF_XDP TX metadata, Linux 6.8+): by the kernel in copy mode, by the NIC in zero-copy mode (its xsk-features need tx-checksum)")
 	fs.BoolVar(&f.txTimestamp, "tx-timestamp", false, "have each frame's completion stamped (AF_XDP TX metadata, Linux 6.8+, copy mode) and print the send -> completion times")
-	fs.DurationVar(&f.launchDelay, "launch-delay", 0, "have each frame leave this long after it is queued, e.g. 100us (AF_XDP TX launch time, Linux 6.14+, zero-copy on a device with tx-launch-time-fifo)")
+	secondsVarP(fs, &f.launchDelay, "launch-delay", "", 0, "have each frame leave this long after it is queued (seconds, or a duration like 100us) (AF_XDP TX launch time, Linux 6.14+, zero-copy on a device with tx-launch-time-fifo)")
 	xdpPassFlag(fs, &f.xdpPass)
 	fs.Lookup("xdp-pass").Usage += "; copy mode transmits without it, zero-copy mode through the driver's XDP transmit"
 	for _, n := range txOnlyIgnores {
