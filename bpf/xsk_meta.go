@@ -21,6 +21,10 @@ type XskMetaOptions struct {
 	// UDPPort, if not zero, sends only UDP frames to this destination port
 	// to the sockets, as XskOptions.UDPPort does.
 	UDPPort uint16
+	// Frags loads the program as multi-buffer aware, as XskOptions.Frags
+	// does; the metadata goes in front of a frame's first fragment, where
+	// the socket's reader finds it in front of the first descriptor.
+	Frags bool
 }
 
 // Kfunc names the XDP receive metadata kfuncs, and the Linux version that
@@ -111,6 +115,9 @@ func NewXskRedirectMeta(opts XskMetaOptions) (*XskRedirect, error) {
 	}
 	p := spec.Programs[XskRedirectMetaProgXskRedirectMeta]
 	p.Flags |= unix.BPF_F_XDP_DEV_BOUND_ONLY
+	if opts.Frags {
+		p.Flags |= unix.BPF_F_XDP_HAS_FRAGS
+	}
 	p.Ifindex = uint32(opts.Ifindex)
 	var objs XskRedirectMetaObjects
 	if err := spec.LoadAndAssign(&objs, nil); err != nil {

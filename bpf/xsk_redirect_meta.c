@@ -49,12 +49,28 @@ struct {
 SEC("xdp")
 int xsk_redirect_meta(struct xdp_md *ctx)
 {
+	enum xdp_rss_hash_type type = XDP_RSS_TYPE_NONE;
 	struct xsk_rx_meta *meta;
-	enum xdp_rss_hash_type type;
+	__u64 timestamp = 0;
+	__u32 hash = 0, valid = 0;
+	__be16 vlan_proto = 0;
+	__u16 vlan_tci = 0;
 	void *data;
 
 	if (filter_udp_port && !is_wanted(ctx))
 		return XDP_PASS;
+	// The kfuncs are asked before the metadata area is made: a driver may
+	// read its answer from the headroom in front of the frame, where the
+	// area goes (virtio_net's hash report is in the virtio-net header
+	// just before the frame's data).
+	// A zero timestamp is none: veth gives the skb's hardware timestamp,
+	// zero for frames the stack sent.
+	if (want_timestamp && bpf_xdp_metadata_rx_timestamp(ctx, &timestamp) == 0 && timestamp != 0)
+		valid |= XSK_META_TIMESTAMP;
+	if (want_hash && bpf_xdp_metadata_rx_hash(ctx, &hash, &type) == 0)
+		valid |= XSK_META_HASH;
+	if (want_vlan && bpf_xdp_metadata_rx_vlan_tag(ctx, &vlan_proto, &vlan_tci) == 0)
+		valid |= XSK_META_VLAN;
 	// Every frame the sockets get carries the metadata: one without room
 	// for it (a driver without a metadata area) is refused, not passed
 	// on with stale bytes in front of it.
@@ -64,26 +80,12 @@ int xsk_redirect_meta(struct xdp_md *ctx)
 	meta = (void *)(long)ctx->data_meta;
 	if ((void *)(meta + 1) > data)
 		return XDP_ABORTED;
-	meta->valid = 0;
-	if (want_timestamp) {
-		meta->rx_timestamp = 0;
-		// A zero timestamp is none: veth gives the skb's hardware
-		// timestamp, zero for frames the stack sent.
-		if (bpf_xdp_metadata_rx_timestamp(ctx, (__u64 *)&meta->rx_timestamp) == 0 &&
-		    meta->rx_timestamp != 0)
-			meta->valid |= XSK_META_TIMESTAMP;
-	}
-	if (want_hash) {
-		type = XDP_RSS_TYPE_NONE;
-		if (bpf_xdp_metadata_rx_hash(ctx, &meta->rx_hash, &type) == 0) {
-			meta->rx_hash_type = type;
-			meta->valid |= XSK_META_HASH;
-		}
-	}
-	if (want_vlan) {
-		if (bpf_xdp_metadata_rx_vlan_tag(ctx, &meta->vlan_proto, &meta->vlan_tci) == 0)
-			meta->valid |= XSK_META_VLAN;
-	}
+	meta->rx_timestamp = (valid & XSK_META_TIMESTAMP) ? timestamp : 0;
+	meta->rx_hash = (valid & XSK_META_HASH) ? hash : 0;
+	meta->rx_hash_type = (valid & XSK_META_HASH) ? type : 0;
+	meta->vlan_tci = (valid & XSK_META_VLAN) ? vlan_tci : 0;
+	meta->vlan_proto = (valid & XSK_META_VLAN) ? vlan_proto : 0;
+	meta->valid = valid;
 	return bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
 }
 

@@ -86,6 +86,24 @@ type GeneratorConfig struct {
 	// checksum field holds is replaced. Not with MultiBuffer or
 	// Unaligned.
 	TxChecksum bool
+	// TxTimestamp has each frame ask for a completion timestamp (AF_XDP TX
+	// metadata, Linux 6.8 and later) and keeps the distribution of the
+	// time from its descriptor going onto the tx ring to that timestamp
+	// (Generator.TxTimes). Copy mode only (BindAuto binds in copy mode):
+	// there the kernel stamps the completion with CLOCK_TAI when the
+	// device frees the frame, the clock the sending time is taken in; a
+	// zero-copy driver stamps it with its NIC's clock. Not with
+	// MultiBuffer or Unaligned.
+	TxTimestamp bool
+	// LaunchDelay, if not zero, has each frame ask to leave no earlier
+	// than LaunchDelay after its descriptor goes onto the tx ring (AF_XDP
+	// TX launch time, Linux 6.14 and later), as ns of CLOCK_TAI: the
+	// device's PTP clock must follow CLOCK_TAI (phc2sys). Zero-copy only
+	// (BindAuto binds zero-copy), on a device whose xsk-features have
+	// tx-launch-time-fifo; NewGenerator refuses it elsewhere. The device
+	// sends its tx queue in order, so a frame waiting for its time holds
+	// back those behind it. Not with MultiBuffer or Unaligned.
+	LaunchDelay time.Duration
 }
 
 // DefaultGeneratorConfig returns the defaults of DefaultConfig for the
@@ -225,6 +243,19 @@ func checkFrameLengths(info *netdev.Info, frames [][]byte) error {
 	return nil
 }
 
+// TxTimes is the distribution of the completion times so far, over every
+// worker (GeneratorConfig.TxTimestamp); zero without TxTimestamp. It may be
+// read while Run runs.
+func (g *Generator) TxTimes() TxTimes {
+	var t TxTimes
+	for _, w := range g.workers {
+		if w.tx != nil && w.tx.timer != nil {
+			w.tx.timer.addTo(&t)
+		}
+	}
+	return t
+}
+
 // ZeroCopy reports whether the kernel granted zero-copy to the sockets.
 func (g *Generator) ZeroCopy() bool { return g.zeroCopy() }
 
@@ -285,10 +316,22 @@ type txGen struct {
 	segLens  [][]uint32 // segLens[v][k]: length of variant v's k-th descriptor
 	inFlight uint32
 
-	// With TxChecksum, each frame starts metaOff bytes into its UMEM
-	// frame and its descriptors carry metaOpts; both 0 without.
+	// With TX metadata, each frame starts metaOff bytes into its UMEM
+	// frame and its descriptors carry metaOpts; both 0 without. metaReq
+	// is what each frame asks, csum each variant's checksum start and
+	// offset (TxChecksum).
 	metaOff  uint64
 	metaOpts uint32
+	metaReq  xsk.TxRequest
+	csum     [][2]uint16
+	umem     *xsk.Umem
+	// With TxTimestamp: the completion times, and when each UMEM frame's
+	// descriptor last went onto the ring (ns of tai).
+	timer  *txTimer
+	sentAt []uint64
+	tai    taiClock
+	// launch is LaunchDelay in ns, 0 without.
+	launch uint64
 }
 
 // clock is how a generator worker reads the time and waits: the pacer's
@@ -454,7 +497,14 @@ func (w *worker) txBatch(now time.Time) uint32 {
 		idx, got = s.Tx.Reserve(n)
 		next, v, k := g.next, g.variant, uint32(len(g.lens))
 		if g.metaOpts != 0 {
-			next, v = g.setTxMeta(&s.Tx, idx, got)
+			var at uint64
+			if g.sentAt != nil || g.launch != 0 {
+				if now.IsZero() {
+					now = g.clock.Now()
+				}
+				at = g.tai.ns(now)
+			}
+			next, v = g.setTxMeta(&s.Tx, idx, got, at)
 		} else {
 			for i := uint32(0); i < got; i++ {
 				s.Tx.Set(idx+i, uint64(next)<<g.shift, g.lens[v])
@@ -500,6 +550,9 @@ func (w *worker) txComplete() uint32 {
 		for i := uint32(0); i < n; i++ {
 			bytes += uint64(g.lens[uint32(s.Completion.Addr(idx+i)>>g.shift)%k])
 		}
+	}
+	if g.timer != nil {
+		g.stamps(&s.Completion, idx, n)
 	}
 	s.Completion.Release(n)
 	w.txOutstanding -= n

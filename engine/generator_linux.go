@@ -30,6 +30,22 @@ func NewGenerator(cfg GeneratorConfig) (_ *Generator, err error) {
 	if err := cfg.checkTxChecksum(facts, plan); err != nil {
 		return nil, err
 	}
+	if err := cfg.checkTxTimestamp(facts); err != nil {
+		return nil, err
+	}
+	if err := cfg.checkLaunchTime(facts, plan); err != nil {
+		return nil, err
+	}
+	var tai taiClock
+	if cfg.TxTimestamp || cfg.LaunchDelay != 0 {
+		if tai, err = newTAIClock(); err != nil {
+			return nil, err
+		}
+	}
+	csum, err := cfg.txChecksums()
+	if err != nil {
+		return nil, err
+	}
 	if err := checkZeroCopy(info, plan, cfg.BindMode); err != nil {
 		return nil, err
 	}
@@ -71,8 +87,8 @@ func NewGenerator(cfg GeneratorConfig) (_ *Generator, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("queue %d: %w", q, cfg.txMetadataError(err))
 		}
-		if cfg.TxChecksum {
-			if err := writeTxChecksumFrames(u, cfg.Frames, n); err != nil {
+		if cfg.txMetadata() {
+			if err := writeTxMetaFrames(u, cfg.Frames, csum, n, cfg.txRequest()); err != nil {
 				return nil, fmt.Errorf("queue %d: %w", q, err)
 			}
 		} else {
@@ -95,8 +111,13 @@ func NewGenerator(cfg GeneratorConfig) (_ *Generator, err error) {
 		}
 		w := newWorker(q, cfg.CPUs[i], s, nil, workerOptions(&sc))
 		w.tx = newTxGen(&cfg, i, n)
-		if cfg.TxChecksum {
-			w.tx.metaOff, w.tx.metaOpts = txMetaOffset, xsk.TxMetadataOption
+		if cfg.txMetadata() {
+			t := w.tx
+			t.metaOff, t.metaOpts, t.metaReq, t.csum, t.umem, t.tai = txMetaOffset, xsk.TxMetadataOption, cfg.txRequest(), csum, u, tai
+			if cfg.TxTimestamp {
+				t.timer, t.sentAt = new(txTimer), make([]uint64, n)
+			}
+			t.launch = uint64(cfg.LaunchDelay)
 		}
 		g.workers = append(g.workers, w)
 		if cfg.Wait == WaitBusyPoll {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net"
 	"net/netip"
@@ -26,17 +27,27 @@ func memTxWorker(t testing.TB, tc GeneratorConfig, queues int) (*worker, *xsk.Me
 	t.Helper()
 	cfg := DefaultGeneratorConfig()
 	cfg.Interface = "mem0"
-	cfg.Frames, cfg.Count, cfg.Rate = tc.Frames, tc.Count, tc.Rate
+	cfg.Frames, cfg.Count, cfg.Rate, cfg.TxTimestamp = tc.Frames, tc.Count, tc.Rate, tc.TxTimestamp
 	cfg.Queues = make([]int, queues)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	n := cfg.txFrames()
-	u, err := xsk.NewMemUmem(xsk.UmemConfig{FrameSize: cfg.FrameSize, NumFrames: n + outFrames})
+	u, err := xsk.NewMemUmem(xsk.UmemConfig{FrameSize: cfg.FrameSize, NumFrames: n + outFrames, TxMetadata: cfg.txMetadata()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeTxFrames(u, cfg.Frames, n, cfg.segments())
+	var csum [][2]uint16
+	if cfg.txMetadata() {
+		if csum, err = cfg.txChecksums(); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeTxMetaFrames(u, cfg.Frames, csum, n, cfg.txRequest()); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		writeTxFrames(u, cfg.Frames, n, cfg.segments())
+	}
 	s, err := xsk.NewMemSocket(u, xsk.SocketConfig{FillSize: outFillSize, CompletionSize: cfg.CompletionSize, TxSize: cfg.TxSize, FirstFrame: n, NumFrames: outFrames})
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +55,11 @@ func memTxWorker(t testing.TB, tc GeneratorConfig, queues int) (*worker, *xsk.Me
 	sc := cfg.sockets()
 	w := newWorker(0, 0, s, nil, workerOptions(&sc))
 	w.tx = newTxGen(&cfg, 0, n)
+	if cfg.TxTimestamp {
+		g := w.tx
+		g.metaOff, g.metaOpts, g.metaReq, g.csum, g.umem = txMetaOffset, xsk.TxMetadataOption, cfg.txRequest(), csum, u
+		g.timer, g.sentAt, g.tai = new(txTimer), make([]uint64, n), taiClock{base: time.Now(), tai: 1 << 40}
+	}
 	k := s.Kernel()
 	k.AutoTransmit = true
 	k.SetNeedWakeup(false, true)
@@ -198,12 +214,20 @@ func TestGeneratorValidate(t *testing.T) {
 // of a ring's worth and times the worker apart from the simulated kernel,
 // which transmits a round at once, as a busy zero-copy NIC does without a
 // kick; the worker then reaps the completions.
-func BenchmarkTxOnly(b *testing.B) {
+func BenchmarkTxOnly(b *testing.B) { benchTxOnly(b, false) }
+
+// BenchmarkTxOnlyTimestamp is BenchmarkTxOnly with TxTimestamp: the
+// sending time noted per frame, and per completion its timestamp (written
+// by the simulated kernel, in the kernel's time) counted and the request
+// written again.
+func BenchmarkTxOnlyTimestamp(b *testing.B) { benchTxOnly(b, true) }
+
+func benchTxOnly(b *testing.B, stamps bool) {
 	frames, err := packet.UDPVariants(testUDP(64), 4)
 	if err != nil {
 		b.Fatal(err)
 	}
-	w, k := memTxWorker(b, GeneratorConfig{Frames: frames}, 1)
+	w, k := memTxWorker(b, GeneratorConfig{Frames: frames, TxTimestamp: stamps}, 1)
 	k.AutoTransmit = false
 	k.SetNeedWakeup(false, false)
 	per := w.sock.Tx.Size() / w.batchSize
@@ -219,6 +243,16 @@ func BenchmarkTxOnly(b *testing.B) {
 		}
 		t1 := time.Now()
 		k.Transmit(int(w.sock.Tx.Size()))
+		if stamps {
+			ts := 1<<40 + uint64(time.Since(w.tx.tai.base))
+			for f := range uint64(w.tx.frames) {
+				m, err := w.umem.TxMetadata(f<<w.tx.shift + txMetaOffset)
+				if err != nil {
+					b.Fatal(err)
+				}
+				binary.NativeEndian.PutUint64(m[8:], ts)
+			}
+		}
 		t2 := time.Now()
 		w.txComplete()
 		t3 := time.Now()

@@ -20,7 +20,8 @@ import (
 // XDPGeneric with ErrRxMetadata), a kernel with the kfuncs (Linux 6.3 for
 // the hash and timestamp, 6.8 for the VLAN tag) and a device whose driver
 // implements them (the netdev family's xdp-rx-metadata features, Linux 6.8
-// and later). It does not combine with MultiBuffer.
+// and later). With MultiBuffer the metadata is that of the whole frame,
+// in front of its first segment.
 type RxMetadata uint8
 
 // The kinds of receive metadata.

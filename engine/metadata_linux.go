@@ -8,8 +8,8 @@ import (
 )
 
 // checkRxMetadata refuses RxMetadata where it cannot work, before anything
-// is set up: generic XDP, multi-buffer, a kernel without the kfuncs, a
-// device that reports it has not the metadata asked for.
+// is set up: generic XDP, a kernel without the kfuncs, a device that
+// reports it has not the metadata asked for.
 func (c *Config) checkRxMetadata(f *netdev.Facts) error {
 	m := c.RxMetadata
 	if m == 0 {
@@ -23,9 +23,6 @@ func (c *Config) checkRxMetadata(f *netdev.Facts) error {
 	}
 	if c.XDPMode == XDPGeneric {
 		return fail("needs native XDP (the metadata kfuncs run only in a program bound to the device's driver), and XDP runs in generic mode here")
-	}
-	if c.MultiBuffer {
-		return fail("does not combine with multi-buffer")
 	}
 	var fns []bpf.Kfunc
 	if m&RxTimestamp != 0 {
@@ -69,7 +66,7 @@ func (e *Engine) newSteering() (*bpf.XskRedirect, error) {
 		return bpf.NewXskRedirect(bpf.XskOptions{UDPPort: c.UDPPort, Frags: c.MultiBuffer})
 	}
 	x, err := bpf.NewXskRedirectMeta(bpf.XskMetaOptions{Ifindex: e.dev.Index, UDPPort: c.UDPPort,
-		Hash: c.RxMetadata&RxHash != 0, Timestamp: c.RxMetadata&RxTimestamp != 0, VLAN: c.RxMetadata&RxVLAN != 0})
+		Hash: c.RxMetadata&RxHash != 0, Timestamp: c.RxMetadata&RxTimestamp != 0, VLAN: c.RxMetadata&RxVLAN != 0, Frags: c.MultiBuffer})
 	if err != nil {
 		return nil, &kindError{ErrRxMetadata, err}
 	}

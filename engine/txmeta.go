@@ -4,13 +4,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
 
-// ErrTxMetadata: GeneratorConfig.TxChecksum where the frames, the
-// configuration or the device cannot have it; the message says which.
+// ErrTxMetadata: GeneratorConfig.TxChecksum, TxTimestamp or LaunchDelay
+// where the frames, the configuration, the kernel or the device cannot
+// have it; the message says which.
 var ErrTxMetadata = errors.New("transmit metadata not available")
 
 // txMetaOffset is where a frame sent with TX metadata starts in its UMEM
@@ -56,44 +58,113 @@ func pseudoSeed(frame []byte) uint16 {
 	return ^packet.Fold(acc + uint64(s.Proto) + uint64(length))
 }
 
+// txMetadata reports whether the generator's frames carry TX metadata.
+func (c *GeneratorConfig) txMetadata() bool {
+	return c.TxChecksum || c.TxTimestamp || c.LaunchDelay != 0
+}
+
+// txRequest is what each frame asks in its TX metadata.
+func (c *GeneratorConfig) txRequest() xsk.TxRequest {
+	var r xsk.TxRequest
+	if c.TxChecksum {
+		r |= xsk.TxChecksum
+	}
+	if c.TxTimestamp {
+		r |= xsk.TxTimestamp
+	}
+	if c.LaunchDelay != 0 {
+		r |= xsk.TxLaunchTime
+	}
+	return r
+}
+
 // umemTxMetadata sets a generator UMEM's TX metadata: in copy mode the
 // kernel fills the checksums itself, so that they are right whatever the
 // device does with an skb's (veth passes them on unfilled).
 func (c *GeneratorConfig) umemTxMetadata(u *xsk.UmemConfig) {
-	if c.TxChecksum {
-		u.TxMetadata, u.TxSoftwareChecksum = true, true
-	}
+	u.TxMetadata = c.txMetadata()
+	u.TxSoftwareChecksum = c.TxChecksum
 }
 
-// writeTxChecksumFrames is writeTxFrames for TxChecksum: each frame
-// txMetaOffset bytes into its UMEM frame, its checksum field seeded, its
-// metadata asking for the checksum.
-func writeTxChecksumFrames(u *xsk.Umem, frames [][]byte, n uint32) error {
+// txChecksums is each frame's checksum start and offset for TxChecksum,
+// zeros without.
+func (c *GeneratorConfig) txChecksums() ([][2]uint16, error) {
+	cs := make([][2]uint16, len(c.Frames))
+	if !c.TxChecksum {
+		return cs, nil
+	}
+	for i, f := range c.Frames {
+		start, off, err := l4Checksum(f)
+		if err != nil {
+			return nil, err
+		}
+		cs[i] = [2]uint16{start, off}
+	}
+	return cs, nil
+}
+
+// writeTxMetaFrames is writeTxFrames for frames with TX metadata: each
+// frame txMetaOffset bytes into its UMEM frame, its checksum field seeded
+// for TxChecksum, its metadata asking for req.
+func writeTxMetaFrames(u *xsk.Umem, frames [][]byte, csum [][2]uint16, n uint32, req xsk.TxRequest) error {
 	fs := uint64(u.FrameSize())
 	for j := uint32(0); j < n; j++ {
-		f := frames[int(j)%len(frames)]
+		v := int(j) % len(frames)
+		f := frames[v]
 		addr := uint64(j)*fs + txMetaOffset
 		dst := u.Frame(addr, uint32(len(f)))
 		copy(dst, f)
-		start, off, err := l4Checksum(f)
-		if err != nil {
-			return err
+		start, off := csum[v][0], csum[v][1]
+		if req&xsk.TxChecksum != 0 {
+			binary.BigEndian.PutUint16(dst[start+off:], pseudoSeed(f))
 		}
-		binary.BigEndian.PutUint16(dst[start+off:], pseudoSeed(f))
-		if err := u.SetTxRequest(addr, xsk.TxChecksum, start, off, 0); err != nil {
+		if err := u.SetTxRequest(addr, req, start, off, 0); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// taiClock turns the times of time.Now into ns of CLOCK_TAI, the clock of
+// copy mode's completion timestamps, from one reading of both: the
+// monotonic clock does not jump, so no system call is needed per batch.
+type taiClock struct {
+	base time.Time
+	tai  uint64
+}
+
+func (c taiClock) ns(t time.Time) uint64 { return c.tai + uint64(t.Sub(c.base)) }
+
+// stamps counts the completion timestamps of the n completions from idx,
+// and asks again in each frame's metadata for the checksum, over which the
+// kernel wrote the timestamp.
+func (g *txGen) stamps(c *xsk.CompletionRing, idx, n uint32) {
+	k := uint32(len(g.lens))
+	for i := uint32(0); i < n; i++ {
+		addr := c.Addr(idx + i)
+		f := uint32(addr >> g.shift)
+		cs := g.csum[f%k]
+		ts, ok := g.umem.TakeTxCompletionTimestamp(addr, cs[0], cs[1])
+		g.timer.record(ts, ok, g.sentAt[f])
+	}
+}
+
 // setTxMeta is txBatch's descriptor loop for frames with TX metadata: got
 // slots from idx, each frame at metaOff into its UMEM frame, with
-// metaOpts. It returns the next frame and variant.
-func (g *txGen) setTxMeta(tx *xsk.TxRing, idx, got uint32) (next, v uint32) {
+// metaOpts, sent at at (ns of CLOCK_TAI; with TxTimestamp or LaunchDelay).
+// It returns the next frame and variant.
+func (g *txGen) setTxMeta(tx *xsk.TxRing, idx, got uint32, at uint64) (next, v uint32) {
 	next, v, k := g.next, g.variant, uint32(len(g.lens))
 	for i := uint32(0); i < got; i++ {
-		tx.SetOptions(idx+i, uint64(next)<<g.shift+g.metaOff, g.lens[v], g.metaOpts)
+		addr := uint64(next)<<g.shift + g.metaOff
+		if g.sentAt != nil {
+			g.sentAt[next] = at
+		}
+		if g.launch != 0 {
+			cs := g.csum[v]
+			g.umem.SetTxRequest(addr, g.metaReq, cs[0], cs[1], at+g.launch) // checked when the frames were written
+		}
+		tx.SetOptions(idx+i, addr, g.lens[v], g.metaOpts)
 		if next++; next == g.frames {
 			next = 0
 		}

@@ -52,9 +52,9 @@ func advise(err error) error {
 		}
 		return fmt.Errorf("%w: lower the MTU (ip link set %s mtu %d)", err, mb.Device, mb.MaxMTU)
 	case errors.Is(err, engine.ErrTxMetadata):
-		return fmt.Errorf("%w (--tx-checksum: leave out -F and -u; with -z the device must list tx-checksum among its AF_XDP transmit metadata: xdpeng probe -i DEV)", err)
+		return fmt.Errorf("%w (--tx-checksum, --tx-timestamp, --launch-delay: leave out -F and -u; --tx-timestamp is for copy mode, -c; with -z the device must list tx-checksum, and for --launch-delay tx-launch-time-fifo, among its AF_XDP transmit metadata: xdpeng probe -i DEV)", err)
 	case errors.Is(err, engine.ErrRxMetadata):
-		return fmt.Errorf("%w (--by rxhash needs native XDP without -S or -F; xdpeng probe -i DEV lists the device's XDP receive metadata)", err)
+		return fmt.Errorf("%w (--by rxhash needs native XDP, without -S; xdpeng probe -i DEV lists the device's XDP receive metadata)", err)
 	case errors.As(err, &hp):
 		return fmt.Errorf("%w; or leave --huge-pages at auto (with -u the UMEM then goes into normal pages when there are none)", err)
 	case errors.As(err, &tl):

@@ -5,6 +5,7 @@ package main
 
 import (
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -59,5 +60,33 @@ func TestCLIPeerWithoutGRO(t *testing.T) {
 	})
 	if h := readHooks(t, bed.GenNS, "gen0"); !h.Empty() {
 		t.Errorf("gen0 has %+v after the refusal", h)
+	}
+}
+
+// TestCLITxTimestamp: txonly --tx-timestamp prints the send -> completion
+// times of every frame it sent (copy mode on veth: the kernel stamps each
+// completion), and --launch-delay is refused on veth, which has no launch
+// time, before anything is sent.
+func TestCLITxTimestamp(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	bin := buildCLI(t)
+	const count = 2000
+	r := runIn(t, time.Minute, bed.GenNS, bin, "txonly", "-i", "gen0", "--tx-timestamp", "--count", strconv.Itoa(count), "--rate", "20000", "--json")
+	if r.code != 0 {
+		t.Fatalf("txonly --tx-timestamp:\n%s", r)
+	}
+	var s txOnlySummary
+	summaryLine(t, r.stdout, &s)
+	c := s.TxCompletion
+	if c == nil {
+		t.Fatalf("no tx_completion in the summary:\n%s", r.stdout)
+	}
+	t.Logf("tx_completion: %+v", *c)
+	if s.ZeroCopy || c.Clock != "CLOCK_TAI" || c.Frames != count || c.NoTimestamp != 0 || c.Early != 0 || c.MinNs > c.P50Ns || c.P50Ns > c.P99Ns || c.P99Ns > c.MaxNs {
+		t.Errorf("tx_completion %+v (zero-copy %v): want %d frames in CLOCK_TAI, copy mode, none without a timestamp or early, min <= p50 <= p99 <= max", *c, s.ZeroCopy, count)
+	}
+	r = runIn(t, time.Minute, bed.GenNS, bin, "txonly", "-i", "gen0", "--launch-delay", "100us", "--count", "10")
+	if r.code == 0 || !strings.Contains(r.stderr, "without tx-launch-time-fifo") || strings.Contains(r.stdout, "txonly on gen0") {
+		t.Errorf("txonly --launch-delay on veth: want a refusal naming tx-launch-time-fifo before it starts:\n%s", r)
 	}
 }

@@ -55,7 +55,7 @@ func newTestbedUpCmd() *cobra.Command {
 		genCPUs, dutCPUs string
 		napi             string
 		vmKernel         string
-		loop             bool
+		loop, hash       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -77,13 +77,13 @@ use it. Nothing is left behind if a step fails.
 			if vmKernel != "" {
 				for _, f := range []string{"gen-cpus", "dut-cpus", "napi", "mtu"} {
 					if cmd.Flags().Changed(f) {
-						return fmt.Errorf("--%s is for a veth bed: a VM bed (--vm) takes --name, --queues, --links and --loop", f)
+						return fmt.Errorf("--%s is for a veth bed: a VM bed (--vm) takes --name, --queues, --links, --loop and --hash", f)
 					}
 				}
-				return upVM(cmd, vm.Config{Name: cfg.Name, Kernel: vmKernel, Queues: cfg.Queues, Links: cfg.Links, Loop: loop})
+				return upVM(cmd, vm.Config{Name: cfg.Name, Kernel: vmKernel, Queues: cfg.Queues, Links: cfg.Links, Loop: loop, Hash: hash})
 			}
-			if loop {
-				return errors.New("--loop is for a VM bed: add --vm KERNEL")
+			if loop || hash {
+				return errors.New("--loop and --hash are for a VM bed: add --vm KERNEL")
 			}
 			if cfg.Queues < 1 || cfg.Links < 1 {
 				return fmt.Errorf("--queues %d, --links %d: each needs at least 1", cfg.Queues, cfg.Links)
@@ -129,6 +129,7 @@ use it. Nothing is left behind if a step fails.
 	f.StringVar(&napi, "napi", "softirq", "DUT receive work: softirq (layout A), threaded (layout B) or auto")
 	f.StringVar(&vmKernel, "vm", "", "boot a QEMU guest as the DUT, with this Debian kernel: "+vmKernels())
 	f.BoolVar(&loop, "loop", false, "with --vm: bridge the ports' taps, so that what the guest sends out of one port arrives at the others")
+	f.BoolVar(&hash, "hash", false, "with --vm: offer the guest virtio-net's hash report, so that its driver gives XDP each frame's RSS hash (Linux 6.11+; count --by rxhash)")
 	f.IntVar(&cfg.MTU, "mtu", 0, fmt.Sprintf("MTU of both ends of every link, %d-%d (default: the kernel's, 1500); 9000 for jumbo frames", testbed.MinMTU, testbed.MaxMTU))
 	return cmd
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -29,6 +30,8 @@ type txOnlyFlags struct {
 	srcMAC, dstMAC   string
 	xdpPass          string
 	txChecksum       bool
+	txTimestamp      bool
+	launchDelay      time.Duration
 }
 
 func newTxOnlyCmd() *cobra.Command {
@@ -61,13 +64,24 @@ Jumbo frames: with -F (multi-buffer) a frame longer than a UMEM frame goes out
 as several descriptors, each frame in consecutive UMEM frames (up to 18), so
 --size may go up to the device's MTU + 18 (on a test bed: testbed up --mtu
 9000, then -s 9018). gen's live frames stop at a page (3408 bytes here):
-txonly -F is what sends jumbo frames.`,
+txonly -F is what sends jumbo frames.
+
+--tx-timestamp has each frame ask for a completion timestamp (AF_XDP TX
+metadata, Linux 6.8+) and prints the distribution of the time from its
+descriptor going onto the tx ring to that timestamp: in copy mode the kernel
+takes it from CLOCK_TAI when the device frees the frame (veth: when the peer
+has taken it). Copy mode only: a zero-copy driver stamps with its NIC's clock.
+--launch-delay D has each frame ask to leave D after that moment (AF_XDP TX
+launch time, Linux 6.14+), in CLOCK_TAI, so the device's PTP clock must follow
+it (phc2sys); zero-copy only, where the device's AF_XDP transmit metadata
+(probe) has tx-launch-time-fifo. Frames wait in order on the queue.`,
 		Example: `  xdpeng txonly -i dut0 --count 1000000
   xdpeng txonly -i dut0 -d 5s --rate 500000 --ports 16 --size 128 --json
   xdpeng txonly -i dut0 -q 0 -C 100000 -s 64 -V -J 7 -K 3 -P 12345678   # xdpsock's letters
   ip netns exec xdpeng-dut xdpeng txonly -i dut0 -q 0 --count 100 -c
   ip netns exec xdpeng-gen xdpeng txonly -i gen0 -F -s 9018 --count 100000   # a bed of MTU 9000
-  xdpeng txonly -i eth1 -z --tx-checksum --count 1000000   # the NIC fills the UDP checksums`,
+  xdpeng txonly -i eth1 -z --tx-checksum --count 1000000   # the NIC fills the UDP checksums
+  ip netns exec xdpeng-gen xdpeng txonly -i gen0 --tx-timestamp --count 100000   # send -> completion times`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTxOnly(cmd, f) },
 	}
@@ -89,6 +103,8 @@ txonly -F is what sends jumbo frames.`,
 	fs.StringVarP(&f.srcMAC, "src-mac", "H", "", "source MAC (default: DEV's)")
 	fs.StringVarP(&f.dstMAC, "dst-mac", "G", "", "destination MAC (default: the veth peer's, else the neighbour entry of --dst-ip)")
 	fs.BoolVar(&f.txChecksum, "tx-checksum", false, "have each frame's UDP checksum filled as it is sent (AF_XDP TX metadata, Linux 6.8+): by the kernel in copy mode, by the NIC in zero-copy mode (its xsk-features need tx-checksum)")
+	fs.BoolVar(&f.txTimestamp, "tx-timestamp", false, "have each frame's completion stamped (AF_XDP TX metadata, Linux 6.8+, copy mode) and print the send -> completion times")
+	secondsVarP(fs, &f.launchDelay, "launch-delay", "", 0, "have each frame leave this long after it is queued (seconds, or a duration like 100us) (AF_XDP TX launch time, Linux 6.14+, zero-copy on a device with tx-launch-time-fifo)")
 	xdpPassFlag(fs, &f.xdpPass)
 	fs.Lookup("xdp-pass").Usage += "; copy mode transmits without it, zero-copy mode through the driver's XDP transmit"
 	for _, n := range txOnlyIgnores {
@@ -182,6 +198,7 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	}
 	gcfg := generatorConfig(cfg)
 	gcfg.Frames, gcfg.Count, gcfg.Rate, gcfg.TxChecksum = frames, f.count, f.rate, f.txChecksum
+	gcfg.TxTimestamp, gcfg.LaunchDelay = f.txTimestamp, f.launchDelay
 	if err := gcfg.Validate(); err != nil {
 		if cfg.MultiBuffer {
 			return fmt.Errorf("--size %d: %w", f.size, err)
@@ -233,6 +250,9 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 		App:       map[string]uint64{"tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches},
 		watchJSON: w.summaryJSON(),
 	}
+	if f.txTimestamp {
+		sum.TxCompletion = txTimesSummary(g.TxTimes())
+	}
 	if dur > 0 {
 		sum.TxPPS = float64(t.TxPackets) / dur
 	}
@@ -245,6 +265,10 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 			fmt.Fprintf(p.w, "  queue %d (CPU %d): tx %d, tx_invalid_descs %d, tx_ring_empty_descs %d\n", q.Queue, q.CPU, q.TxPackets, q.XDP.TxInvalidDescs, q.XDP.TxRingEmptyDescs)
 		}
 		fmt.Fprintf(p.w, "  app stats: tx_wakeups %d, polls %d, batches %d\n", t.TxWakeups, t.Polls, t.Batches)
+		if c := sum.TxCompletion; c != nil {
+			fmt.Fprintf(p.w, "  send -> completion (CLOCK_TAI, %d frames): min %s, mean %s, p50 %s, p99 %s, p99.9 %s, max %s; %d without a timestamp\n",
+				c.Frames, ns(c.MinNs), ns(c.MeanNs), ns(c.P50Ns), ns(c.P99Ns), ns(c.P999Ns), ns(c.MaxNs), c.NoTimestamp)
+		}
 		if sum.RateNote != "" {
 			fmt.Fprintf(p.w, "  %s\n", sum.RateNote)
 		}
@@ -283,8 +307,36 @@ type txOnlySummary struct {
 	App       map[string]uint64  `json:"app_stats"`
 	// XDPPass says XDP_PASS was attached to the device for the run.
 	XDPPass bool `json:"xdp_pass"`
+	// TxCompletion is the send -> completion times, with --tx-timestamp.
+	TxCompletion *txTimesJSON `json:"tx_completion,omitempty"`
 	watchJSON
 }
+
+// txTimesJSON is engine.TxTimes in a summary: percentiles are the upper
+// bounds of buckets 1/16 of a power of two wide.
+type txTimesJSON struct {
+	Clock       string `json:"clock"`
+	Frames      uint64 `json:"frames"`
+	NoTimestamp uint64 `json:"no_timestamp"`
+	Early       uint64 `json:"early"`
+	MinNs       int64  `json:"min_ns"`
+	MeanNs      int64  `json:"mean_ns"`
+	P50Ns       int64  `json:"p50_ns"`
+	P99Ns       int64  `json:"p99_ns"`
+	P999Ns      int64  `json:"p999_ns"`
+	MaxNs       int64  `json:"max_ns"`
+}
+
+func txTimesSummary(t engine.TxTimes) *txTimesJSON {
+	return &txTimesJSON{
+		Clock: "CLOCK_TAI", Frames: t.Frames, NoTimestamp: t.NoTimestamp, Early: t.Early,
+		MinNs: int64(t.Min), MeanNs: int64(t.Mean()), P50Ns: int64(t.Percentile(50)), P99Ns: int64(t.Percentile(99)),
+		P999Ns: int64(t.Percentile(99.9)), MaxNs: int64(t.Max),
+	}
+}
+
+// ns prints a time in ns as a duration.
+func ns(v int64) string { return time.Duration(v).String() }
 
 func orUnbounded(v uint64) string {
 	if v == 0 {

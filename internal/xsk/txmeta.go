@@ -103,6 +103,10 @@ func (u *Umem) SetTxRequest(addr uint64, req TxRequest, csumStart, csumOffset ui
 // ErrNoTxLaunchTime means the kernel takes no launch time in TX metadata.
 var ErrNoTxLaunchTime = errors.New("AF_XDP TX launch time needs Linux 6.14 or later")
 
+// CheckTxLaunchTime says, with an ErrNoTxLaunchTime, why the kernel takes
+// no launch time in TX metadata; nil where it does.
+func CheckTxLaunchTime() error { return checkTxLaunchTime() }
+
 // checkTxLaunchTime tells, once, whether the kernel's struct
 // xsk_tx_metadata has a launch time (Linux 6.14 and later): a kernel
 // without it refuses the frames that ask for one as invalid descriptors.
@@ -143,6 +147,23 @@ func (u *Umem) TxCompletionTimestamp(addr uint64) (ns uint64, ok bool) {
 		return 0, false
 	}
 	ns = binary.NativeEndian.Uint64(m[txMetaTimestampAt:])
+	return ns, ns != 0
+}
+
+// TakeTxCompletionTimestamp is TxCompletionTimestamp for a frame that is
+// to be sent again with the same requests: it reads the timestamp, then
+// writes the checksum request (csumStart and csumOffset, as SetTxRequest
+// takes them; zeros without TxChecksum) back where it was, as struct
+// xsk_tx_metadata keeps the request and the completion in a union.
+func (u *Umem) TakeTxCompletionTimestamp(addr uint64, csumStart, csumOffset uint16) (ns uint64, ok bool) {
+	m, err := u.TxMetadata(addr)
+	if err != nil {
+		return 0, false
+	}
+	ns = binary.NativeEndian.Uint64(m[txMetaTimestampAt:])
+	binary.NativeEndian.PutUint16(m[txMetaCsumStartAt:], csumStart)
+	binary.NativeEndian.PutUint16(m[txMetaCsumOffsetAt:], csumOffset)
+	binary.NativeEndian.PutUint32(m[12:], 0)
 	return ns, ns != 0
 }
 

@@ -51,7 +51,14 @@ type Config struct {
 	// Loop joins the ports' taps in a bridge, so that the guest's ports
 	// reach one another (a frame sent out of eth1 arrives at eth0) and a
 	// test in the guest has a traffic source of its own.
-	Loop        bool
+	Loop bool
+	// Hash offers the ports' guests virtio-net's hash report
+	// (VIRTIO_NET_F_HASH_REPORT): QEMU computes each received frame's RSS
+	// hash (Toeplitz, with the key the guest's driver sets) and writes it
+	// and its kind in the frame's virtio-net header, where a driver that
+	// implements the XDP RX hash kfunc (virtio_net from Linux 6.11) gives
+	// it to XDP programs.
+	Hash        bool
 	CPUs        int           // the guest's CPUs (default 2)
 	MemoryMB    int           // the guest's memory (default 1024)
 	BootTimeout time.Duration // until ssh answers (default 3 minutes)
@@ -76,6 +83,7 @@ type Bed struct {
 	Queues  int
 	Links   int
 	Loop    bool
+	Hash    bool
 	CPUs    int
 	Ports   []Port
 	MgmtIP  string // the guest's address on the management link
@@ -161,7 +169,7 @@ func Up(ctx context.Context, cfg Config) (_ *Bed, err error) {
 	}
 	b := &Bed{
 		Name: cfg.Name, GenNS: testbed.GenNS(cfg.Name), Kernel: k, Queues: cfg.Queues, Links: cfg.Links,
-		Loop: cfg.Loop, CPUs: cfg.CPUs, MgmtIP: mgmtGuestIP, Dir: bedDir(cfg.Name), Started: time.Now(),
+		Loop: cfg.Loop, Hash: cfg.Hash, CPUs: cfg.CPUs, MgmtIP: mgmtGuestIP, Dir: bedDir(cfg.Name), Started: time.Now(),
 	}
 	for i := range cfg.Links {
 		p := Port{
@@ -344,6 +352,17 @@ func (b *Bed) qemuArgs(cfg Config) []string {
 		if b.Queues > 1 {
 			nd += ",queues=" + strconv.Itoa(b.Queues)
 			dev += fmt.Sprintf(",mq=on,vectors=%d", 2*b.Queues+2)
+		}
+		if b.Hash {
+			dev += ",hash=on"
+			if b.Queues > 1 {
+				// Without RSS the guest sets its queue count with
+				// VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET (when an XDP program is
+				// attached, too), and QEMU then stops hashing; with RSS it
+				// sets the count in its RSS configuration, and the hash
+				// stays on.
+				dev += ",rss=on"
+			}
 		}
 		args = append(args, "-netdev", nd, "-device", dev)
 	}

@@ -65,7 +65,7 @@ func TestKernelMatrix(t *testing.T) {
 			privtest.Root(t)
 			start := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), bootLimit)
-			b, err := Up(ctx, Config{Name: testbed.UniqueName("vm"), Kernel: name, Queues: 2, Links: 3, Loop: true})
+			b, err := Up(ctx, Config{Name: testbed.UniqueName("vm"), Kernel: name, Queues: 2, Links: 3, Loop: true, Hash: true})
 			cancel()
 			var ue *UnavailableError
 			if errors.As(err, &ue) && optional {
