@@ -248,7 +248,7 @@ func (r probeJSON) text(w io.Writer) {
 	}
 	if r.XDPFeatures != nil {
 		fmt.Fprintf(w, "  XDP receive metadata: %s\n", metadataNote(r.RxMetadata,
-			"a handler gets them in native mode (engine.Config.RxMetadata; the built-in commands do not ask)",
+			"a handler gets them in native mode (engine.Config.RxMetadata; count --by rxhash asks for the hash)",
 			"none reported (kernels before 6.8 report none): on 6.8 and later engine.Config.RxMetadata is refused here"))
 		fmt.Fprintf(w, "  AF_XDP transmit metadata: %s\n", metadataNote(r.XSKFeatures,
 			"what the driver does for a zero-copy socket's per-frame requests (txonly -z --tx-checksum needs tx-checksum); copy mode does checksums and completion timestamps in software",
