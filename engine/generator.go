@@ -379,7 +379,6 @@ func (p *pacer) wait() time.Duration {
 // sent its share and seen it completed, or when stop is set.
 func (w *worker) runTxOnly(stop *atomic.Bool) error {
 	g := w.tx
-	spins := 0
 	for !stop.Load() {
 		if g.limited && g.left == 0 {
 			break
@@ -389,10 +388,10 @@ func (w *worker) runTxOnly(stop *atomic.Bool) error {
 			now = g.clock.Now()
 		}
 		if sent, done := w.txStep(now); sent > 0 || done > 0 {
-			spins = 0
+			w.wait.busy()
 			continue
 		}
-		if err := w.txIdle(&spins); err != nil {
+		if err := w.txIdle(); err != nil {
 			return err
 		}
 	}
@@ -510,33 +509,17 @@ func (w *worker) txComplete() uint32 {
 
 // txIdle is called when a generator loop neither sent nor reaped anything:
 // it waits for the pacer, or for the kernel to complete frames.
-func (w *worker) txIdle(spins *int) error {
+func (w *worker) txIdle() error {
 	g := w.tx
 	if g.pace.perNs != 0 && (!g.limited || g.left > 0) && w.txOutstanding+g.seg <= g.frames {
 		if d := g.pace.wait(); d > 20*time.Microsecond {
 			w.publish()
-			g.clock.Sleep(min(d, w.pollTimeout()))
+			g.clock.Sleep(min(d, w.wait.pollTimeout()))
 		}
 		return nil
 	}
-	switch w.wait {
-	case WaitBusy, WaitBusyPoll:
-		return nil
-	case WaitPoll:
-		return w.sleep()
-	}
-	if *spins++; *spins < w.spinLimit {
-		return nil
-	}
-	*spins = 0
-	w.publish()
-	// Completions of copy mode come when the receiver frees the frames,
-	// with no event to wait for; a short sleep stops the spinning.
-	g.clock.Sleep(50 * time.Microsecond)
-	return nil
+	return w.wait.waitTx(g.clock)
 }
-
-func (w *worker) pollTimeout() time.Duration { return time.Duration(w.pollMs) * time.Millisecond }
 
 // txBatchMB is txBatch for frames of several descriptors: whole frames
 // only, up to a batch of them, and never more frames in flight than slots.

@@ -28,7 +28,7 @@ func simCore(t *testing.T) (*Engine, *idleCounter) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sw.w.pollMs = 1
+	sw.w.wait.pollMs = 1
 	e := &Engine{core: core{dev: &netdev.Info{Name: "sim"}, workers: []*worker{sw.w}}}
 	return e, h
 }

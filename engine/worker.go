@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -48,17 +47,7 @@ type worker struct {
 	idleCalled bool // Idle was called since the last frames
 	batch      Batch
 	batchSize  uint32
-	wait       WaitMode
-	// napiChecked is set once WaitBusyPoll has been checked for a NAPI
-	// instance to poll (checkBusyPoll).
-	napiChecked bool
-	needWakeup  bool
-	pollMs      int
-	spinLimit   int
-	shared      cpuShare
-	rxAtSleep   uint64        // rxPackets when the worker last napped
-	idleFrom    time.Time     // when the rx ring was last found empty after frames
-	nap         time.Duration // how long it naps, kept to a share of the rx ring
+	needWakeup bool
 
 	// ports are the sockets a handler can send to: ports[0] is the queue's
 	// own socket, ports[k] the socket on Config.Outputs[k-1].
@@ -95,6 +84,9 @@ type worker struct {
 	mb       bool
 	maxDescs uint32 // the most descriptors a batch may hold: the rx ring
 	eop      []uint8
+
+	// wait is what the worker does when its rx ring is empty.
+	wait waiter
 }
 
 // options are a worker's settings from its engine's or generator's
@@ -122,15 +114,11 @@ func newWorker(queue, cpu int, sock *xsk.Socket, h Handler, o options) *worker {
 		umem:       sock.Umem(),
 		handler:    h,
 		batchSize:  uint32(o.batch),
-		wait:       o.wait,
 		needWakeup: o.needWakeup,
-		pollMs:     int(o.pollTimeout.Milliseconds()),
-		spinLimit:  adaptiveSpins,
-		nap:        maxNap / 2,
-		shared:     cpuShare{fd: -1},
 		ports:      []*xsk.Socket{sock},
 		pub:        new(counters),
 	}
+	w.wait = newWaiter(w, o)
 	w.dropAll = hintsOf(h).DropAll
 	w.idler, _ = h.(Idler)
 	if o.multiBuffer {
@@ -145,28 +133,18 @@ func newWorker(queue, cpu int, sock *xsk.Socket, h Handler, o options) *worker {
 	return w
 }
 
-// adaptiveSpins is how many empty polls of the rx ring WaitAdaptive makes
-// in txonly before it sleeps.
-const adaptiveSpins = 2000
-
-// spinFor is how long WaitAdaptive spins on an empty rx ring, on a CPU of its
-// own, before it sleeps in poll(). It rides out the gaps between NAPI
-// batches under load, including a descheduled vCPU on the sending side: a
-// sleep costs the kernel a wake-up on the receiving CPU and, when it
-// outlasts what the fill ring holds, dropped frames.
-const spinFor = time.Millisecond
-
 // run is the worker's loop; it returns when stop is set.
 func (w *worker) run(stop *atomic.Bool) error {
 	if w.tx != nil {
 		return w.runTxOnly(stop)
 	}
-	w.shared.open()
-	defer w.shared.close()
-	spins := 0
+	wt := &w.wait
+	wt.open()
+	defer wt.close()
 	for !stop.Load() {
-		if w.wait == WaitPoll {
-			if err := w.sleep(); err != nil {
+		if wt.pollsFirst() {
+			w.idleCalled = false // an idle handler hears again after each sleep
+			if err := wt.sleep(); err != nil {
 				return err
 			}
 		}
@@ -174,7 +152,7 @@ func (w *worker) run(stop *atomic.Bool) error {
 			if w.panicked != nil {
 				break
 			}
-			spins = 0
+			wt.busy()
 			w.idleCalled = false
 			continue
 		}
@@ -191,7 +169,18 @@ func (w *worker) run(stop *atomic.Bool) error {
 		if w.panicked != nil {
 			break
 		}
-		if err := w.idle(&spins); err != nil {
+		// The kernel publishes its fill-ring consumer index lazily, only
+		// when it has used up every buffer it peeked, so a batch may have
+		// found no room and left frames on the free stack. Give them now:
+		// with the rx ring empty there may be no next batch to do it.
+		if w.sock.Frames.Len() > 0 {
+			w.filled(w.sock.Refill())
+		}
+		slept, err := wt.waitRx()
+		if slept {
+			w.idleCalled = false
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -762,185 +751,6 @@ func (w *worker) complete() {
 		o.c.txPackets += done
 	}
 	w.refill()
-}
-
-// idle is called when a loop found no frames.
-func (w *worker) idle(spins *int) error {
-	// The kernel publishes its fill-ring consumer index lazily, only when it
-	// has used up every buffer it peeked, so a batch may have found no room
-	// and left frames on the free stack. Give them now: with the rx ring
-	// empty there may be no next batch to do it.
-	if w.sock.Frames.Len() > 0 {
-		w.filled(w.sock.Refill())
-	}
-	if w.wait == WaitBusyPoll && w.c.rxPackets > 0 && !w.napiChecked {
-		w.checkBusyPoll()
-	}
-	switch w.wait {
-	case WaitBusyPoll:
-		// The recvfrom runs the driver's NAPI in our context.
-		w.c.rxWakeups++
-		return w.sock.WakeRx()
-	case WaitPoll:
-		return nil
-	}
-	if w.needWakeup && w.sock.Fill.NeedWakeup() {
-		w.c.rxWakeups++
-		if err := w.sock.WakeRx(); err != nil {
-			return err
-		}
-	}
-	if w.wait != WaitAdaptive {
-		return nil
-	}
-	first := *spins == 0
-	*spins++
-	if !first {
-		// The clock only every 64th empty poll: reading it costs tens of
-		// times an empty poll, and spinFor is long next to 64 polls.
-		if *spins&63 != 0 || time.Since(w.idleFrom) < spinFor {
-			return nil
-		}
-		*spins = 0
-		w.publish()
-		return w.sleep()
-	}
-	now := time.Now()
-	if w.shared.check(now, w.c.naps) {
-		// Another thread wants this CPU (a NAPI thread, a generator):
-		// spinning would only take its time. While frames flow, nap for
-		// a fixed time so that they gather into large batches, one
-		// context switch per many frames; when they stop, sleep in
-		// poll() until the kernel wakes us.
-		*spins = 0
-		w.publish()
-		if got := w.c.rxPackets - w.rxAtSleep; got != 0 {
-			w.rxAtSleep = w.c.rxPackets
-			w.adaptNap(got)
-			w.c.naps++
-			if err := xsk.Nap(w.nap); err != nil {
-				return fmt.Errorf("queue %d: nap: %w", w.queue, err)
-			}
-			return nil
-		}
-		return w.sleep()
-	}
-	w.idleFrom = now
-	return nil
-}
-
-// checkBusyPoll looks, once frames have come in, at whether busy polling
-// has anything to run: the NAPI instance the socket's frames came through.
-// Without one (the socket's NAPI ID is 0: veth) a recvfrom polls nothing,
-// and a worker spinning on it would only take the CPU from whatever does
-// run the device's receive work, its NAPI thread in layout B; the worker
-// then waits as WaitAdaptive does, and its stats say so.
-func (w *worker) checkBusyPoll() {
-	w.napiChecked = true
-	if id, err := w.sock.NAPIID(); err == nil && id == 0 {
-		w.wait = WaitAdaptive
-		w.pub.busyPollInert.Store(true)
-	}
-}
-
-// adaptNap adjusts the nap to the frames that arrived around the last one.
-func (w *worker) adaptNap(frames uint64) {
-	ring := uint64(w.sock.Rx.Size())
-	switch {
-	case frames > ring/2 && w.nap > minNap:
-		w.nap /= 2
-	case frames < ring/8 && w.nap < maxNap:
-		w.nap *= 2
-	}
-	w.nap = min(max(w.nap, minNap), maxNap)
-}
-
-// cpuShare tells whether a worker shares its CPU with other busy threads,
-// from the time its thread spent runnable but waiting for the CPU (the
-// run_delay of /proc/thread-self/schedstat). A NAPI thread or a generator on
-// the same CPU makes that a large share of the time; the Go runtime's own
-// brief visits (sysmon, timers) do not. Once seen, sharing is assumed for
-// shareHold, then probed again, so a worker that got its CPU back resumes
-// spinning.
-type cpuShare struct {
-	fd        int       // /proc/thread-self/schedstat of the worker's thread, -1 if unreadable
-	nextCheck time.Time // no read before this
-	last      time.Time // when runDelay was read
-	until     time.Time // shared until this, unless seen again
-	runDelay  int64     // ns spent waiting for the CPU, as last read
-	naps      uint64    // the worker's naps, as of the last read
-	strikes   int       // spans in a row above shareWait
-	buf       [96]byte
-}
-
-const (
-	// maxNap and minNap bound a nap. A nap lets frames gather into
-	// large batches, one context switch per many frames; it is shortened
-	// when a nap's worth of frames fills more than half the rx ring, and
-	// lengthened again when it fills less than an eighth.
-	maxNap = 200 * time.Microsecond
-	minNap = 10 * time.Microsecond
-	// shareCheck is how often the worker reads its run delay.
-	shareCheck = 5 * time.Millisecond
-	// shareHold is how long sharing, once seen, is assumed.
-	shareHold = time.Second
-	// shareWait is the share of the time spent waiting for the CPU above
-	// which a span counts as shared, and shareSpans how many such spans in
-	// a row make the CPU shared. A thread that wants the CPU all the time (a
-	// NAPI thread, a generator) makes it half or more in every span.
-	// Another thread's burst of some milliseconds (kdamond, a kworker, a
-	// VM's agent) can fill two spans, and an ordinary wait the third; six
-	// spans, 30 ms, outlast such bursts, so that a worker with a CPU of its
-	// own does not take to napping for a second (shareHold) after one.
-	shareWait  = 0.10
-	shareSpans = 6
-)
-
-// check reports whether the CPU is shared at now, reading the thread's run
-// delay at most every shareCheck. naps is how often the worker has napped so
-// far.
-func (c *cpuShare) check(now time.Time, naps uint64) bool {
-	if c.fd < 0 || now.Before(c.nextCheck) {
-		return now.Before(c.until)
-	}
-	c.nextCheck = now.Add(shareCheck)
-	if d, ok := c.readRunDelay(); ok {
-		c.observe(now, d, naps)
-	}
-	return now.Before(c.until)
-}
-
-// observe takes a reading of the run delay: the CPU is shared when the
-// thread waited for it more than shareWait of the time since the last
-// reading, shareSpans times in a row. Only a span in which the worker did
-// not nap counts: the wait to run again after a nap is run delay too, and at
-// ten thousand naps a second that alone can pass the threshold, which would
-// keep a worker napping on a CPU it has to itself. So a worker that naps goes back to spinning when
-// shareHold runs out, and the first spans without a nap decide again.
-// (Sleeps in poll() are rare on a CPU of its own, see spinFor, and on a
-// shared one they are all the worker does before it starts napping, so
-// their spans count.)
-func (c *cpuShare) observe(now time.Time, runDelay int64, naps uint64) {
-	if !c.last.IsZero() && naps == c.naps {
-		if waited, span := runDelay-c.runDelay, now.Sub(c.last); float64(waited) > shareWait*float64(span) {
-			if c.strikes++; c.strikes >= shareSpans {
-				c.until = now.Add(shareHold)
-			}
-		} else {
-			c.strikes = 0
-		}
-	}
-	c.runDelay, c.last, c.naps = runDelay, now, naps
-}
-
-// sleep waits in poll() for frames (or tx room) or the timeout.
-func (w *worker) sleep() error {
-	w.c.polls++
-	w.idleCalled = false // an idle handler hears again after each sleep
-	if _, err := w.sock.Poll(w.pollMs, w.txOutstanding > 0); err != nil {
-		return fmt.Errorf("queue %d: %w", w.queue, err)
-	}
-	return nil
 }
 
 // drain waits briefly for frames in flight on tx so that the final counts
