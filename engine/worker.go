@@ -221,17 +221,7 @@ func (w *worker) recoverHandler() {
 // completions reaped, and the counters published every 16th batch. It
 // returns the descriptors taken.
 func (w *worker) step() uint32 {
-	var n uint32
-	switch {
-	case w.mb && w.dropAll:
-		n = w.rxDropMB()
-	case w.mb:
-		n = w.rxHandleMB()
-	case w.dropAll:
-		n = w.rxDrop()
-	default:
-		n = w.rxHandle()
-	}
+	n := w.receive()
 	if w.txOutstanding > 0 {
 		w.complete()
 	} else if w.fillGap > 0 {
@@ -241,6 +231,25 @@ func (w *worker) step() uint32 {
 		w.publish()
 	}
 	return n
+}
+
+// receive takes one batch off the rx ring and carries out what becomes of
+// it: through the handler (rxHandle), or, for a handler that declared
+// DropAll, straight back to the fill ring (rxDrop); on a multi-buffer
+// socket in whole frames (rxHandleMB, rxDropMB). It returns the
+// descriptors taken. It is the one receive path of an engine's worker and
+// of a simulation's.
+func (w *worker) receive() uint32 {
+	switch {
+	case w.mb && w.dropAll:
+		return w.rxDropMB()
+	case w.mb:
+		return w.rxHandleMB()
+	case w.dropAll:
+		return w.rxDrop()
+	default:
+		return w.rxHandle()
+	}
 }
 
 // rxDrop recycles a batch of received frames straight to the fill ring.
