@@ -375,9 +375,9 @@ func (p *pacer) wait() time.Duration {
 	return time.Duration((1 - p.credit) / p.perNs)
 }
 
-// runTxOnly is a generator worker's loop; it returns when the worker has
-// sent its share and seen it completed, or when stop is set.
-func (w *worker) runTxOnly(stop *atomic.Bool) error {
+// run is a generator worker's loop; it returns when the worker has sent
+// its share and seen it completed, or when stop is set.
+func (w *txWorker) run(stop *atomic.Bool) error {
 	g := w.tx
 	for !stop.Load() {
 		if g.limited && g.left == 0 {
@@ -418,7 +418,7 @@ func (w *worker) runTxOnly(stop *atomic.Bool) error {
 // ring, the completions that are there reaped, and the counters published
 // every 16th batch. It returns the frames sent and the descriptors
 // completed.
-func (w *worker) txStep(now time.Time) (sent, done uint32) {
+func (w *txWorker) txStep(now time.Time) (sent, done uint32) {
 	if w.tx.seg > 1 {
 		sent = w.txBatchMB(now)
 	} else {
@@ -433,7 +433,7 @@ func (w *worker) txStep(now time.Time) (sent, done uint32) {
 
 // txBatch puts up to a batch of descriptors on the tx ring and kicks the
 // kernel if it asks for it.
-func (w *worker) txBatch(now time.Time) uint32 {
+func (w *txWorker) txBatch(now time.Time) uint32 {
 	g, s := w.tx, w.sock
 	n := w.batchSize
 	if g.limited && uint64(n) > g.left {
@@ -483,7 +483,7 @@ func (w *worker) txBatch(now time.Time) uint32 {
 }
 
 // txComplete reaps the completion ring and counts what was sent.
-func (w *worker) txComplete() uint32 {
+func (w *txWorker) txComplete() uint32 {
 	g, s := w.tx, w.sock
 	idx, n := s.Completion.Peek(s.Completion.Size())
 	if n == 0 {
@@ -509,7 +509,7 @@ func (w *worker) txComplete() uint32 {
 
 // txIdle is called when a generator loop neither sent nor reaped anything:
 // it waits for the pacer, or for the kernel to complete frames.
-func (w *worker) txIdle() error {
+func (w *txWorker) txIdle() error {
 	g := w.tx
 	if g.pace.perNs != 0 && (!g.limited || g.left > 0) && w.txOutstanding+g.seg <= g.frames {
 		if d := g.pace.wait(); d > 20*time.Microsecond {
@@ -523,7 +523,7 @@ func (w *worker) txIdle() error {
 
 // txBatchMB is txBatch for frames of several descriptors: whole frames
 // only, up to a batch of them, and never more frames in flight than slots.
-func (w *worker) txBatchMB(now time.Time) uint32 {
+func (w *txWorker) txBatchMB(now time.Time) uint32 {
 	g, s := w.tx, w.sock
 	n := w.batchSize
 	if g.limited && uint64(n) > g.left {
@@ -586,7 +586,7 @@ func (w *worker) txBatchMB(now time.Time) uint32 {
 
 // txCompleteMB counts the completions of frames of several descriptors:
 // a frame is done with its last. It returns the descriptors reaped.
-func (w *worker) txCompleteMB(idx, n uint32) uint32 {
+func (w *txWorker) txCompleteMB(idx, n uint32) uint32 {
 	g, s := w.tx, w.sock
 	var frames, bytes uint64
 	k := uint32(len(g.lens))

@@ -93,8 +93,7 @@ func NewGenerator(cfg GeneratorConfig) (_ *Generator, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("queue %d: %w", q, err)
 		}
-		w := newWorker(q, cfg.CPUs[i], s, nil, workerOptions(&sc))
-		w.tx = newTxGen(&cfg, i, n)
+		w := newTxWorker(q, cfg.CPUs[i], s, workerOptions(&sc), newTxGen(&cfg, i, n))
 		if cfg.TxChecksum {
 			w.tx.metaOff, w.tx.metaOpts = txMetaOffset, xsk.TxMetadataOption
 		}

@@ -252,7 +252,7 @@ func (sw *simWorld) record(frames []SimFrame, before []uint64) {
 // batch. The counts close as they do in an engine: received = transmitted
 // (on every port) + dropped (the Drop verdict, and ports the engine does
 // not have) + tx ring full (no room on the port).
-func (w *worker) checkBatch(before local, frames []SimFrame, outputs int) error {
+func (w *rxWorker) checkBatch(before local, frames []SimFrame, outputs int) error {
 	c := &w.c
 	rx, tx := c.rxPackets-before.rxPackets, c.txPackets-before.txPackets
 	dropped, full := c.dropped-before.dropped, c.txRingFull-before.txRingFull
@@ -311,7 +311,7 @@ type simWorld struct {
 	cfg     Config
 	batch   int
 	u       *xsk.Umem
-	w       *worker
+	w       *rxWorker
 	kernels []*xsk.MemKernel // one per port
 }
 
@@ -377,7 +377,7 @@ func (c Sim) setup(h Handler, r simRings) (*simWorld, error) {
 	}
 	s.Kernel().Headroom = u.RxOffset()
 	sw := &simWorld{cfg: cfg, batch: batch, u: u, kernels: []*xsk.MemKernel{s.Kernel()}}
-	sw.w = newWorker(0, 0, s, h, workerOptions(&cfg))
+	sw.w = newRxWorker(0, 0, s, h, workerOptions(&cfg))
 	for k := 0; k < c.Outputs; k++ {
 		ou, oc := u, xsk.SocketConfig{
 			FillSize: outFillSize, CompletionSize: cfg.CompletionSize, TxSize: cfg.TxSize,

@@ -15,7 +15,7 @@ import (
 // calls, sleeps and naps in the worker's counters and publishes them before
 // it sleeps.
 type waiter struct {
-	w      *worker
+	w      *port
 	mode   WaitMode
 	pollMs int
 	// spins are the empty turns since the last busy one.
@@ -29,7 +29,7 @@ type waiter struct {
 	nap         time.Duration // how long it naps, kept to a share of the rx ring
 }
 
-func newWaiter(w *worker, o options) waiter {
+func newWaiter(w *port, o options) waiter {
 	return waiter{w: w, mode: o.wait, pollMs: int(o.pollTimeout.Milliseconds()), nap: maxNap / 2, shared: cpuShare{fd: -1}}
 }
 

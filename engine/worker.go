@@ -3,66 +3,14 @@ package engine
 import (
 	"runtime/debug"
 	"sync/atomic"
-	"time"
 
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
 
-// counters are one worker's statistics, written only by the worker (with
-// atomic stores, every few batches and before it sleeps) and read by the
-// stats loop. The padding keeps each worker's counters on cache lines of
-// their own.
-type counters struct {
-	rxPackets, rxBytes   atomic.Uint64
-	txPackets, txBytes   atomic.Uint64
-	dropped, txRingFull  atomic.Uint64
-	rxWakeups, txWakeups atomic.Uint64
-	polls, batches       atomic.Uint64
-	naps                 atomic.Uint64
-	// busyPollInert is set when WaitBusyPoll found no NAPI instance to
-	// poll and the worker waits as WaitAdaptive instead.
-	busyPollInert atomic.Bool
-	_             [64]byte
-}
-
-// local is the worker's private copy of its counters.
-type local struct {
-	rxPackets, rxBytes   uint64
-	txPackets, txBytes   uint64
-	dropped, txRingFull  uint64
-	rxWakeups, txWakeups uint64
-	polls, batches       uint64
-	naps                 uint64
-}
-
-// worker serves one rx queue: it owns the queue's socket and handler and
+// rxWorker serves one rx queue: it owns the queue's socket and handler and
 // runs on one pinned CPU.
-type worker struct {
-	queue, cpu int
-	sock       *xsk.Socket
-	umem       *xsk.Umem
-	handler    Handler
-	idler      Idler // handler's Idle, nil if it has none
-	dropAll    bool
-	idleCalled bool // Idle was called since the last frames
-	batch      Batch
-	batchSize  uint32
-	needWakeup bool
-
-	// ports are the sockets a handler can send to: ports[0] is the queue's
-	// own socket, ports[k] the socket on Config.Outputs[k-1].
-	ports []*xsk.Socket
-	// out is the per-batch state of each port (syncPorts).
-	out []outPort
-
-	// panicked is the handler's panic, once it panicked; the worker then
-	// stops.
-	panicked *HandlerPanicError
-
-	// tx is the generator state of a txonly worker, nil otherwise.
-	tx *txGen
-
-	txOutstanding uint32 // submitted to tx, not yet completed
+type rxWorker struct {
+	port
 	// fillGap is how many fill-ring entries the kernel has taken (one
 	// per descriptor received) that the worker has not given back yet.
 	// Frames wait on the free stack while the fill ring is full; a worker
@@ -71,12 +19,10 @@ type worker struct {
 	// the kernel's consumer index every batch to learn that there is none.
 	// The multi-buffer loops refill on their own and leave the gap alone.
 	fillGap uint32
-	c       local
-	pub     *counters
 
-	// pubBatches and pubTxPackets are c's counts at the last publish.
-	pubBatches, pubTxPackets uint64
-
+	// dropAll is set for a handler that declared DropAll: its frames go
+	// straight back to the fill ring.
+	dropAll bool
 	// mb is set for multi-buffer sockets (Config.MultiBuffer): frames may
 	// span several descriptors. eop marks, per frame of the worker's
 	// UMEM, whether the descriptor last queued on a tx ring from it ended
@@ -85,40 +31,23 @@ type worker struct {
 	maxDescs uint32 // the most descriptors a batch may hold: the rx ring
 	eop      []uint8
 
+	handler    Handler
+	idler      Idler // handler's Idle, nil if it has none
+	idleCalled bool  // Idle was called since the last frames
+	batch      Batch
+
+	// panicked is the handler's panic, once it panicked; the worker then
+	// stops.
+	panicked *HandlerPanicError
+
 	// wait is what the worker does when its rx ring is empty.
 	wait waiter
 }
 
-// options are a worker's settings from its engine's or generator's
-// configuration.
-type options struct {
-	batch       int
-	wait        WaitMode
-	needWakeup  bool
-	pollTimeout time.Duration
-	multiBuffer bool
-	rxSize      uint32
-}
-
-func workerOptions(c *Config) options {
-	return options{batch: c.Batch, wait: c.Wait, needWakeup: c.NeedWakeup, pollTimeout: pollTimeout(c.PollTimeout),
-		multiBuffer: c.MultiBuffer, rxSize: c.RxSize}
-}
-
-// newWorker makes the worker of queue on cpu; h nil drops every frame.
-func newWorker(queue, cpu int, sock *xsk.Socket, h Handler, o options) *worker {
-	w := &worker{
-		queue:      queue,
-		cpu:        cpu,
-		sock:       sock,
-		umem:       sock.Umem(),
-		handler:    h,
-		batchSize:  uint32(o.batch),
-		needWakeup: o.needWakeup,
-		ports:      []*xsk.Socket{sock},
-		pub:        new(counters),
-	}
-	w.wait = newWaiter(w, o)
+// newRxWorker makes the worker of queue on cpu; h nil drops every frame.
+func newRxWorker(queue, cpu int, sock *xsk.Socket, h Handler, o options) *rxWorker {
+	w := &rxWorker{port: newPort(queue, cpu, sock, o), handler: h}
+	w.wait = newWaiter(&w.port, o)
 	w.dropAll = hintsOf(h).DropAll
 	w.idler, _ = h.(Idler)
 	if o.multiBuffer {
@@ -133,11 +62,21 @@ func newWorker(queue, cpu int, sock *xsk.Socket, h Handler, o options) *worker {
 	return w
 }
 
-// run is the worker's loop; it returns when stop is set.
-func (w *worker) run(stop *atomic.Bool) error {
-	if w.tx != nil {
-		return w.runTxOnly(stop)
+// syncPorts builds the per-port state; call it after w.ports changed,
+// before the worker runs.
+func (w *rxWorker) syncPorts() {
+	w.port.syncPorts()
+	if w.mb {
+		for i := range w.out {
+			if o := &w.out[i]; o.copy {
+				o.eop = make([]uint8, o.s.Umem().NumFrames())
+			}
+		}
 	}
+}
+
+// run is the worker's loop; it returns when stop is set.
+func (w *rxWorker) run(stop *atomic.Bool) error {
 	wt := &w.wait
 	wt.open()
 	defer wt.close()
@@ -197,20 +136,20 @@ func (w *worker) run(stop *atomic.Bool) error {
 // no frame is lost, and the worker stops after the batch. Only the
 // handler's code is recovered from: a panic in the worker's own is a bug
 // that crashes the program.
-func (w *worker) handle(b *Batch) {
+func (w *rxWorker) handle(b *Batch) {
 	defer w.recoverHandler()
 	w.handler.Handle(b)
 }
 
 // idle1 tells the handler that its queue is idle, as handle runs it.
-func (w *worker) idle1() {
+func (w *rxWorker) idle1() {
 	defer w.recoverHandler()
 	w.idler.Idle()
 }
 
 // recoverHandler keeps a panic of the handler's in w.panicked; call it
 // deferred around the handler's code only.
-func (w *worker) recoverHandler() {
+func (w *rxWorker) recoverHandler() {
 	if r := recover(); r != nil && w.panicked == nil {
 		w.panicked = &HandlerPanicError{Queue: w.queue, Value: r, Stack: debug.Stack()}
 	}
@@ -220,7 +159,7 @@ func (w *worker) recoverHandler() {
 // rx ring, through the handler or straight back to the fill ring,
 // completions reaped, and the counters published every 16th batch. It
 // returns the descriptors taken.
-func (w *worker) step() uint32 {
+func (w *rxWorker) step() uint32 {
 	n := w.receive()
 	if w.txOutstanding > 0 {
 		w.complete()
@@ -239,7 +178,7 @@ func (w *worker) step() uint32 {
 // socket in whole frames (rxHandleMB, rxDropMB). It returns the
 // descriptors taken. It is the one receive path of an engine's worker and
 // of a simulation's.
-func (w *worker) receive() uint32 {
+func (w *rxWorker) receive() uint32 {
 	switch {
 	case w.mb && w.dropAll:
 		return w.rxDropMB()
@@ -253,7 +192,7 @@ func (w *worker) receive() uint32 {
 }
 
 // rxDrop recycles a batch of received frames straight to the fill ring.
-func (w *worker) rxDrop() uint32 {
+func (w *rxWorker) rxDrop() uint32 {
 	s := w.sock
 	idx, n := s.Rx.Peek(w.batchSize)
 	if n == 0 {
@@ -291,7 +230,7 @@ func (w *worker) rxDrop() uint32 {
 
 // rxHandle runs the handler on a batch of received frames and carries out
 // its verdicts.
-func (w *worker) rxHandle() uint32 {
+func (w *rxWorker) rxHandle() uint32 {
 	s := w.sock
 	idx, n := s.Rx.Peek(w.batchSize)
 	if n == 0 {
@@ -332,7 +271,7 @@ func (w *worker) rxHandle() uint32 {
 
 // dropBatch gives every frame of a batch back to the fill ring (through the
 // free stack for what does not fit).
-func (w *worker) dropBatch(addrs []uint64) {
+func (w *rxWorker) dropBatch(addrs []uint64) {
 	s := w.sock
 	n := uint32(len(addrs))
 	fidx, room := s.Fill.Reserve(n)
@@ -355,7 +294,7 @@ func (w *worker) dropBatch(addrs []uint64) {
 // transmitBatch carries out the verdicts of a batch whose frames are
 // dropped or transmitted, none forwarded: transmitted frames go on the
 // queue's own tx ring, the others back to the fill ring.
-func (w *worker) transmitBatch(n uint32) {
+func (w *rxWorker) transmitBatch(n uint32) {
 	s, b := w.sock, &w.batch
 	addrs, lens, dests := b.addrs[:n], b.lens[:n], b.dests[:n]
 	lens, dests = lens[:len(addrs)], dests[:len(addrs)]
@@ -390,7 +329,7 @@ func (w *worker) transmitBatch(n uint32) {
 
 // submitTx submits the first ntx of the troom slots reserved on the
 // queue's own tx ring, gives the rest back, and kicks the transmitter.
-func (w *worker) submitTx(troom, ntx uint32) {
+func (w *rxWorker) submitTx(troom, ntx uint32) {
 	s := w.sock
 	s.Tx.Cancel(troom - ntx)
 	if ntx > 0 {
@@ -403,7 +342,7 @@ func (w *worker) submitTx(troom, ntx uint32) {
 // recycle gives the frames of the batch that sent(i) reports as not sent
 // back to the fill ring, in a reservation made at the first of them; only
 // what does not fit there goes through the free stack.
-func (w *worker) recycle(sent func(i int) bool) {
+func (w *rxWorker) recycle(sent func(i int) bool) {
 	s, b := w.sock, &w.batch
 	n := uint32(b.n)
 	mask := w.umem.BaseMask()
@@ -439,7 +378,7 @@ func (w *worker) recycle(sent func(i int) bool) {
 // ring, and those for the first output port named in the batch if it
 // shares the UMEM (most handlers forward a batch to one port), go out in
 // loops of their own; the rest frame by frame.
-func (w *worker) sendBatch(n uint32) {
+func (w *rxWorker) sendBatch(n uint32) {
 	s, b := w.sock, &w.batch
 	addrs, lens, dests := b.addrs[:n], b.lens[:n], b.dests[:n]
 	lens, dests = lens[:len(addrs)], dests[:len(addrs)]
@@ -553,66 +492,17 @@ func mainUsed(o *outPort) uint32 {
 // the ring has room for. The gap (fillGap) says when to look, not how many
 // to give: a fill ring topped up only by the gap held fewer frames than it
 // could under overload, and the kernel dropped more for want of one.
-func (w *worker) refill() { w.filled(w.sock.Refill()) }
+func (w *rxWorker) refill() { w.filled(w.sock.Refill()) }
 
 // filled notes that n frames went to the fill ring.
-func (w *worker) filled(n uint32) { w.fillGap -= min(n, w.fillGap) }
-
-// outPort is the worker's per-batch state of one port: the tx slots
-// reserved for the batch, so that a batch costs one Reserve and one Submit
-// per port rather than one per frame.
-type outPort struct {
-	s *xsk.Socket
-	// copy is set when the port has a UMEM of its own: frames are copied
-	// into one of its free frames, and its completions go back to its own
-	// stack rather than to the rx socket's fill ring.
-	copy            bool
-	idx, room, used uint32
-	reserved        bool
-	// eop is the port's own UMEM's worker.eop (copy ports, multi-buffer).
-	eop []uint8
-	// c is the port's share of the worker's transmit counters, pub where
-	// publish puts them.
-	c   portLocal
-	pub *portCounters
-}
-
-// portLocal and portCounters are a port's transmit counters (QueueStats.
-// Ports): the worker's private copy, and the one the stats loop reads.
-type portLocal struct{ txPackets, txBytes, txRingFull uint64 }
-
-type portCounters struct{ txPackets, txBytes, txRingFull atomic.Uint64 }
-
-// txRingFull counts a frame for port o that found no room.
-func (w *worker) txRingFull(o *outPort) {
-	w.c.txRingFull++
-	o.c.txRingFull++
-}
-
-// txBytes counts bytes queued on port o.
-func (w *worker) txBytes(o *outPort, n uint64) {
-	w.c.txBytes += n
-	o.c.txBytes += n
-}
-
-// syncPorts builds the per-port state; call it after w.ports changed,
-// before the worker runs.
-func (w *worker) syncPorts() {
-	w.out = make([]outPort, len(w.ports))
-	for i, s := range w.ports {
-		w.out[i] = outPort{s: s, copy: s.Umem() != w.umem, pub: new(portCounters)}
-		if w.mb && w.out[i].copy {
-			w.out[i].eop = make([]uint8, s.Umem().NumFrames())
-		}
-	}
-}
+func (w *rxWorker) filled(n uint32) { w.fillGap -= min(n, w.fillGap) }
 
 // forward queues a frame on port p's tx ring; rest is the most frames of
 // the batch that may still follow to it. It reports whether the port took
 // the frame itself (shared UMEM); false means the frame is still the
 // caller's, because it was copied into the port's own UMEM or could not be
 // sent (no such port, ring full, no free frame: counted).
-func (w *worker) forward(p Port, addr uint64, length uint32, rest uint32) bool {
+func (w *rxWorker) forward(p Port, addr uint64, length uint32, rest uint32) bool {
 	o := w.reserved(p, rest)
 	if o == nil {
 		return false
@@ -644,7 +534,7 @@ func (w *worker) forward(p Port, addr uint64, length uint32, rest uint32) bool {
 // reserved is port p with its tx slots for the batch reserved (at most
 // rest of them, at the first frame for it), or nil, counted as dropped,
 // for a port the engine does not have.
-func (w *worker) reserved(p Port, rest uint32) *outPort {
+func (w *rxWorker) reserved(p Port, rest uint32) *outPort {
 	if int(p) >= len(w.out) {
 		w.c.dropped++
 		return nil
@@ -660,7 +550,7 @@ func (w *worker) reserved(p Port, rest uint32) *outPort {
 
 // flushPorts submits what the batch queued on the other ports and kicks
 // their transmitters.
-func (w *worker) flushPorts() {
+func (w *rxWorker) flushPorts() {
 	for i := 1; i < len(w.out); i++ {
 		o := &w.out[i]
 		if o.reserved {
@@ -677,37 +567,11 @@ func (w *worker) flushPorts() {
 	}
 }
 
-// kickTx makes the kernel transmit s's tx ring, if it asked to be woken
-// (always, without need_wakeup).
-func (w *worker) kickTx(s *xsk.Socket) {
-	if w.needWakeup && !s.Tx.NeedWakeup() {
-		return
-	}
-	// In copy mode the kernel transmits inside sendto, at most 32 frames a
-	// call (its per-socket budget), so a batch of 64 needs two. Kick until
-	// the ring is drained or a call makes no progress (the device is
-	// busy): frames left on the ring would fill it and be dropped as
-	// tx ring full while the next batch arrives.
-	for i := 0; i < maxKicks; i++ {
-		before := s.Tx.Pending()
-		w.c.txWakeups++
-		// Errors here are transient (ring busy, device down); the frames
-		// stay on the ring and the next kick retries them.
-		_ = s.WakeTx()
-		if after := s.Tx.Pending(); after == 0 || after == before {
-			return
-		}
-	}
-}
-
-// maxKicks bounds the sendto calls of one kick: 8 x 32 frames.
-const maxKicks = 8
-
 // complete reaps the completion rings of every port. Frames of the rx
 // socket's UMEM go straight back to its fill ring (through the free stack
 // only when the fill ring is full); frames of a port with a UMEM of its own
 // go back to that port's stack.
-func (w *worker) complete() {
+func (w *rxWorker) complete() {
 	mask := w.umem.BaseMask()
 	rx := w.sock
 	for i := range w.out {
@@ -764,31 +628,8 @@ func (w *worker) complete() {
 
 // drain waits briefly for frames in flight on tx so that the final counts
 // include them.
-func (w *worker) drain() {
+func (w *rxWorker) drain() {
 	for i := 0; i < 1000 && w.txOutstanding > 0; i++ {
 		w.complete()
 	}
-}
-
-// publish makes the worker's counters visible to the stats loop.
-func (w *worker) publish() {
-	p, c := w.pub, &w.c
-	p.rxPackets.Store(c.rxPackets)
-	p.rxBytes.Store(c.rxBytes)
-	p.txPackets.Store(c.txPackets)
-	p.txBytes.Store(c.txBytes)
-	p.dropped.Store(c.dropped)
-	p.txRingFull.Store(c.txRingFull)
-	p.rxWakeups.Store(c.rxWakeups)
-	p.txWakeups.Store(c.txWakeups)
-	p.polls.Store(c.polls)
-	p.batches.Store(c.batches)
-	p.naps.Store(c.naps)
-	for i := range w.out {
-		o := &w.out[i]
-		o.pub.txPackets.Store(o.c.txPackets)
-		o.pub.txBytes.Store(o.c.txBytes)
-		o.pub.txRingFull.Store(o.c.txRingFull)
-	}
-	w.pubBatches, w.pubTxPackets = c.batches, c.txPackets
 }
