@@ -117,7 +117,7 @@ func (e *Engine) OutputStats(p Port) (SocketStats, error) {
 		if err != nil {
 			return sum, fmt.Errorf("queue %d output %s: %w", q.queue, e.outs[p-1].info.Name, err)
 		}
-		sum.Add(socketStats(st))
+		sum.Add(SocketStats(st))
 	}
 	return sum, nil
 }

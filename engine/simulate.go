@@ -183,7 +183,7 @@ func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 			}
 			next += n
 			if w.panicked != nil {
-				res.Stats = w.stats(socketStats(k.Stats))
+				res.Stats = w.stats(SocketStats(k.Stats))
 				return res, fmt.Errorf("simulate: %w", w.panicked)
 			}
 		}
@@ -194,7 +194,7 @@ func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 			return res, fmt.Errorf("simulate: %w", w.panicked)
 		}
 	}
-	res.Stats = w.stats(socketStats(k.Stats))
+	res.Stats = w.stats(SocketStats(k.Stats))
 	return res, nil
 }
 
@@ -545,4 +545,4 @@ func clockCost(base time.Time) time.Duration {
 }
 
 // Stats are the worker's counters so far.
-func (l *SimLoop) Stats() QueueStats { return l.sw.w.stats(socketStats(l.sw.kernels[0].Stats)) }
+func (l *SimLoop) Stats() QueueStats { return l.sw.w.stats(SocketStats(l.sw.kernels[0].Stats)) }

@@ -44,20 +44,15 @@ func (c Config) RxDropReason() string {
 	return "no buffer in the fill ring"
 }
 
+// SocketStats has the fields of xsk.Statistics, in their order: a socket's
+// statistics convert to it as they are (SocketStats(st)), and its sums are
+// xsk's.
+
 // Drops is how many received frames the socket dropped.
-func (s SocketStats) Drops() uint64 { return s.RxDropped + s.RxRingFull }
+func (s SocketStats) Drops() uint64 { return xsk.Statistics(s).Drops() }
 
 // Add adds o to s.
-func (s *SocketStats) Add(o SocketStats) {
-	s.RxDropped += o.RxDropped
-	s.RxInvalidDescs += o.RxInvalidDescs
-	s.TxInvalidDescs += o.TxInvalidDescs
-	s.RxRingFull += o.RxRingFull
-	s.RxFillRingEmptyDescs += o.RxFillRingEmptyDescs
-	s.TxRingEmptyDescs += o.TxRingEmptyDescs
-}
-
-func socketStats(s xsk.Statistics) SocketStats { return SocketStats(s) }
+func (s *SocketStats) Add(o SocketStats) { (*xsk.Statistics)(s).Add(xsk.Statistics(o)) }
 
 // QueueStats are one queue's counters since the start.
 type QueueStats struct {
@@ -189,7 +184,7 @@ func (c *core) stats() (Snapshot, error) {
 		if err != nil {
 			return snap, err
 		}
-		q.XDP = socketStats(st)
+		q.XDP = SocketStats(st)
 	}
 	return snap, nil
 }
