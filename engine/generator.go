@@ -291,20 +291,6 @@ type txGen struct {
 	metaOpts uint32
 }
 
-// clock is how a generator worker reads the time and waits: the pacer's
-// time source, replaced in tests so that pacing is checked without the
-// wall clock.
-type clock interface {
-	Now() time.Time
-	Sleep(time.Duration)
-}
-
-// wallClock is the clock of a running engine.
-type wallClock struct{}
-
-func (wallClock) Now() time.Time        { return time.Now() }
-func (wallClock) Sleep(d time.Duration) { time.Sleep(d) }
-
 // newTxGen gives worker i of cfg's its share of the count and rate.
 func newTxGen(t *GeneratorConfig, i int, frames uint32) *txGen {
 	cfg := t

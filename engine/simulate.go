@@ -164,18 +164,22 @@ func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 				return res, fmt.Errorf("simulate: worker took %d of %d descriptors", taken, descs)
 			}
 			taken += got
-			var n int
+			n := w.batch.n
 			if w.dropAll {
 				// The handler declared DropAll: the worker recycled the
 				// frames without calling it, as an engine's would; a
 				// frame counts in the batch that took its last
 				// descriptor.
 				n = int(w.c.rxPackets - counted.rxPackets)
+			}
+			if next+n > end {
+				return res, fmt.Errorf("simulate: engine bug: the worker counted %d frames of a round of %d", next+n-start, end-start)
+			}
+			if w.dropAll {
 				for i := range n {
 					res.Frames[next+i] = SimFrame{Data: append([]byte(nil), frames[next+i]...)}
 				}
 			} else {
-				n = w.batch.n
 				sw.record(res.Frames[next:next+n], before)
 			}
 			if err := w.checkBatch(counted, res.Frames[next:next+n], c.Outputs); err != nil {
@@ -186,6 +190,9 @@ func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 				res.Stats = w.stats(SocketStats(k.Stats))
 				return res, fmt.Errorf("simulate: %w", w.panicked)
 			}
+		}
+		if next != end {
+			return res, fmt.Errorf("simulate: engine bug: the worker counted %d frames of a round of %d", next-start, end-start)
 		}
 	}
 	if w.idler != nil {

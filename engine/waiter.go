@@ -136,6 +136,20 @@ func (wt *waiter) waitTx(c clock) error {
 	return nil
 }
 
+// clock is how a generator worker reads the time and waits: the pacer's
+// time source, replaced in tests so that pacing is checked without the
+// wall clock.
+type clock interface {
+	Now() time.Time
+	Sleep(time.Duration)
+}
+
+// wallClock is the clock of a running engine.
+type wallClock struct{}
+
+func (wallClock) Now() time.Time        { return time.Now() }
+func (wallClock) Sleep(d time.Duration) { time.Sleep(d) }
+
 // checkBusyPoll looks, once frames have come in, at whether busy polling
 // has anything to run: the NAPI instance the socket's frames came through.
 // Without one (the socket's NAPI ID is 0: veth) a recvfrom polls nothing,
