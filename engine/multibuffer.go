@@ -5,7 +5,8 @@ package engine
 // xsk.PacketContinues but the last (Documentation/networking/af_xdp.rst,
 // "Multi-Buffer Support"). The kernel posts all of a frame's descriptors
 // or none, so a batch that ends inside a frame can take the rest at once.
-// The loops of single-buffer sockets (rxDrop, rxHandle) stay as they are.
+// The loops of single-buffer sockets are rxDrop and rxHandle; receive
+// picks the loop of a batch.
 
 import (
 	"github.com/xdpeng/xdpeng/internal/xsk"
