@@ -153,7 +153,7 @@ func (e *Engine) Close() error {
 // their sockets and UMEMs, running them and reading their counters.
 type core struct {
 	dev     *netdev.Info
-	workers []*worker
+	workers []worker
 	umems   []*xsk.Umem
 	pages   umemPages
 	stop    atomic.Bool
@@ -226,7 +226,7 @@ func (c *core) begin() (quit <-chan struct{}, end func(), err error) {
 	}, nil
 }
 
-func (c *core) zeroCopy() bool { return len(c.workers) > 0 && c.workers[0].sock.ZeroCopy() }
+func (c *core) zeroCopy() bool { return len(c.workers) > 0 && c.workers[0].base().sock.ZeroCopy() }
 
 func (c *core) startedAt() time.Time {
 	if ns := c.started.Load(); ns != 0 {
@@ -299,18 +299,19 @@ func workerThreadName(q int) string { return fmt.Sprintf("xdpeng-q%d", q) }
 
 // runWorker pins the worker's goroutine to its CPU and runs its loop. A
 // panic in the handler comes back as a *HandlerPanicError (see
-// worker.handle); any error stops the other workers.
-func (c *core) runWorker(w *worker) (err error) {
+// rxWorker.handle); any error stops the other workers.
+func (c *core) runWorker(w worker) (err error) {
+	p := w.base()
 	// The thread stays locked until the goroutine ends, so Go retires it
 	// rather than reuse a thread with a narrowed affinity.
-	if err := cpuset.Pin(w.cpu); err != nil {
+	if err := cpuset.Pin(p.cpu); err != nil {
 		c.stop.Store(true)
-		return fmt.Errorf("queue %d: %w", w.queue, err)
+		return fmt.Errorf("queue %d: %w", p.queue, err)
 	}
 	// Name the thread after its queue so that top -H, ps -L and
 	// /proc/PID/task/TID/comm show which worker is which. Only a label:
 	// a kernel that refuses it changes nothing else.
-	_ = os.WriteFile("/proc/thread-self/comm", []byte(workerThreadName(w.queue)), 0)
+	_ = os.WriteFile("/proc/thread-self/comm", []byte(workerThreadName(p.queue)), 0)
 	if err := w.run(&c.stop); err != nil {
 		c.stop.Store(true)
 		return err
@@ -323,10 +324,11 @@ func (c *core) closeSockets() error {
 	var errs []error
 	for _, w := range c.workers {
 		// Sockets that share a UMEM before the one that registered it.
-		for _, p := range w.ports[1:] {
-			errs = append(errs, p.Close())
+		p := w.base()
+		for _, s := range p.ports[1:] {
+			errs = append(errs, s.Close())
 		}
-		errs = append(errs, w.sock.Close())
+		errs = append(errs, p.sock.Close())
 	}
 	c.workers = nil
 	for i := len(c.umems) - 1; i >= 0; i-- {

@@ -184,7 +184,7 @@ func (e *Engine) bindAll() error {
 		if err != nil {
 			return err
 		}
-		w := newWorker(q, cfg.CPUs[i], s, h, workerOptions(cfg))
+		w := newRxWorker(q, cfg.CPUs[i], s, h, workerOptions(cfg))
 		w.batch.rxMetadata = cfg.RxMetadata != 0
 		e.workers = append(e.workers, w)
 		for k := range e.outs {

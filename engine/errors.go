@@ -44,7 +44,7 @@ var (
 	ErrFrameSize = errors.New("invalid frame size")
 	// ErrNoHugePages: huge pages were required and the pool has too few
 	// free (*HugePagesError).
-	ErrNoHugePages = errors.New("not enough free huge pages")
+	ErrNoHugePages = xsk.ErrNoHugePages
 	// ErrMultiBuffer: MultiBuffer on a device that cannot do it, or whose
 	// MTU needs more UMEM frames per frame than a packet may span
 	// (*MultiBufferError).
@@ -181,6 +181,12 @@ func (e *HugePagesError) Error() string {
 		s += fmt.Sprintf(" (%v)", e.cause)
 	}
 	return s + fmt.Sprintf("; reserve more with: echo %d > /proc/sys/vm/nr_hugepages", e.Total+e.Need-e.Free)
+}
+
+// hugePagesError is the error of UMEMs that need need huge pages from
+// pool; cause is the failed mmap, if it came to one.
+func hugePagesError(need int, pool xsk.HugePages, cause error) *HugePagesError {
+	return &HugePagesError{Need: need, Free: pool.Available(), Total: pool.Total, PageSize: pool.Size, cause: cause}
 }
 
 // Unwrap returns the failure underneath, if any.

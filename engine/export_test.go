@@ -10,7 +10,7 @@ import "github.com/xdpeng/xdpeng/internal/xsk"
 func Sockets(e *Engine) []*xsk.Socket {
 	s := make([]*xsk.Socket, len(e.workers))
 	for i, w := range e.workers {
-		s[i] = w.sock
+		s[i] = w.base().sock
 	}
 	return s
 }
@@ -19,7 +19,7 @@ func Sockets(e *Engine) []*xsk.Socket {
 func OutputSockets(e *Engine, p Port) []*xsk.Socket {
 	s := make([]*xsk.Socket, len(e.workers))
 	for i, w := range e.workers {
-		s[i] = w.ports[p]
+		s[i] = w.base().ports[p]
 	}
 	return s
 }

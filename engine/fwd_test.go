@@ -13,7 +13,7 @@ var fwdMAC = net.HardwareAddr{0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0xee}
 // memFwdWorker is a forwarding worker on in-memory sockets: the input
 // socket and, as port 1, an output socket on the same UMEM (shared) or on a
 // UMEM of its own.
-func memFwdWorker(t testing.TB, shared bool) (w *worker, in, out *xsk.MemKernel) {
+func memFwdWorker(t testing.TB, shared bool) (w *rxWorker, in, out *xsk.MemKernel) {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Interface = "mem0"
@@ -37,7 +37,7 @@ func memFwdWorker(t testing.TB, shared bool) (w *worker, in, out *xsk.MemKernel)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w = newWorker(0, 0, s, forwardTo{port: OutputPort(0), mac: fwdMAC}, workerOptions(&cfg))
+	w = newRxWorker(0, 0, s, forwardTo{port: OutputPort(0), mac: fwdMAC}, workerOptions(&cfg))
 	w.ports = append(w.ports, os)
 	w.syncPorts()
 	return w, s.Kernel(), os.Kernel()

@@ -249,8 +249,8 @@ func checkFrameLengths(info *netdev.Info, frames [][]byte) error {
 func (g *Generator) TxTimes() TxTimes {
 	var t TxTimes
 	for _, w := range g.workers {
-		if w.tx != nil && w.tx.timer != nil {
-			w.tx.timer.addTo(&t)
+		if tw, ok := w.(*txWorker); ok && tw.tx.timer != nil {
+			tw.tx.timer.addTo(&t)
 		}
 	}
 	return t
@@ -334,20 +334,6 @@ type txGen struct {
 	launch uint64
 }
 
-// clock is how a generator worker reads the time and waits: the pacer's
-// time source, replaced in tests so that pacing is checked without the
-// wall clock.
-type clock interface {
-	Now() time.Time
-	Sleep(time.Duration)
-}
-
-// wallClock is the clock of a running engine.
-type wallClock struct{}
-
-func (wallClock) Now() time.Time        { return time.Now() }
-func (wallClock) Sleep(d time.Duration) { time.Sleep(d) }
-
 // newTxGen gives worker i of cfg's its share of the count and rate.
 func newTxGen(t *GeneratorConfig, i int, frames uint32) *txGen {
 	cfg := t
@@ -418,11 +404,10 @@ func (p *pacer) wait() time.Duration {
 	return time.Duration((1 - p.credit) / p.perNs)
 }
 
-// runTxOnly is a generator worker's loop; it returns when the worker has
-// sent its share and seen it completed, or when stop is set.
-func (w *worker) runTxOnly(stop *atomic.Bool) error {
+// run is a generator worker's loop; it returns when the worker has sent
+// its share and seen it completed, or when stop is set.
+func (w *txWorker) run(stop *atomic.Bool) error {
 	g := w.tx
-	spins := 0
 	for !stop.Load() {
 		if g.limited && g.left == 0 {
 			break
@@ -432,10 +417,10 @@ func (w *worker) runTxOnly(stop *atomic.Bool) error {
 			now = g.clock.Now()
 		}
 		if sent, done := w.txStep(now); sent > 0 || done > 0 {
-			spins = 0
+			w.wait.busy()
 			continue
 		}
-		if err := w.txIdle(&spins); err != nil {
+		if err := w.txIdle(); err != nil {
 			return err
 		}
 	}
@@ -462,7 +447,7 @@ func (w *worker) runTxOnly(stop *atomic.Bool) error {
 // ring, the completions that are there reaped, and the counters published
 // every 16th batch. It returns the frames sent and the descriptors
 // completed.
-func (w *worker) txStep(now time.Time) (sent, done uint32) {
+func (w *txWorker) txStep(now time.Time) (sent, done uint32) {
 	if w.tx.seg > 1 {
 		sent = w.txBatchMB(now)
 	} else {
@@ -477,7 +462,7 @@ func (w *worker) txStep(now time.Time) (sent, done uint32) {
 
 // txBatch puts up to a batch of descriptors on the tx ring and kicks the
 // kernel if it asks for it.
-func (w *worker) txBatch(now time.Time) uint32 {
+func (w *txWorker) txBatch(now time.Time) uint32 {
 	g, s := w.tx, w.sock
 	n := w.batchSize
 	if g.limited && uint64(n) > g.left {
@@ -534,7 +519,7 @@ func (w *worker) txBatch(now time.Time) uint32 {
 }
 
 // txComplete reaps the completion ring and counts what was sent.
-func (w *worker) txComplete() uint32 {
+func (w *txWorker) txComplete() uint32 {
 	g, s := w.tx, w.sock
 	idx, n := s.Completion.Peek(s.Completion.Size())
 	if n == 0 {
@@ -563,37 +548,21 @@ func (w *worker) txComplete() uint32 {
 
 // txIdle is called when a generator loop neither sent nor reaped anything:
 // it waits for the pacer, or for the kernel to complete frames.
-func (w *worker) txIdle(spins *int) error {
+func (w *txWorker) txIdle() error {
 	g := w.tx
 	if g.pace.perNs != 0 && (!g.limited || g.left > 0) && w.txOutstanding+g.seg <= g.frames {
 		if d := g.pace.wait(); d > 20*time.Microsecond {
 			w.publish()
-			g.clock.Sleep(min(d, w.pollTimeout()))
+			g.clock.Sleep(min(d, w.wait.pollTimeout()))
 		}
 		return nil
 	}
-	switch w.wait {
-	case WaitBusy, WaitBusyPoll:
-		return nil
-	case WaitPoll:
-		return w.sleep()
-	}
-	if *spins++; *spins < w.spinLimit {
-		return nil
-	}
-	*spins = 0
-	w.publish()
-	// Completions of copy mode come when the receiver frees the frames,
-	// with no event to wait for; a short sleep stops the spinning.
-	g.clock.Sleep(50 * time.Microsecond)
-	return nil
+	return w.wait.waitTx(g.clock)
 }
-
-func (w *worker) pollTimeout() time.Duration { return time.Duration(w.pollMs) * time.Millisecond }
 
 // txBatchMB is txBatch for frames of several descriptors: whole frames
 // only, up to a batch of them, and never more frames in flight than slots.
-func (w *worker) txBatchMB(now time.Time) uint32 {
+func (w *txWorker) txBatchMB(now time.Time) uint32 {
 	g, s := w.tx, w.sock
 	n := w.batchSize
 	if g.limited && uint64(n) > g.left {
@@ -656,7 +625,7 @@ func (w *worker) txBatchMB(now time.Time) uint32 {
 
 // txCompleteMB counts the completions of frames of several descriptors:
 // a frame is done with its last. It returns the descriptors reaped.
-func (w *worker) txCompleteMB(idx, n uint32) uint32 {
+func (w *txWorker) txCompleteMB(idx, n uint32) uint32 {
 	g, s := w.tx, w.sock
 	var frames, bytes uint64
 	k := uint32(len(g.lens))

@@ -109,8 +109,7 @@ func NewGenerator(cfg GeneratorConfig) (_ *Generator, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("queue %d: %w", q, err)
 		}
-		w := newWorker(q, cfg.CPUs[i], s, nil, workerOptions(&sc))
-		w.tx = newTxGen(&cfg, i, n)
+		w := newTxWorker(q, cfg.CPUs[i], s, workerOptions(&sc), newTxGen(&cfg, i, n))
 		if cfg.txMetadata() {
 			t := w.tx
 			t.metaOff, t.metaOpts, t.metaReq, t.csum, t.umem, t.tai = txMetaOffset, xsk.TxMetadataOption, cfg.txRequest(), csum, u, tai

@@ -23,7 +23,7 @@ func testUDP(size int) packet.UDPConfig {
 
 // memTxWorker is a generator worker on an in-memory socket whose kernel
 // transmits on every kick, as copy mode does.
-func memTxWorker(t testing.TB, tc GeneratorConfig, queues int) (*worker, *xsk.MemKernel) {
+func memTxWorker(t testing.TB, tc GeneratorConfig, queues int) (*txWorker, *xsk.MemKernel) {
 	t.Helper()
 	cfg := DefaultGeneratorConfig()
 	cfg.Interface = "mem0"
@@ -53,8 +53,7 @@ func memTxWorker(t testing.TB, tc GeneratorConfig, queues int) (*worker, *xsk.Me
 		t.Fatal(err)
 	}
 	sc := cfg.sockets()
-	w := newWorker(0, 0, s, nil, workerOptions(&sc))
-	w.tx = newTxGen(&cfg, 0, n)
+	w := newTxWorker(0, 0, s, workerOptions(&sc), newTxGen(&cfg, 0, n))
 	if cfg.TxTimestamp {
 		g := w.tx
 		g.metaOff, g.metaOpts, g.metaReq, g.csum, g.umem = txMetaOffset, xsk.TxMetadataOption, cfg.txRequest(), csum, u

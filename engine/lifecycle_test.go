@@ -28,8 +28,8 @@ func simCore(t *testing.T) (*Engine, *idleCounter) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sw.w.pollMs = 1
-	e := &Engine{core: core{dev: &netdev.Info{Name: "sim"}, workers: []*worker{sw.w}}}
+	sw.w.wait.pollMs = 1
+	e := &Engine{core: core{dev: &netdev.Info{Name: "sim"}, workers: []worker{sw.w}}}
 	return e, h
 }
 
@@ -145,7 +145,7 @@ func TestWorkerPanicIsNotAHandlerPanic(t *testing.T) {
 	sw.w.out = sw.w.out[:1] // the engine loses its output port
 	sw.w.out = append(sw.w.out, outPort{})
 	sw.kernels[0].ReceiveFrames(1, [][]byte{make([]byte, 64)})
-	c := &core{workers: []*worker{sw.w}}
+	c := &core{workers: []worker{sw.w}}
 	var recovered any
 	func() {
 		defer func() { recovered = recover() }()
@@ -172,7 +172,7 @@ func TestHandlerPanicStopsWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	sw.kernels[0].ReceiveFrames(4, [][]byte{make([]byte, 64)})
-	c := &core{workers: []*worker{sw.w}}
+	c := &core{workers: []worker{sw.w}}
 	err = c.runWorker(sw.w)
 	var hp *HandlerPanicError
 	if !errors.As(err, &hp) || hp.Value != "boom" {

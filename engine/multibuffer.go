@@ -5,7 +5,8 @@ package engine
 // xsk.PacketContinues but the last (Documentation/networking/af_xdp.rst,
 // "Multi-Buffer Support"). The kernel posts all of a frame's descriptors
 // or none, so a batch that ends inside a frame can take the rest at once.
-// The loops of single-buffer sockets (rxDrop, rxHandle) stay as they are.
+// The loops of single-buffer sockets are rxDrop and rxHandle; receive
+// picks the loop of a batch.
 
 import (
 	"github.com/xdpeng/xdpeng/internal/xsk"
@@ -15,7 +16,7 @@ import (
 // to the fill ring as in rxDrop; frames are counted by their last
 // descriptor, so a frame split across two batches counts once, in the
 // second.
-func (w *worker) rxDropMB() uint32 {
+func (w *rxWorker) rxDropMB() uint32 {
 	s := w.sock
 	idx, n := s.Rx.Peek(w.batchSize)
 	if n == 0 {
@@ -52,7 +53,7 @@ func (w *worker) rxDropMB() uint32 {
 // frame: it takes the rest of a frame that goes on past the batch, and
 // leaves a frame whose end is not posted yet (which the kernel does not
 // do) for the next call. It returns the first index and the count.
-func (w *worker) peekFrames() (idx, n uint32) {
+func (w *rxWorker) peekFrames() (idx, n uint32) {
 	rx := &w.sock.Rx
 	idx, n = rx.Peek(w.batchSize)
 	for n > 0 && n < w.maxDescs && rx.Desc(idx+n-1).Options&xsk.PacketContinues != 0 {
@@ -72,7 +73,7 @@ func (w *worker) peekFrames() (idx, n uint32) {
 
 // rxHandleMB is rxHandle for multi-buffer sockets: the handler sees whole
 // frames, and every verdict applies to all of a frame's descriptors.
-func (w *worker) rxHandleMB() uint32 {
+func (w *rxWorker) rxHandleMB() uint32 {
 	s := w.sock
 	idx, n := w.peekFrames()
 	if n == 0 {
@@ -180,7 +181,7 @@ func (w *worker) rxHandleMB() uint32 {
 // queueFrame writes frame i of b, all of its segments, into the tx slots
 // from idx, marks its last UMEM frame in eop (the marks of u), and returns
 // its length.
-func (w *worker) queueFrame(tx *xsk.TxRing, idx uint32, b *Batch, i int, u *xsk.Umem, eop []uint8) uint64 {
+func (w *rxWorker) queueFrame(tx *xsk.TxRing, idx uint32, b *Batch, i int, u *xsk.Umem, eop []uint8) uint64 {
 	k := b.Segments(i)
 	addr, length := b.addrs[i], b.lens[i]
 	total := uint64(0)
@@ -202,7 +203,7 @@ func (w *worker) queueFrame(tx *xsk.TxRing, idx uint32, b *Batch, i int, u *xsk.
 // forwardMB is forward for a frame of several descriptors: all of them go
 // on port p's tx ring, or none (counted as a full ring). left is the most
 // descriptors of the batch that may still follow to the port.
-func (w *worker) forwardMB(p Port, b *Batch, i int, left uint32) bool {
+func (w *rxWorker) forwardMB(p Port, b *Batch, i int, left uint32) bool {
 	o := w.reserved(p, left)
 	if o == nil {
 		return false

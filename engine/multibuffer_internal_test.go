@@ -13,7 +13,7 @@ import (
 // memMBWorker is a multi-buffer worker on an in-memory socket of 2048-byte
 // frames (1792 bytes of data after the kernel's headroom), with a batch of
 // batch descriptors.
-func memMBWorker(t testing.TB, h Handler, batch int, unaligned bool) (*worker, *xsk.MemKernel) {
+func memMBWorker(t testing.TB, h Handler, batch int, unaligned bool) (*rxWorker, *xsk.MemKernel) {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Interface = "mem0"
@@ -28,7 +28,7 @@ func memMBWorker(t testing.TB, h Handler, batch int, unaligned bool) (*worker, *
 		t.Fatal(err)
 	}
 	s.Kernel().Headroom = u.RxOffset()
-	return newWorker(0, 0, s, h, workerOptions(&cfg)), s.Kernel()
+	return newRxWorker(0, 0, s, h, workerOptions(&cfg)), s.Kernel()
 }
 
 // TestPeekFramesEndsWithWholeFrames: a batch of 4 descriptors over frames of
@@ -176,14 +176,14 @@ func TestForwardMBCopy(t *testing.T) {
 }
 
 // memMBTxWorker is a multi-buffer generator worker on an in-memory socket.
-func memMBTxWorker(t testing.TB, frames [][]byte, count uint64, frameSize uint32) (*worker, *xsk.MemKernel) {
+func memMBTxWorker(t testing.TB, frames [][]byte, count uint64, frameSize uint32) (*txWorker, *xsk.MemKernel) {
 	t.Helper()
 	return memGenWorker(t, frames, count, frameSize, true, false)
 }
 
 // memGenWorker is a generator worker on an in-memory socket, with or
 // without multi-buffer, aligned or not.
-func memGenWorker(t testing.TB, frames [][]byte, count uint64, frameSize uint32, multiBuffer, unaligned bool) (*worker, *xsk.MemKernel) {
+func memGenWorker(t testing.TB, frames [][]byte, count uint64, frameSize uint32, multiBuffer, unaligned bool) (*txWorker, *xsk.MemKernel) {
 	t.Helper()
 	cfg := DefaultGeneratorConfig()
 	cfg.Interface = "mem0"
@@ -204,8 +204,7 @@ func memGenWorker(t testing.TB, frames [][]byte, count uint64, frameSize uint32,
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newWorker(0, 0, s, nil, workerOptions(&sc))
-	w.tx = newTxGen(&cfg, 0, n)
+	w := newTxWorker(0, 0, s, workerOptions(&sc), newTxGen(&cfg, 0, n))
 	return w, s.Kernel()
 }
 
@@ -262,7 +261,7 @@ func TestTxOnlyMultiBufferCount(t *testing.T) {
 	w, k := memMBTxWorker(t, frames, 5001, 4096)
 	k.AutoTransmit = true
 	k.SetNeedWakeup(false, true)
-	if err := w.runTxOnly(new(atomic.Bool)); err != nil {
+	if err := w.run(new(atomic.Bool)); err != nil {
 		t.Fatal(err)
 	}
 	if w.c.txPackets != 5001 || w.c.txBytes != 5001*9000 || k.Transmitted != 5001*3 || w.txOutstanding != 0 {

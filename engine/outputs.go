@@ -47,7 +47,7 @@ const (
 // queue of the same number. Sharing the worker's UMEM, the socket takes
 // frame fillFrame of it for its fill ring; copying, or when the kernel
 // refuses to share, it gets a UMEM of its own.
-func (e *Engine) bindOutput(w *worker, k int, fillFrame uint32) error {
+func (e *Engine) bindOutput(w *rxWorker, k int, fillFrame uint32) error {
 	cfg, o := &e.cfg, &e.outs[k]
 	sc := xsk.SocketConfig{
 		Ifindex:        o.info.Index,
@@ -112,11 +112,12 @@ func (e *Engine) OutputStats(p Port) (SocketStats, error) {
 		return sum, fmt.Errorf("port %v is not an output", p)
 	}
 	for _, w := range e.workers {
-		st, err := w.ports[p].Statistics()
+		q := w.base()
+		st, err := q.ports[p].Statistics()
 		if err != nil {
-			return sum, fmt.Errorf("queue %d output %s: %w", w.queue, e.outs[p-1].info.Name, err)
+			return sum, fmt.Errorf("queue %d output %s: %w", q.queue, e.outs[p-1].info.Name, err)
 		}
-		sum.Add(socketStats(st))
+		sum.Add(SocketStats(st))
 	}
 	return sum, nil
 }

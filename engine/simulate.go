@@ -135,7 +135,7 @@ func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 	if err != nil {
 		return res, err
 	}
-	w, kernels, k, u, batch, cfg := sw.w, sw.kernels, sw.kernels[0], sw.u, sw.batch, &sw.cfg
+	w, kernels, k, batch := sw.w, sw.kernels, sw.kernels[0], sw.batch
 
 	res.Frames = make([]SimFrame, len(frames))
 	for start := 0; start < len(frames); start += batch {
@@ -150,30 +150,6 @@ func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 		if kd := k.Stats.Drops(); kd != 0 {
 			return res, fmt.Errorf("simulate: the simulated kernel dropped %d frames", kd)
 		}
-		if w.dropAll {
-			// The handler declared DropAll: the worker recycles the
-			// frames without calling it, as an engine's would.
-			for i, f := range frames[start:end] {
-				res.Frames[start+i] = SimFrame{Data: append([]byte(nil), f...)}
-			}
-			before := w.c
-			for taken := uint32(0); taken < descs; {
-				var got uint32
-				if w.mb {
-					got = w.rxDropMB()
-				} else {
-					got = w.rxDrop()
-				}
-				if got == 0 {
-					return res, fmt.Errorf("simulate: worker took %d of %d descriptors", taken, descs)
-				}
-				taken += got
-			}
-			if err := w.checkBatch(before, res.Frames[start:end], c.Outputs); err != nil {
-				return res, err
-			}
-			continue
-		}
 		// A batch of the worker's is at most Batch descriptors: with
 		// multi-buffer, a round's frames may take several.
 		next := start
@@ -183,65 +159,40 @@ func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 				before[p] = pk.Transmitted
 			}
 			counted := w.c
-			var got uint32
-			if w.mb {
-				got = w.rxHandleMB()
-			} else {
-				got = w.rxHandle()
-			}
+			got := w.receive()
 			if got == 0 {
 				return res, fmt.Errorf("simulate: worker took %d of %d descriptors", taken, descs)
 			}
 			taken += got
-			// The batch still holds each frame's addresses, lengths and
-			// verdict; the frames' bytes stay in the UMEM until the next
-			// Receive.
-			b := &w.batch
-			for i := 0; i < b.n; i++ {
-				r := &res.Frames[next+i]
-				r.Verdict = b.Verdict(i)
-				if r.Verdict == Forward {
-					r.Port = b.Port(i)
-				}
-				r.Data = b.AppendPacket(nil, i)
+			n := w.batch.n
+			if w.dropAll {
+				// The handler declared DropAll: the worker recycled the
+				// frames without calling it, as an engine's would; a
+				// frame counts in the batch that took its last
+				// descriptor.
+				n = int(w.c.rxPackets - counted.rxPackets)
 			}
-			// Transmit what the worker queued on each port and match
-			// each frame's descriptors to the batch's frames by the
-			// address of the first.
-			for p, pk := range kernels {
-				sent := pk.Transmit(int(cfg.TxSize))
-				var data []byte
-				var first uint64
-				inFrame := false
-				for j := 0; j < sent; j++ {
-					d := pk.TxDesc(uint32(before[p]) + uint32(j))
-					if !inFrame {
-						first, inFrame = d.Addr, true
-					}
-					data = append(data, u.Frame(d.Addr, d.Len)...)
-					if d.Options&xsk.PacketContinues != 0 {
-						continue
-					}
-					for i := 0; i < b.n; i++ {
-						if b.addrs[i] == first {
-							r := &res.Frames[next+i]
-							r.Sent, r.Port = true, Port(p)
-							r.Data = data
-							break
-						}
-					}
-					data, inFrame = nil, false
-				}
+			if next+n > end {
+				return res, fmt.Errorf("simulate: engine bug: the worker counted %d frames of a round of %d", next+n-start, end-start)
 			}
-			w.complete()
-			if err := w.checkBatch(counted, res.Frames[next:next+b.n], c.Outputs); err != nil {
+			if w.dropAll {
+				for i := range n {
+					res.Frames[next+i] = SimFrame{Data: append([]byte(nil), frames[next+i]...)}
+				}
+			} else {
+				sw.record(res.Frames[next:next+n], before)
+			}
+			if err := w.checkBatch(counted, res.Frames[next:next+n], c.Outputs); err != nil {
 				return res, err
 			}
-			next += b.n
+			next += n
 			if w.panicked != nil {
-				res.Stats = w.stats(socketStats(k.Stats))
+				res.Stats = w.stats(SocketStats(k.Stats))
 				return res, fmt.Errorf("simulate: %w", w.panicked)
 			}
+		}
+		if next != end {
+			return res, fmt.Errorf("simulate: engine bug: the worker counted %d frames of a round of %d", next-start, end-start)
 		}
 	}
 	if w.idler != nil {
@@ -250,8 +201,55 @@ func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 			return res, fmt.Errorf("simulate: %w", w.panicked)
 		}
 	}
-	res.Stats = w.stats(socketStats(k.Stats))
+	res.Stats = w.stats(SocketStats(k.Stats))
 	return res, nil
+}
+
+// record fills in frames, the fates of the frames of the batch the worker
+// just handled: the verdict and the data the handler left, and, once the
+// simulated kernels have transmitted what the worker queued on each port
+// (their counts were before), whether and where each went out. Each frame
+// sent is matched to the batch's frames by the address of its first
+// descriptor; the worker then reaps the completions.
+func (sw *simWorld) record(frames []SimFrame, before []uint64) {
+	w, u, txSize := sw.w, sw.u, int(sw.cfg.TxSize)
+	// The batch still holds each frame's addresses, lengths and verdict;
+	// the frames' bytes stay in the UMEM until the next Receive.
+	b := &w.batch
+	for i := 0; i < b.n; i++ {
+		r := &frames[i]
+		r.Verdict = b.Verdict(i)
+		if r.Verdict == Forward {
+			r.Port = b.Port(i)
+		}
+		r.Data = b.AppendPacket(nil, i)
+	}
+	for p, pk := range sw.kernels {
+		sent := pk.Transmit(txSize)
+		var data []byte
+		var first uint64
+		inFrame := false
+		for j := 0; j < sent; j++ {
+			d := pk.TxDesc(uint32(before[p]) + uint32(j))
+			if !inFrame {
+				first, inFrame = d.Addr, true
+			}
+			data = append(data, u.Frame(d.Addr, d.Len)...)
+			if d.Options&xsk.PacketContinues != 0 {
+				continue
+			}
+			for i := 0; i < b.n; i++ {
+				if b.addrs[i] == first {
+					r := &frames[i]
+					r.Sent, r.Port = true, Port(p)
+					r.Data = data
+					break
+				}
+			}
+			data, inFrame = nil, false
+		}
+	}
+	w.complete()
 }
 
 // checkBatch checks, after a batch's transmits have completed, that every
@@ -261,7 +259,7 @@ func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 // batch. The counts close as they do in an engine: received = transmitted
 // (on every port) + dropped (the Drop verdict, and ports the engine does
 // not have) + tx ring full (no room on the port).
-func (w *worker) checkBatch(before local, frames []SimFrame, outputs int) error {
+func (w *rxWorker) checkBatch(before local, frames []SimFrame, outputs int) error {
 	c := &w.c
 	rx, tx := c.rxPackets-before.rxPackets, c.txPackets-before.txPackets
 	dropped, full := c.dropped-before.dropped, c.txRingFull-before.txRingFull
@@ -320,7 +318,7 @@ type simWorld struct {
 	cfg     Config
 	batch   int
 	u       *xsk.Umem
-	w       *worker
+	w       *rxWorker
 	kernels []*xsk.MemKernel // one per port
 }
 
@@ -386,7 +384,7 @@ func (c Sim) setup(h Handler, r simRings) (*simWorld, error) {
 	}
 	s.Kernel().Headroom = u.RxOffset()
 	sw := &simWorld{cfg: cfg, batch: batch, u: u, kernels: []*xsk.MemKernel{s.Kernel()}}
-	sw.w = newWorker(0, 0, s, h, workerOptions(&cfg))
+	sw.w = newRxWorker(0, 0, s, h, workerOptions(&cfg))
 	for k := 0; k < c.Outputs; k++ {
 		ou, oc := u, xsk.SocketConfig{
 			FillSize: outFillSize, CompletionSize: cfg.CompletionSize, TxSize: cfg.TxSize,
@@ -459,17 +457,7 @@ func (c Sim) newLoop(h Handler, frames [][]byte, copyOutputs bool) (*SimLoop, er
 func (l *SimLoop) Step() int {
 	sw := l.sw
 	sw.kernels[0].ReceiveFrames(sw.batch, l.frames)
-	var n uint32
-	switch {
-	case sw.w.mb && sw.w.dropAll:
-		n = sw.w.rxDropMB()
-	case sw.w.mb:
-		n = sw.w.rxHandleMB()
-	case sw.w.dropAll:
-		n = sw.w.rxDrop()
-	default:
-		n = sw.w.rxHandle()
-	}
+	n := sw.w.receive()
 	for _, k := range sw.kernels {
 		k.Transmit(int(sw.cfg.TxSize))
 	}
@@ -564,4 +552,4 @@ func clockCost(base time.Time) time.Duration {
 }
 
 // Stats are the worker's counters so far.
-func (l *SimLoop) Stats() QueueStats { return l.sw.w.stats(socketStats(l.sw.kernels[0].Stats)) }
+func (l *SimLoop) Stats() QueueStats { return l.sw.w.stats(SocketStats(l.sw.kernels[0].Stats)) }

@@ -44,20 +44,15 @@ func (c Config) RxDropReason() string {
 	return "no buffer in the fill ring"
 }
 
+// SocketStats has the fields of xsk.Statistics, in their order: a socket's
+// statistics convert to it as they are (SocketStats(st)), and its sums are
+// xsk's.
+
 // Drops is how many received frames the socket dropped.
-func (s SocketStats) Drops() uint64 { return s.RxDropped + s.RxRingFull }
+func (s SocketStats) Drops() uint64 { return xsk.Statistics(s).Drops() }
 
 // Add adds o to s.
-func (s *SocketStats) Add(o SocketStats) {
-	s.RxDropped += o.RxDropped
-	s.RxInvalidDescs += o.RxInvalidDescs
-	s.TxInvalidDescs += o.TxInvalidDescs
-	s.RxRingFull += o.RxRingFull
-	s.RxFillRingEmptyDescs += o.RxFillRingEmptyDescs
-	s.TxRingEmptyDescs += o.TxRingEmptyDescs
-}
-
-func socketStats(s xsk.Statistics) SocketStats { return SocketStats(s) }
+func (s *SocketStats) Add(o SocketStats) { (*xsk.Statistics)(s).Add(xsk.Statistics(o)) }
 
 // QueueStats are one queue's counters since the start.
 type QueueStats struct {
@@ -165,7 +160,8 @@ func (c *core) stats() (Snapshot, error) {
 		return Snapshot{}, fmt.Errorf("stats: %w", os.ErrClosed)
 	}
 	snap := Snapshot{Time: time.Now(), Queues: make([]QueueStats, len(c.workers))}
-	for i, w := range c.workers {
+	for i, wk := range c.workers {
+		w := wk.base()
 		p := w.pub
 		q := &snap.Queues[i]
 		q.Queue, q.CPU = w.queue, w.cpu
@@ -188,33 +184,33 @@ func (c *core) stats() (Snapshot, error) {
 		if err != nil {
 			return snap, err
 		}
-		q.XDP = socketStats(st)
+		q.XDP = SocketStats(st)
 	}
 	return snap, nil
 }
 
 // stats are the worker's private counters as QueueStats, with xdp as the
 // socket's: for simulations, which run on the worker's own goroutine.
-func (w *worker) stats(xdp SocketStats) QueueStats {
-	c := &w.c
+func (p *port) stats(xdp SocketStats) QueueStats {
+	c := &p.c
 	return QueueStats{
-		Queue: w.queue, CPU: w.cpu,
+		Queue: p.queue, CPU: p.cpu,
 		RxPackets: c.rxPackets, RxBytes: c.rxBytes, TxPackets: c.txPackets, TxBytes: c.txBytes,
 		Dropped: c.dropped, TxRingFull: c.txRingFull, RxWakeups: c.rxWakeups, TxWakeups: c.txWakeups,
 		Polls: c.polls, Batches: c.batches, Naps: c.naps, XDP: xdp,
-		Ports: w.portStats(func(o *outPort) portLocal { return o.c }),
+		Ports: p.portStats(func(o *outPort) portLocal { return o.c }),
 	}
 }
 
 // portStats are the worker's per-port counters as read reads them, nil
 // without outputs.
-func (w *worker) portStats(read func(*outPort) portLocal) []PortStats {
-	if len(w.out) < 2 {
+func (p *port) portStats(read func(*outPort) portLocal) []PortStats {
+	if len(p.out) < 2 {
 		return nil
 	}
-	ps := make([]PortStats, len(w.out))
-	for i := range w.out {
-		c := read(&w.out[i])
+	ps := make([]PortStats, len(p.out))
+	for i := range p.out {
+		c := read(&p.out[i])
 		ps[i] = PortStats{Port: Port(i), TxPackets: c.txPackets, TxBytes: c.txBytes, TxRingFull: c.txRingFull}
 	}
 	return ps

@@ -55,7 +55,7 @@ func choosePages(mode HugePageMode, unaligned bool, sizes []int) (umemPages, err
 	short := hp.Size == 0 || hp.Available() < need
 	switch {
 	case short && mode == HugePagesOn:
-		return umemPages{}, &HugePagesError{Need: need, Free: hp.Available(), Total: hp.Total, PageSize: hp.Size}
+		return umemPages{}, hugePagesError(need, hp, nil)
 	case hp.Size == 0:
 		return umemPages{note: "this kernel has no huge pages: the UMEMs are in normal pages"}, nil
 	case short:
@@ -81,7 +81,7 @@ func (c *core) newUmem(uc xsk.UmemConfig) (*xsk.Umem, error) {
 	if err != nil {
 		var he *xsk.HugePagesError
 		if errors.As(err, &he) {
-			return nil, &HugePagesError{Need: he.Need, Free: he.Pages.Available(), Total: he.Pages.Total, PageSize: he.Pages.Size, cause: he.Err}
+			return nil, hugePagesError(he.Need, he.Pages, he.Err)
 		}
 		return nil, err
 	}

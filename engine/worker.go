@@ -1,79 +1,16 @@
 package engine
 
 import (
-	"fmt"
 	"runtime/debug"
 	"sync/atomic"
-	"time"
 
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
 
-// counters are one worker's statistics, written only by the worker (with
-// atomic stores, every few batches and before it sleeps) and read by the
-// stats loop. The padding keeps each worker's counters on cache lines of
-// their own.
-type counters struct {
-	rxPackets, rxBytes   atomic.Uint64
-	txPackets, txBytes   atomic.Uint64
-	dropped, txRingFull  atomic.Uint64
-	rxWakeups, txWakeups atomic.Uint64
-	polls, batches       atomic.Uint64
-	naps                 atomic.Uint64
-	// busyPollInert is set when WaitBusyPoll found no NAPI instance to
-	// poll and the worker waits as WaitAdaptive instead.
-	busyPollInert atomic.Bool
-	_             [64]byte
-}
-
-// local is the worker's private copy of its counters.
-type local struct {
-	rxPackets, rxBytes   uint64
-	txPackets, txBytes   uint64
-	dropped, txRingFull  uint64
-	rxWakeups, txWakeups uint64
-	polls, batches       uint64
-	naps                 uint64
-}
-
-// worker serves one rx queue: it owns the queue's socket and handler and
+// rxWorker serves one rx queue: it owns the queue's socket and handler and
 // runs on one pinned CPU.
-type worker struct {
-	queue, cpu int
-	sock       *xsk.Socket
-	umem       *xsk.Umem
-	handler    Handler
-	idler      Idler // handler's Idle, nil if it has none
-	dropAll    bool
-	idleCalled bool // Idle was called since the last frames
-	batch      Batch
-	batchSize  uint32
-	wait       WaitMode
-	// napiChecked is set once WaitBusyPoll has been checked for a NAPI
-	// instance to poll (checkBusyPoll).
-	napiChecked bool
-	needWakeup  bool
-	pollMs      int
-	spinLimit   int
-	shared      cpuShare
-	rxAtSleep   uint64        // rxPackets when the worker last napped
-	idleFrom    time.Time     // when the rx ring was last found empty after frames
-	nap         time.Duration // how long it naps, kept to a share of the rx ring
-
-	// ports are the sockets a handler can send to: ports[0] is the queue's
-	// own socket, ports[k] the socket on Config.Outputs[k-1].
-	ports []*xsk.Socket
-	// out is the per-batch state of each port (syncPorts).
-	out []outPort
-
-	// panicked is the handler's panic, once it panicked; the worker then
-	// stops.
-	panicked *HandlerPanicError
-
-	// tx is the generator state of a txonly worker, nil otherwise.
-	tx *txGen
-
-	txOutstanding uint32 // submitted to tx, not yet completed
+type rxWorker struct {
+	port
 	// fillGap is how many fill-ring entries the kernel has taken (one
 	// per descriptor received) that the worker has not given back yet.
 	// Frames wait on the free stack while the fill ring is full; a worker
@@ -82,12 +19,10 @@ type worker struct {
 	// the kernel's consumer index every batch to learn that there is none.
 	// The multi-buffer loops refill on their own and leave the gap alone.
 	fillGap uint32
-	c       local
-	pub     *counters
 
-	// pubBatches and pubTxPackets are c's counts at the last publish.
-	pubBatches, pubTxPackets uint64
-
+	// dropAll is set for a handler that declared DropAll: its frames go
+	// straight back to the fill ring.
+	dropAll bool
 	// mb is set for multi-buffer sockets (Config.MultiBuffer): frames may
 	// span several descriptors. eop marks, per frame of the worker's
 	// UMEM, whether the descriptor last queued on a tx ring from it ended
@@ -95,42 +30,24 @@ type worker struct {
 	mb       bool
 	maxDescs uint32 // the most descriptors a batch may hold: the rx ring
 	eop      []uint8
+
+	handler    Handler
+	idler      Idler // handler's Idle, nil if it has none
+	idleCalled bool  // Idle was called since the last frames
+	batch      Batch
+
+	// panicked is the handler's panic, once it panicked; the worker then
+	// stops.
+	panicked *HandlerPanicError
+
+	// wait is what the worker does when its rx ring is empty.
+	wait waiter
 }
 
-// options are a worker's settings from its engine's or generator's
-// configuration.
-type options struct {
-	batch       int
-	wait        WaitMode
-	needWakeup  bool
-	pollTimeout time.Duration
-	multiBuffer bool
-	rxSize      uint32
-}
-
-func workerOptions(c *Config) options {
-	return options{batch: c.Batch, wait: c.Wait, needWakeup: c.NeedWakeup, pollTimeout: pollTimeout(c.PollTimeout),
-		multiBuffer: c.MultiBuffer, rxSize: c.RxSize}
-}
-
-// newWorker makes the worker of queue on cpu; h nil drops every frame.
-func newWorker(queue, cpu int, sock *xsk.Socket, h Handler, o options) *worker {
-	w := &worker{
-		queue:      queue,
-		cpu:        cpu,
-		sock:       sock,
-		umem:       sock.Umem(),
-		handler:    h,
-		batchSize:  uint32(o.batch),
-		wait:       o.wait,
-		needWakeup: o.needWakeup,
-		pollMs:     int(o.pollTimeout.Milliseconds()),
-		spinLimit:  adaptiveSpins,
-		nap:        maxNap / 2,
-		shared:     cpuShare{fd: -1},
-		ports:      []*xsk.Socket{sock},
-		pub:        new(counters),
-	}
+// newRxWorker makes the worker of queue on cpu; h nil drops every frame.
+func newRxWorker(queue, cpu int, sock *xsk.Socket, h Handler, o options) *rxWorker {
+	w := &rxWorker{port: newPort(queue, cpu, sock, o), handler: h}
+	w.wait = newWaiter(&w.port, o)
 	w.dropAll = hintsOf(h).DropAll
 	w.idler, _ = h.(Idler)
 	if o.multiBuffer {
@@ -145,28 +62,28 @@ func newWorker(queue, cpu int, sock *xsk.Socket, h Handler, o options) *worker {
 	return w
 }
 
-// adaptiveSpins is how many empty polls of the rx ring WaitAdaptive makes
-// in txonly before it sleeps.
-const adaptiveSpins = 2000
-
-// spinFor is how long WaitAdaptive spins on an empty rx ring, on a CPU of its
-// own, before it sleeps in poll(). It rides out the gaps between NAPI
-// batches under load, including a descheduled vCPU on the sending side: a
-// sleep costs the kernel a wake-up on the receiving CPU and, when it
-// outlasts what the fill ring holds, dropped frames.
-const spinFor = time.Millisecond
+// syncPorts builds the per-port state; call it after w.ports changed,
+// before the worker runs.
+func (w *rxWorker) syncPorts() {
+	w.port.syncPorts()
+	if w.mb {
+		for i := range w.out {
+			if o := &w.out[i]; o.copy {
+				o.eop = make([]uint8, o.s.Umem().NumFrames())
+			}
+		}
+	}
+}
 
 // run is the worker's loop; it returns when stop is set.
-func (w *worker) run(stop *atomic.Bool) error {
-	if w.tx != nil {
-		return w.runTxOnly(stop)
-	}
-	w.shared.open()
-	defer w.shared.close()
-	spins := 0
+func (w *rxWorker) run(stop *atomic.Bool) error {
+	wt := &w.wait
+	wt.open()
+	defer wt.close()
 	for !stop.Load() {
-		if w.wait == WaitPoll {
-			if err := w.sleep(); err != nil {
+		if wt.pollsFirst() {
+			w.idleCalled = false // an idle handler hears again after each sleep
+			if err := wt.sleep(); err != nil {
 				return err
 			}
 		}
@@ -174,7 +91,7 @@ func (w *worker) run(stop *atomic.Bool) error {
 			if w.panicked != nil {
 				break
 			}
-			spins = 0
+			wt.busy()
 			w.idleCalled = false
 			continue
 		}
@@ -191,7 +108,18 @@ func (w *worker) run(stop *atomic.Bool) error {
 		if w.panicked != nil {
 			break
 		}
-		if err := w.idle(&spins); err != nil {
+		// The kernel publishes its fill-ring consumer index lazily, only
+		// when it has used up every buffer it peeked, so a batch may have
+		// found no room and left frames on the free stack. Give them now:
+		// with the rx ring empty there may be no next batch to do it.
+		if w.sock.Frames.Len() > 0 {
+			w.filled(w.sock.Refill())
+		}
+		slept, err := wt.waitRx()
+		if slept {
+			w.idleCalled = false
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -208,20 +136,20 @@ func (w *worker) run(stop *atomic.Bool) error {
 // no frame is lost, and the worker stops after the batch. Only the
 // handler's code is recovered from: a panic in the worker's own is a bug
 // that crashes the program.
-func (w *worker) handle(b *Batch) {
+func (w *rxWorker) handle(b *Batch) {
 	defer w.recoverHandler()
 	w.handler.Handle(b)
 }
 
 // idle1 tells the handler that its queue is idle, as handle runs it.
-func (w *worker) idle1() {
+func (w *rxWorker) idle1() {
 	defer w.recoverHandler()
 	w.idler.Idle()
 }
 
 // recoverHandler keeps a panic of the handler's in w.panicked; call it
 // deferred around the handler's code only.
-func (w *worker) recoverHandler() {
+func (w *rxWorker) recoverHandler() {
 	if r := recover(); r != nil && w.panicked == nil {
 		w.panicked = &HandlerPanicError{Queue: w.queue, Value: r, Stack: debug.Stack()}
 	}
@@ -231,18 +159,8 @@ func (w *worker) recoverHandler() {
 // rx ring, through the handler or straight back to the fill ring,
 // completions reaped, and the counters published every 16th batch. It
 // returns the descriptors taken.
-func (w *worker) step() uint32 {
-	var n uint32
-	switch {
-	case w.mb && w.dropAll:
-		n = w.rxDropMB()
-	case w.mb:
-		n = w.rxHandleMB()
-	case w.dropAll:
-		n = w.rxDrop()
-	default:
-		n = w.rxHandle()
-	}
+func (w *rxWorker) step() uint32 {
+	n := w.receive()
 	if w.txOutstanding > 0 {
 		w.complete()
 	} else if w.fillGap > 0 {
@@ -254,8 +172,27 @@ func (w *worker) step() uint32 {
 	return n
 }
 
+// receive takes one batch off the rx ring and carries out what becomes of
+// it: through the handler (rxHandle), or, for a handler that declared
+// DropAll, straight back to the fill ring (rxDrop); on a multi-buffer
+// socket in whole frames (rxHandleMB, rxDropMB). It returns the
+// descriptors taken. It is the one receive path of an engine's worker and
+// of a simulation's.
+func (w *rxWorker) receive() uint32 {
+	switch {
+	case w.mb && w.dropAll:
+		return w.rxDropMB()
+	case w.mb:
+		return w.rxHandleMB()
+	case w.dropAll:
+		return w.rxDrop()
+	default:
+		return w.rxHandle()
+	}
+}
+
 // rxDrop recycles a batch of received frames straight to the fill ring.
-func (w *worker) rxDrop() uint32 {
+func (w *rxWorker) rxDrop() uint32 {
 	s := w.sock
 	idx, n := s.Rx.Peek(w.batchSize)
 	if n == 0 {
@@ -293,7 +230,7 @@ func (w *worker) rxDrop() uint32 {
 
 // rxHandle runs the handler on a batch of received frames and carries out
 // its verdicts.
-func (w *worker) rxHandle() uint32 {
+func (w *rxWorker) rxHandle() uint32 {
 	s := w.sock
 	idx, n := s.Rx.Peek(w.batchSize)
 	if n == 0 {
@@ -334,7 +271,7 @@ func (w *worker) rxHandle() uint32 {
 
 // dropBatch gives every frame of a batch back to the fill ring (through the
 // free stack for what does not fit).
-func (w *worker) dropBatch(addrs []uint64) {
+func (w *rxWorker) dropBatch(addrs []uint64) {
 	s := w.sock
 	n := uint32(len(addrs))
 	fidx, room := s.Fill.Reserve(n)
@@ -357,7 +294,7 @@ func (w *worker) dropBatch(addrs []uint64) {
 // transmitBatch carries out the verdicts of a batch whose frames are
 // dropped or transmitted, none forwarded: transmitted frames go on the
 // queue's own tx ring, the others back to the fill ring.
-func (w *worker) transmitBatch(n uint32) {
+func (w *rxWorker) transmitBatch(n uint32) {
 	s, b := w.sock, &w.batch
 	addrs, lens, dests := b.addrs[:n], b.lens[:n], b.dests[:n]
 	lens, dests = lens[:len(addrs)], dests[:len(addrs)]
@@ -392,7 +329,7 @@ func (w *worker) transmitBatch(n uint32) {
 
 // submitTx submits the first ntx of the troom slots reserved on the
 // queue's own tx ring, gives the rest back, and kicks the transmitter.
-func (w *worker) submitTx(troom, ntx uint32) {
+func (w *rxWorker) submitTx(troom, ntx uint32) {
 	s := w.sock
 	s.Tx.Cancel(troom - ntx)
 	if ntx > 0 {
@@ -405,7 +342,7 @@ func (w *worker) submitTx(troom, ntx uint32) {
 // recycle gives the frames of the batch that sent(i) reports as not sent
 // back to the fill ring, in a reservation made at the first of them; only
 // what does not fit there goes through the free stack.
-func (w *worker) recycle(sent func(i int) bool) {
+func (w *rxWorker) recycle(sent func(i int) bool) {
 	s, b := w.sock, &w.batch
 	n := uint32(b.n)
 	mask := w.umem.BaseMask()
@@ -441,7 +378,7 @@ func (w *worker) recycle(sent func(i int) bool) {
 // ring, and those for the first output port named in the batch if it
 // shares the UMEM (most handlers forward a batch to one port), go out in
 // loops of their own; the rest frame by frame.
-func (w *worker) sendBatch(n uint32) {
+func (w *rxWorker) sendBatch(n uint32) {
 	s, b := w.sock, &w.batch
 	addrs, lens, dests := b.addrs[:n], b.lens[:n], b.dests[:n]
 	lens, dests = lens[:len(addrs)], dests[:len(addrs)]
@@ -555,66 +492,17 @@ func mainUsed(o *outPort) uint32 {
 // the ring has room for. The gap (fillGap) says when to look, not how many
 // to give: a fill ring topped up only by the gap held fewer frames than it
 // could under overload, and the kernel dropped more for want of one.
-func (w *worker) refill() { w.filled(w.sock.Refill()) }
+func (w *rxWorker) refill() { w.filled(w.sock.Refill()) }
 
 // filled notes that n frames went to the fill ring.
-func (w *worker) filled(n uint32) { w.fillGap -= min(n, w.fillGap) }
-
-// outPort is the worker's per-batch state of one port: the tx slots
-// reserved for the batch, so that a batch costs one Reserve and one Submit
-// per port rather than one per frame.
-type outPort struct {
-	s *xsk.Socket
-	// copy is set when the port has a UMEM of its own: frames are copied
-	// into one of its free frames, and its completions go back to its own
-	// stack rather than to the rx socket's fill ring.
-	copy            bool
-	idx, room, used uint32
-	reserved        bool
-	// eop is the port's own UMEM's worker.eop (copy ports, multi-buffer).
-	eop []uint8
-	// c is the port's share of the worker's transmit counters, pub where
-	// publish puts them.
-	c   portLocal
-	pub *portCounters
-}
-
-// portLocal and portCounters are a port's transmit counters (QueueStats.
-// Ports): the worker's private copy, and the one the stats loop reads.
-type portLocal struct{ txPackets, txBytes, txRingFull uint64 }
-
-type portCounters struct{ txPackets, txBytes, txRingFull atomic.Uint64 }
-
-// txRingFull counts a frame for port o that found no room.
-func (w *worker) txRingFull(o *outPort) {
-	w.c.txRingFull++
-	o.c.txRingFull++
-}
-
-// txBytes counts bytes queued on port o.
-func (w *worker) txBytes(o *outPort, n uint64) {
-	w.c.txBytes += n
-	o.c.txBytes += n
-}
-
-// syncPorts builds the per-port state; call it after w.ports changed,
-// before the worker runs.
-func (w *worker) syncPorts() {
-	w.out = make([]outPort, len(w.ports))
-	for i, s := range w.ports {
-		w.out[i] = outPort{s: s, copy: s.Umem() != w.umem, pub: new(portCounters)}
-		if w.mb && w.out[i].copy {
-			w.out[i].eop = make([]uint8, s.Umem().NumFrames())
-		}
-	}
-}
+func (w *rxWorker) filled(n uint32) { w.fillGap -= min(n, w.fillGap) }
 
 // forward queues a frame on port p's tx ring; rest is the most frames of
 // the batch that may still follow to it. It reports whether the port took
 // the frame itself (shared UMEM); false means the frame is still the
 // caller's, because it was copied into the port's own UMEM or could not be
 // sent (no such port, ring full, no free frame: counted).
-func (w *worker) forward(p Port, addr uint64, length uint32, rest uint32) bool {
+func (w *rxWorker) forward(p Port, addr uint64, length uint32, rest uint32) bool {
 	o := w.reserved(p, rest)
 	if o == nil {
 		return false
@@ -646,7 +534,7 @@ func (w *worker) forward(p Port, addr uint64, length uint32, rest uint32) bool {
 // reserved is port p with its tx slots for the batch reserved (at most
 // rest of them, at the first frame for it), or nil, counted as dropped,
 // for a port the engine does not have.
-func (w *worker) reserved(p Port, rest uint32) *outPort {
+func (w *rxWorker) reserved(p Port, rest uint32) *outPort {
 	if int(p) >= len(w.out) {
 		w.c.dropped++
 		return nil
@@ -662,7 +550,7 @@ func (w *worker) reserved(p Port, rest uint32) *outPort {
 
 // flushPorts submits what the batch queued on the other ports and kicks
 // their transmitters.
-func (w *worker) flushPorts() {
+func (w *rxWorker) flushPorts() {
 	for i := 1; i < len(w.out); i++ {
 		o := &w.out[i]
 		if o.reserved {
@@ -679,37 +567,11 @@ func (w *worker) flushPorts() {
 	}
 }
 
-// kickTx makes the kernel transmit s's tx ring, if it asked to be woken
-// (always, without need_wakeup).
-func (w *worker) kickTx(s *xsk.Socket) {
-	if w.needWakeup && !s.Tx.NeedWakeup() {
-		return
-	}
-	// In copy mode the kernel transmits inside sendto, at most 32 frames a
-	// call (its per-socket budget), so a batch of 64 needs two. Kick until
-	// the ring is drained or a call makes no progress (the device is
-	// busy): frames left on the ring would fill it and be dropped as
-	// tx ring full while the next batch arrives.
-	for i := 0; i < maxKicks; i++ {
-		before := s.Tx.Pending()
-		w.c.txWakeups++
-		// Errors here are transient (ring busy, device down); the frames
-		// stay on the ring and the next kick retries them.
-		_ = s.WakeTx()
-		if after := s.Tx.Pending(); after == 0 || after == before {
-			return
-		}
-	}
-}
-
-// maxKicks bounds the sendto calls of one kick: 8 x 32 frames.
-const maxKicks = 8
-
 // complete reaps the completion rings of every port. Frames of the rx
 // socket's UMEM go straight back to its fill ring (through the free stack
 // only when the fill ring is full); frames of a port with a UMEM of its own
 // go back to that port's stack.
-func (w *worker) complete() {
+func (w *rxWorker) complete() {
 	mask := w.umem.BaseMask()
 	rx := w.sock
 	for i := range w.out {
@@ -764,212 +626,10 @@ func (w *worker) complete() {
 	w.refill()
 }
 
-// idle is called when a loop found no frames.
-func (w *worker) idle(spins *int) error {
-	// The kernel publishes its fill-ring consumer index lazily, only when it
-	// has used up every buffer it peeked, so a batch may have found no room
-	// and left frames on the free stack. Give them now: with the rx ring
-	// empty there may be no next batch to do it.
-	if w.sock.Frames.Len() > 0 {
-		w.filled(w.sock.Refill())
-	}
-	if w.wait == WaitBusyPoll && w.c.rxPackets > 0 && !w.napiChecked {
-		w.checkBusyPoll()
-	}
-	switch w.wait {
-	case WaitBusyPoll:
-		// The recvfrom runs the driver's NAPI in our context.
-		w.c.rxWakeups++
-		return w.sock.WakeRx()
-	case WaitPoll:
-		return nil
-	}
-	if w.needWakeup && w.sock.Fill.NeedWakeup() {
-		w.c.rxWakeups++
-		if err := w.sock.WakeRx(); err != nil {
-			return err
-		}
-	}
-	if w.wait != WaitAdaptive {
-		return nil
-	}
-	first := *spins == 0
-	*spins++
-	if !first {
-		// The clock only every 64th empty poll: reading it costs tens of
-		// times an empty poll, and spinFor is long next to 64 polls.
-		if *spins&63 != 0 || time.Since(w.idleFrom) < spinFor {
-			return nil
-		}
-		*spins = 0
-		w.publish()
-		return w.sleep()
-	}
-	now := time.Now()
-	if w.shared.check(now, w.c.naps) {
-		// Another thread wants this CPU (a NAPI thread, a generator):
-		// spinning would only take its time. While frames flow, nap for
-		// a fixed time so that they gather into large batches, one
-		// context switch per many frames; when they stop, sleep in
-		// poll() until the kernel wakes us.
-		*spins = 0
-		w.publish()
-		if got := w.c.rxPackets - w.rxAtSleep; got != 0 {
-			w.rxAtSleep = w.c.rxPackets
-			w.adaptNap(got)
-			w.c.naps++
-			if err := xsk.Nap(w.nap); err != nil {
-				return fmt.Errorf("queue %d: nap: %w", w.queue, err)
-			}
-			return nil
-		}
-		return w.sleep()
-	}
-	w.idleFrom = now
-	return nil
-}
-
-// checkBusyPoll looks, once frames have come in, at whether busy polling
-// has anything to run: the NAPI instance the socket's frames came through.
-// Without one (the socket's NAPI ID is 0: veth) a recvfrom polls nothing,
-// and a worker spinning on it would only take the CPU from whatever does
-// run the device's receive work, its NAPI thread in layout B; the worker
-// then waits as WaitAdaptive does, and its stats say so.
-func (w *worker) checkBusyPoll() {
-	w.napiChecked = true
-	if id, err := w.sock.NAPIID(); err == nil && id == 0 {
-		w.wait = WaitAdaptive
-		w.pub.busyPollInert.Store(true)
-	}
-}
-
-// adaptNap adjusts the nap to the frames that arrived around the last one.
-func (w *worker) adaptNap(frames uint64) {
-	ring := uint64(w.sock.Rx.Size())
-	switch {
-	case frames > ring/2 && w.nap > minNap:
-		w.nap /= 2
-	case frames < ring/8 && w.nap < maxNap:
-		w.nap *= 2
-	}
-	w.nap = min(max(w.nap, minNap), maxNap)
-}
-
-// cpuShare tells whether a worker shares its CPU with other busy threads,
-// from the time its thread spent runnable but waiting for the CPU (the
-// run_delay of /proc/thread-self/schedstat). A NAPI thread or a generator on
-// the same CPU makes that a large share of the time; the Go runtime's own
-// brief visits (sysmon, timers) do not. Once seen, sharing is assumed for
-// shareHold, then probed again, so a worker that got its CPU back resumes
-// spinning.
-type cpuShare struct {
-	fd        int       // /proc/thread-self/schedstat of the worker's thread, -1 if unreadable
-	nextCheck time.Time // no read before this
-	last      time.Time // when runDelay was read
-	until     time.Time // shared until this, unless seen again
-	runDelay  int64     // ns spent waiting for the CPU, as last read
-	naps      uint64    // the worker's naps, as of the last read
-	strikes   int       // spans in a row above shareWait
-	buf       [96]byte
-}
-
-const (
-	// maxNap and minNap bound a nap. A nap lets frames gather into
-	// large batches, one context switch per many frames; it is shortened
-	// when a nap's worth of frames fills more than half the rx ring, and
-	// lengthened again when it fills less than an eighth.
-	maxNap = 200 * time.Microsecond
-	minNap = 10 * time.Microsecond
-	// shareCheck is how often the worker reads its run delay.
-	shareCheck = 5 * time.Millisecond
-	// shareHold is how long sharing, once seen, is assumed.
-	shareHold = time.Second
-	// shareWait is the share of the time spent waiting for the CPU above
-	// which a span counts as shared, and shareSpans how many such spans in
-	// a row make the CPU shared. A thread that wants the CPU all the time (a
-	// NAPI thread, a generator) makes it half or more in every span.
-	// Another thread's burst of some milliseconds (kdamond, a kworker, a
-	// VM's agent) can fill two spans, and an ordinary wait the third; six
-	// spans, 30 ms, outlast such bursts, so that a worker with a CPU of its
-	// own does not take to napping for a second (shareHold) after one.
-	shareWait  = 0.10
-	shareSpans = 6
-)
-
-// check reports whether the CPU is shared at now, reading the thread's run
-// delay at most every shareCheck. naps is how often the worker has napped so
-// far.
-func (c *cpuShare) check(now time.Time, naps uint64) bool {
-	if c.fd < 0 || now.Before(c.nextCheck) {
-		return now.Before(c.until)
-	}
-	c.nextCheck = now.Add(shareCheck)
-	if d, ok := c.readRunDelay(); ok {
-		c.observe(now, d, naps)
-	}
-	return now.Before(c.until)
-}
-
-// observe takes a reading of the run delay: the CPU is shared when the
-// thread waited for it more than shareWait of the time since the last
-// reading, shareSpans times in a row. Only a span in which the worker did
-// not nap counts: the wait to run again after a nap is run delay too, and at
-// ten thousand naps a second that alone can pass the threshold, which would
-// keep a worker napping on a CPU it has to itself. So a worker that naps goes back to spinning when
-// shareHold runs out, and the first spans without a nap decide again.
-// (Sleeps in poll() are rare on a CPU of its own, see spinFor, and on a
-// shared one they are all the worker does before it starts napping, so
-// their spans count.)
-func (c *cpuShare) observe(now time.Time, runDelay int64, naps uint64) {
-	if !c.last.IsZero() && naps == c.naps {
-		if waited, span := runDelay-c.runDelay, now.Sub(c.last); float64(waited) > shareWait*float64(span) {
-			if c.strikes++; c.strikes >= shareSpans {
-				c.until = now.Add(shareHold)
-			}
-		} else {
-			c.strikes = 0
-		}
-	}
-	c.runDelay, c.last, c.naps = runDelay, now, naps
-}
-
-// sleep waits in poll() for frames (or tx room) or the timeout.
-func (w *worker) sleep() error {
-	w.c.polls++
-	w.idleCalled = false // an idle handler hears again after each sleep
-	if _, err := w.sock.Poll(w.pollMs, w.txOutstanding > 0); err != nil {
-		return fmt.Errorf("queue %d: %w", w.queue, err)
-	}
-	return nil
-}
-
 // drain waits briefly for frames in flight on tx so that the final counts
 // include them.
-func (w *worker) drain() {
+func (w *rxWorker) drain() {
 	for i := 0; i < 1000 && w.txOutstanding > 0; i++ {
 		w.complete()
 	}
-}
-
-// publish makes the worker's counters visible to the stats loop.
-func (w *worker) publish() {
-	p, c := w.pub, &w.c
-	p.rxPackets.Store(c.rxPackets)
-	p.rxBytes.Store(c.rxBytes)
-	p.txPackets.Store(c.txPackets)
-	p.txBytes.Store(c.txBytes)
-	p.dropped.Store(c.dropped)
-	p.txRingFull.Store(c.txRingFull)
-	p.rxWakeups.Store(c.rxWakeups)
-	p.txWakeups.Store(c.txWakeups)
-	p.polls.Store(c.polls)
-	p.batches.Store(c.batches)
-	p.naps.Store(c.naps)
-	for i := range w.out {
-		o := &w.out[i]
-		o.pub.txPackets.Store(o.c.txPackets)
-		o.pub.txBytes.Store(o.c.txBytes)
-		o.pub.txRingFull.Store(o.c.txRingFull)
-	}
-	w.pubBatches, w.pubTxPackets = c.batches, c.txPackets
 }

@@ -8,7 +8,7 @@ import (
 
 // memWorker is a worker on an in-memory socket whose kernel side the test
 // drives by hand. Every UMEM frame holds frame64 from the start.
-func memWorker(t testing.TB, h Handler, txSize uint32) (*worker, *xsk.MemKernel) {
+func memWorker(t testing.TB, h Handler, txSize uint32) (*rxWorker, *xsk.MemKernel) {
 	t.Helper()
 	return memWorkerFrames(t, h, txSize, frame64)
 }
@@ -18,7 +18,7 @@ func memWorker(t testing.TB, h Handler, txSize uint32) (*worker, *xsk.MemKernel)
 // frame in per packet: a benchmark that receives with a nil payload then
 // times our side of the rings and the handler, plus the simulated kernel's
 // descriptor moves, not a memcpy the real kernel does on another CPU.
-func memWorkerFrames(t testing.TB, h Handler, txSize uint32, frames ...[]byte) (*worker, *xsk.MemKernel) {
+func memWorkerFrames(t testing.TB, h Handler, txSize uint32, frames ...[]byte) (*rxWorker, *xsk.MemKernel) {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Interface = "mem0"
@@ -31,7 +31,7 @@ func memWorkerFrames(t testing.TB, h Handler, txSize uint32, frames ...[]byte) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newWorker(0, 0, s, h, workerOptions(&cfg)), s.Kernel()
+	return newRxWorker(0, 0, s, h, workerOptions(&cfg)), s.Kernel()
 }
 
 // fillFrames writes frames[i % len(frames)] into frame i of u.

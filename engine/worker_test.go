@@ -39,7 +39,7 @@ func TestRxDropCountsEveryFrame(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := newWorker(0, 0, s, dropAll{}, workerOptions(&cfg))
+			w := newRxWorker(0, 0, s, dropAll{}, workerOptions(&cfg))
 			if !w.dropAll {
 				t.Fatal("a DropAll handler does not take the rxDrop shortcut")
 			}
