@@ -127,6 +127,8 @@ var catalogue = []Test{
 	{"XDP_ADJUST_TAIL_GROW_MULTI_BUFF", "the program grows each of 64 frames of 6144 bytes by 2047, within its last buffer: each arrives whole with 2047 zero bytes after it", func(t *tcase) (string, error) {
 		return t.adjustTail(2047, 6144, true)
 	}},
+	{"HW_SW_MIN_RING_SIZE", "both devices' rings set to 128 rx and 64 tx descriptors (ethtool -G, put back after): SEND_RECEIVE in batches of 1, then of 63 on the same sockets", (*tcase).hwSwMinRing},
+	{"HW_SW_MAX_RING_SIZE", "both devices' rings set to their largest (ethtool -G, put back after), a receiver of 8192 frames with rings of 8192: SEND_RECEIVE in batches of 2048, then 8192 frames in batches of the largest tx ring less 8, on the same sockets", (*tcase).hwSwMaxRing},
 	{"TX_QUEUE_CONSUMER", "33 frames in one batch: one sendto takes exactly the copy-mode budget of 32 descriptors off the tx ring, then all arrive whole and in order", func(t *tcase) (string, error) {
 		if t.mode == ZC {
 			return "", skipf("the budget of a sendto is copy mode's; xskxceiver does not run it in zero-copy either")
@@ -620,4 +622,63 @@ func (t *tcase) adjustTail(delta int32, length uint32, mb bool) (string, error) 
 		return "", err
 	}
 	return d, nil
+}
+
+// Ring sizes of HW_SW_MIN_RING_SIZE: xskxceiver's tx ring of one batch
+// (DEFAULT_BATCH_SIZE) and rx ring of two.
+const (
+	minHWTxRing = defaultBatch
+	minHWRxRing = 2 * defaultBatch
+)
+
+func (t *tcase) hwSwMinRing() (string, error) {
+	rings, err := t.needRings(func(ringSizes) (uint32, uint32) { return minHWRxRing, minHWTxRing })
+	if err != nil {
+		return "", err
+	}
+	return t.ringSteps(rings, sockSpec{}, sockSpec{}, [2]uint32{1, minHWTxRing - 1}, [2]int{defaultPackets, defaultPackets})
+}
+
+func (t *tcase) hwSwMaxRing() (string, error) {
+	var txMax uint32
+	rings, err := t.needRings(func(r ringSizes) (uint32, uint32) {
+		txMax = max(txMax, r.txMax)
+		return r.rxMax, r.txMax
+	})
+	if err != nil {
+		return "", err
+	}
+	// The second step's batch is the largest tx ring less 8: xskxceiver
+	// keeps it off a multiple of 8 (ice ignores the tail's lowest 3 bits).
+	if txMax <= 8 {
+		return "", skipf("the largest tx ring is %d descriptors: no batch of it less 8", txMax)
+	}
+	const descs = 4 * defaultRing
+	rx := sockSpec{rxFrames: descs, rxRing: descs, ring: descs}
+	tx := sockSpec{txFrames: descs}
+	return t.ringSteps(rings, tx, rx, [2]uint32{defaultRing, txMax - 8}, [2]int{defaultPackets, descs})
+}
+
+// ringSteps runs SEND_RECEIVE twice on one pair of sockets: step i sends
+// n[i] frames in batches of batch[i] descriptors (sent and received).
+func (t *tcase) ringSteps(rings string, txSpec, rxSpec sockSpec, batch [2]uint32, n [2]int) (string, error) {
+	tx, rx, st, err := t.openPair(txSpec, rxSpec, bpf.SelftestOptions{})
+	if err != nil {
+		return "", err
+	}
+	var did []string
+	for i := range batch {
+		got, err := t.run(t.newFlow(tx, rx, st, stream(n[i], minFrameLen), func(f *flow) {
+			f.batch = batch[i]
+			f.window = max(defaultWindow, int(batch[i]))
+		}))
+		if err != nil {
+			if f, ok := err.(*Failure); ok {
+				f.Check = fmt.Sprintf("step %d (batches of %d): %s", i+1, batch[i], f.Check)
+			}
+			return "", err
+		}
+		did = append(did, fmt.Sprintf("batches of %d: %s", batch[i], got))
+	}
+	return fmt.Sprintf("rings %s; %s", rings, strings.Join(did, "; ")), nil
 }
