@@ -96,7 +96,7 @@ test:
 # Kernels are fetched once with apt into /var/cache/xdpeng/kernels.
 # Each kernel's privtest line and times are printed at the end.
 VM ?= 1
-VM_KERNELS ?= 6.1 6.12 5.10?
+VM_KERNELS ?= 6.1 6.12 5.10? backports?
 # What the VM bed needs from apt is in .ci/packages with the rest.
 vm-deps: deps
 

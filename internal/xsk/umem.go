@@ -68,6 +68,13 @@ type UmemConfig struct {
 	// completion timestamp, launch time; see TxRequest): frames sent with
 	// TxMetadataOption must start at least that far into their UMEM frame.
 	TxMetadata bool
+	// AnyFrameSize, with Unaligned, takes any frame size from
+	// MinFrameSize to the page size, as the kernel does in unaligned chunk
+	// mode, not only powers of two; FrameIndex then divides, and the UMEM
+	// registered is exactly NumFrames frames long even where huge pages
+	// round the mapping up. For tests of the kernel's rules; the engine
+	// keeps to powers of two.
+	AnyFrameSize bool
 	// TxSoftwareChecksum makes the kernel compute requested checksums
 	// itself in copy mode (XDP_UMEM_TX_SW_CSUM), rather than leave them
 	// to the device.
@@ -90,7 +97,10 @@ func FrameSizes() []uint32 {
 // Validate checks the configuration and says how to fix it.
 func (c UmemConfig) Validate() error {
 	fs := c.FrameSize
-	if fs < MinFrameSize || int(fs) > PageSize() || fs&(fs-1) != 0 {
+	if c.AnyFrameSize && !c.Unaligned {
+		return fmt.Errorf("frame size %d: a frame size that is not a power of two needs unaligned chunk mode", fs)
+	}
+	if fs < MinFrameSize || int(fs) > PageSize() || fs&(fs-1) != 0 && !c.AnyFrameSize {
 		return &FrameSizeError{FrameSize: fs}
 	}
 	if c.Headroom > MaxHeadroom(fs) {
@@ -143,13 +153,15 @@ type Umem struct {
 	// added to the address (0) in aligned mode, in the upper 16 bits in
 	// unaligned mode.
 	offShift uint
-	shift    uint // log2(frameSize)
+	shift    uint // log2(frameSize), when it is a power of two
+	divide   bool // frameSize is not a power of two: FrameIndex divides
 	sockets  int  // sockets created on it so far
 }
 
 func newUmem(cfg UmemConfig, fd int, area mapping) *Umem {
 	u := &Umem{fd: fd, area: area, frameSize: cfg.FrameSize, numFrames: cfg.NumFrames, headroom: cfg.Headroom,
 		unaligned: cfg.Unaligned, huge: cfg.HugePages, txMetadata: cfg.TxMetadata, shift: uint(bits.TrailingZeros32(cfg.FrameSize))}
+	u.divide = cfg.FrameSize&(cfg.FrameSize-1) != 0
 	u.baseMask = ^uint64(cfg.FrameSize - 1)
 	if cfg.Unaligned {
 		u.baseMask, u.offShift = unalignedAddrMask, unalignedOffsetShift
@@ -216,7 +228,12 @@ func (u *Umem) Mem() []byte { return u.area.mem }
 func (u *Umem) Addr(base uint64, off uint32) uint64 { return base + uint64(off)<<u.offShift }
 
 // FrameIndex is the number of the frame a descriptor address refers to.
-func (u *Umem) FrameIndex(addr uint64) uint32 { return uint32(u.FrameBase(addr) >> u.shift) }
+func (u *Umem) FrameIndex(addr uint64) uint32 {
+	if u.divide {
+		return uint32(u.FrameBase(addr) / uint64(u.frameSize))
+	}
+	return uint32(u.FrameBase(addr) >> u.shift)
+}
 
 // Close releases the UMEM. Close every socket using it first.
 func (u *Umem) Close() error {

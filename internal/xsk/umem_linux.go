@@ -36,6 +36,9 @@ func NewUmem(cfg UmemConfig) (*Umem, error) {
 	if cfg.Unaligned {
 		reg.Flags |= unix.XDP_UMEM_UNALIGNED_CHUNK_FLAG
 	}
+	if cfg.AnyFrameSize {
+		reg.Len = uint64(cfg.FrameSize) * uint64(cfg.NumFrames)
+	}
 	setTxMetadata(&reg, cfg)
 	if err := registerUmem(fd, &reg, cfg); err != nil {
 		size := len(area.mem)

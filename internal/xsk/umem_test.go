@@ -42,6 +42,40 @@ func TestUmemConfigFrameSizes(t *testing.T) {
 	}
 }
 
+// TestAnyFrameSize: a frame size that is not a power of two is taken only
+// in unaligned mode with AnyFrameSize, within the kernel's bounds, and
+// FrameIndex divides by it.
+func TestAnyFrameSize(t *testing.T) {
+	page := uint32(PageSize())
+	for _, tc := range []struct {
+		cfg  UmemConfig
+		want string
+	}{
+		{UmemConfig{FrameSize: 4001, NumFrames: 4, Unaligned: true, AnyFrameSize: true}, ""},
+		{UmemConfig{FrameSize: 4001, NumFrames: 4, Unaligned: true}, "must be a power of two"},
+		{UmemConfig{FrameSize: 4001, NumFrames: 4, AnyFrameSize: true}, "needs unaligned chunk mode"},
+		{UmemConfig{FrameSize: 2047, NumFrames: 4, Unaligned: true, AnyFrameSize: true}, "from 2048"},
+		{UmemConfig{FrameSize: page + 1, NumFrames: 4, Unaligned: true, AnyFrameSize: true}, "to the page size"},
+	} {
+		err := tc.cfg.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%+v: %v", tc.cfg, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%+v: error %v, want one with %q", tc.cfg, err, tc.want)
+		}
+	}
+	u, err := NewMemUmem(UmemConfig{FrameSize: 4001, NumFrames: 4, Unaligned: true, AnyFrameSize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for addr, want := range map[uint64]uint32{0: 0, 4000: 0, 4001: 1, 3*4001 + 17: 3, 2*4001 - 32 + 200<<48: 1} {
+		if got := u.FrameIndex(addr); got != want {
+			t.Errorf("FrameIndex(%#x) = %d, want %d", addr, got, want)
+		}
+	}
+}
+
 func TestParseMeminfo(t *testing.T) {
 	in := []byte("MemTotal:       24683408 kB\nHugePages_Total:      16\nHugePages_Free:       10\nHugePages_Rsvd:        3\nHugePages_Surp:        0\nHugepagesize:       2048 kB\nHugetlb:           32768 kB\n")
 	h, err := parseMeminfo(in)

@@ -42,6 +42,18 @@ func TestSelftestOnBed(t *testing.T) {
 			t.Logf("%s %s: skip: %s", r.Mode, r.Test, r.Detail)
 			continue
 		}
+		// A kernel that clears bit 0 of odd completion addresses (the
+		// host's 6.18 among them) skips the tests that send from odd
+		// addresses, naming it.
+		// veth has no ring parameters for the HW_SW tests to set.
+		if r.Status == Skip && strings.HasPrefix(r.Test, "HW_SW_") && strings.HasSuffix(r.Detail, errNoRingParams.Error()) {
+			t.Logf("%s %s: skip: %s", r.Mode, r.Test, r.Detail)
+			continue
+		}
+		if r.Status == Skip && strings.HasPrefix(r.Detail, oddClearedSkip) {
+			t.Logf("%s %s: skip: %s", r.Mode, r.Test, r.Detail)
+			continue
+		}
 		if r.Status != Pass {
 			t.Errorf("%s %s: %s: %s (expected %s, got %s, frame %v)", r.Mode, r.Test, r.Status, r.Detail, r.Expected, r.Got, r.Frame)
 		}

@@ -46,6 +46,9 @@ var catalogue = []Test{
 	{"UNALIGNED_INV_DESC", "as ALIGNED_INV_DESC in unaligned chunk mode (straddling a frame is then valid)", func(t *tcase) (string, error) {
 		return t.invalidDescs(sockSpec{unaligned: true})
 	}},
+	{"UNALIGNED_INV_DESC_4001_FRAME_SIZE", "as UNALIGNED_INV_DESC with 4001-byte frames, so that the UMEM's end is not a page's: a descriptor straddling it is invalid, one up to it valid", func(t *tcase) (string, error) {
+		return t.invalidDescs(sockSpec{unaligned: true, frameSize: 4001})
+	}},
 	{"UMEM_HEADROOM", "as SEND_RECEIVE with a UMEM headroom of 128 bytes on the receiver: each frame's data starts 128 + 256 bytes into its buffer", func(t *tcase) (string, error) {
 		return t.sendReceive(sockSpec{}, sockSpec{headroom: 128}, stream(defaultPackets, minFrameLen), nil)
 	}},
@@ -54,8 +57,12 @@ var catalogue = []Test{
 	{"STAT_RX_DROPPED", "every second frame (1024 bytes) does not fit the receiver's buffers after its largest UMEM headroom: the others arrive, rx_dropped counts each of those", (*tcase).statRxDropped},
 	{"STAT_TX_INVALID", "every second descriptor is longer than a frame (9001 bytes): the others arrive, tx_invalid_descs counts each long one", func(t *tcase) (string, error) {
 		pkts := stream(defaultPackets, minFrameLen)
+		// Each long one starts a frame of the sender's receive part,
+		// which a socket without an rx ring never uses: no valid
+		// descriptor has its address, so each completion says which
+		// descriptor it is.
 		for i := 1; i < len(pkts); i += 2 {
-			pkts[i] = txPkt{len: 9001}
+			pkts[i] = txPkt{abs: true, addr: uint64(i/2%defaultFrames) * defaultFrameSize, len: 9001}
 		}
 		return t.sendReceive(sockSpec{}, sockSpec{}, pkts, func(f *flow) { f.txStats.TxInvalidDescs = defaultPackets / 2 })
 	}},
@@ -76,7 +83,7 @@ var catalogue = []Test{
 			}
 		})
 	}},
-	{"STAT_FILL_EMPTY", "1536 frames to a receiver that never refills its 1024 buffers: the first 1024 arrive, rx_fill_ring_empty_descs and rx_dropped count each of the other 512 (in zero-copy: rx_fill_ring_empty_descs above 0)", func(t *tcase) (string, error) {
+	{"STAT_FILL_EMPTY", "1536 frames to a receiver that never refills its 1024 buffers: the first 1024 arrive, rx_fill_ring_empty_descs and rx_dropped count each of the other 512 (in zero-copy: rx_fill_ring_empty_descs above 0, and the program sees only the 1024 that had a buffer)", func(t *tcase) (string, error) {
 		n := defaultFrames + defaultFrames/2
 		pkts := stream(n, minFrameLen)
 		return t.sendReceive(sockSpec{}, sockSpec{}, pkts, func(f *flow) {
@@ -93,6 +100,9 @@ var catalogue = []Test{
 					return d.RxFillRingEmptyDescs > 0 && d.RxInvalidDescs == 0 && d.RxRingFull == 0 && d.TxInvalidDescs == 0
 				}
 				f.rxStatsExpected = "rx_fill_ring_empty_descs above 0, rx_dropped any (in zero-copy the NIC drops what has no buffer), the others 0"
+				// The program runs on zero-copy buffers only: it
+				// sees the frames the fill ring gave buffers for.
+				f.progWant.Redirected = defaultFrames
 			}
 		})
 	}},
@@ -127,6 +137,8 @@ var catalogue = []Test{
 	{"XDP_ADJUST_TAIL_GROW_MULTI_BUFF", "the program grows each of 64 frames of 6144 bytes by 2047, within its last buffer: each arrives whole with 2047 zero bytes after it", func(t *tcase) (string, error) {
 		return t.adjustTail(2047, 6144, true)
 	}},
+	{"HW_SW_MIN_RING_SIZE", "both devices' rings set to 128 rx and 64 tx descriptors (ethtool -G, put back after): SEND_RECEIVE in batches of 1, then of 63 on the same sockets", (*tcase).hwSwMinRing},
+	{"HW_SW_MAX_RING_SIZE", "both devices' rings set to their largest (ethtool -G, put back after), a receiver of 8192 frames with rings of 8192: SEND_RECEIVE in batches of 2048, then 8192 frames in batches of the largest tx ring less 8, on the same sockets", (*tcase).hwSwMaxRing},
 	{"TX_QUEUE_CONSUMER", "33 frames in one batch: one sendto takes exactly the copy-mode budget of 32 descriptors off the tx ring, then all arrive whole and in order", func(t *tcase) (string, error) {
 		if t.mode == ZC {
 			return "", skipf("the budget of a sendto is copy mode's; xskxceiver does not run it in zero-copy either")
@@ -217,7 +229,7 @@ func (t *tcase) pollRxTimeout() (string, error) {
 
 func (t *tcase) pollTxFull() (string, error) {
 	if ok, rel := kernelAtLeast([2]int{5, 11}); !ok {
-		return "", skipf("not run before Linux 5.11: on Debian's 5.10 (5.10.0-32) its poll(POLLOUT) with the completion ring full never returned, the thread spinning in the kernel's ppoll past the 200 ms time-out (cause not found); this kernel is %s", rel)
+		return "", skipf("not run before Linux 5.11: with the completion ring full, 5.10's poll never times out: each xsk_poll drives copy-mode transmit (xsk_generic_xmit), which allocates an skb before it finds no room on the completion ring and frees it; the free (sock_wfree, sk_write_space) wakes the socket's wait queue, on which xsk_poll waits through datagram_poll, so ppoll never sleeps and its timer never runs (seen on Debian's 5.10.0-32: the thread spinning in ppoll past the 200 ms time-out); this kernel is %s", rel)
 	}
 	st, err := t.attach(t.pair.Rx, bpf.SelftestOptions{})
 	if err != nil {
@@ -620,4 +632,63 @@ func (t *tcase) adjustTail(delta int32, length uint32, mb bool) (string, error) 
 		return "", err
 	}
 	return d, nil
+}
+
+// Ring sizes of HW_SW_MIN_RING_SIZE: xskxceiver's tx ring of one batch
+// (DEFAULT_BATCH_SIZE) and rx ring of two.
+const (
+	minHWTxRing = defaultBatch
+	minHWRxRing = 2 * defaultBatch
+)
+
+func (t *tcase) hwSwMinRing() (string, error) {
+	rings, err := t.needRings(func(ringSizes) (uint32, uint32) { return minHWRxRing, minHWTxRing })
+	if err != nil {
+		return "", err
+	}
+	return t.ringSteps(rings, sockSpec{}, sockSpec{}, [2]uint32{1, minHWTxRing - 1}, [2]int{defaultPackets, defaultPackets})
+}
+
+func (t *tcase) hwSwMaxRing() (string, error) {
+	var txMax uint32
+	rings, err := t.needRings(func(r ringSizes) (uint32, uint32) {
+		txMax = max(txMax, r.txMax)
+		return r.rxMax, r.txMax
+	})
+	if err != nil {
+		return "", err
+	}
+	// The second step's batch is the largest tx ring less 8: xskxceiver
+	// keeps it off a multiple of 8 (ice ignores the tail's lowest 3 bits).
+	if txMax <= 8 {
+		return "", skipf("the largest tx ring is %d descriptors: no batch of it less 8", txMax)
+	}
+	const descs = 4 * defaultRing
+	rx := sockSpec{rxFrames: descs, rxRing: descs, ring: descs}
+	tx := sockSpec{txFrames: descs}
+	return t.ringSteps(rings, tx, rx, [2]uint32{defaultRing, txMax - 8}, [2]int{defaultPackets, descs})
+}
+
+// ringSteps runs SEND_RECEIVE twice on one pair of sockets: step i sends
+// n[i] frames in batches of batch[i] descriptors (sent and received).
+func (t *tcase) ringSteps(rings string, txSpec, rxSpec sockSpec, batch [2]uint32, n [2]int) (string, error) {
+	tx, rx, st, err := t.openPair(txSpec, rxSpec, bpf.SelftestOptions{})
+	if err != nil {
+		return "", err
+	}
+	var did []string
+	for i := range batch {
+		got, err := t.run(t.newFlow(tx, rx, st, stream(n[i], minFrameLen), func(f *flow) {
+			f.batch = batch[i]
+			f.window = max(defaultWindow, int(batch[i]))
+		}))
+		if err != nil {
+			if f, ok := err.(*Failure); ok {
+				f.Check = fmt.Sprintf("step %d (batches of %d): %s", i+1, batch[i], f.Check)
+			}
+			return "", err
+		}
+		did = append(did, fmt.Sprintf("batches of %d: %s", batch[i], got))
+	}
+	return fmt.Sprintf("rings %s; %s", rings, strings.Join(did, "; ")), nil
 }

@@ -348,7 +348,12 @@ func (b *Bed) qemuArgs(cfg Config) []string {
 	}
 	for _, p := range b.Ports {
 		nd := "tap,id=" + p.Netdev + ",ifname=" + p.Tap + ",script=no,downscript=no,vhost=off"
-		dev := "virtio-net-pci,id=" + p.Device + ",netdev=" + p.Netdev + ",mac=" + p.MAC
+		// A modern device (disable-legacy) that maps its buffers through
+		// the DMA API (iommu_platform: VIRTIO_F_ACCESS_PLATFORM) and
+		// resets single queues (queue_reset, on by default in QEMU 7.2):
+		// what virtio_net's AF_XDP zero-copy needs.
+		dev := "virtio-net-pci,id=" + p.Device + ",netdev=" + p.Netdev + ",mac=" + p.MAC +
+			",disable-legacy=on,iommu_platform=on,queue_reset=on"
 		if b.Queues > 1 {
 			nd += ",queues=" + strconv.Itoa(b.Queues)
 			dev += fmt.Sprintf(",mq=on,vectors=%d", 2*b.Queues+2)

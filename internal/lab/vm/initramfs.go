@@ -5,6 +5,7 @@ import (
 	"context"
 	"debug/elf"
 	_ "embed"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -28,14 +29,16 @@ var (
 // busybox-static).
 const Busybox = "/bin/busybox"
 
-// unpack extracts the package deb into a temporary tree and keeps, in out,
-// the kernel image, the guest's modules (uncompressed, with their
-// dependencies) and a description written last.
-func unpack(ctx context.Context, deb, out, pkg string) error {
+// unpack extracts the packages debs (of the kernel pkg) into one temporary
+// tree and keeps, in out, the kernel image, the guest's modules
+// (uncompressed, with their dependencies) and a description written last.
+func unpack(ctx context.Context, debs []string, out, pkg string) error {
 	tree := out + ".tree"
 	defer os.RemoveAll(tree)
-	if b, err := exec.CommandContext(ctx, "dpkg-deb", "-x", deb, tree).CombinedOutput(); err != nil {
-		return fmt.Errorf("dpkg-deb -x: %w: %s", err, bytes.TrimSpace(b))
+	for _, deb := range debs {
+		if b, err := exec.CommandContext(ctx, "dpkg-deb", "-x", deb, tree).CombinedOutput(); err != nil {
+			return fmt.Errorf("dpkg-deb -x %s: %w: %s", filepath.Base(deb), err, bytes.TrimSpace(b))
+		}
 	}
 	var modRoot string
 	for _, d := range []string{"lib/modules", "usr/lib/modules"} {
@@ -44,13 +47,19 @@ func unpack(ctx context.Context, deb, out, pkg string) error {
 		}
 	}
 	if modRoot == "" {
-		return fmt.Errorf("%s holds no lib/modules/VERSION", filepath.Base(deb))
+		return fmt.Errorf("%s holds no lib/modules/VERSION", pkg)
 	}
 	version := filepath.Base(modRoot)
 	if err := os.MkdirAll(filepath.Join(out, "modules"), 0o755); err != nil {
 		return err
 	}
-	if err := copyFile(filepath.Join(tree, "boot", "vmlinuz-"+version), filepath.Join(out, "vmlinuz")); err != nil {
+	// The image is boot/vmlinuz-VERSION, or beside the modules in
+	// Debian's packaging from Linux 7.
+	image := filepath.Join(tree, "boot", "vmlinuz-"+version)
+	if _, err := os.Stat(image); errors.Is(err, fs.ErrNotExist) {
+		image = filepath.Join(modRoot, "vmlinuz")
+	}
+	if err := copyFile(image, filepath.Join(out, "vmlinuz")); err != nil {
 		return err
 	}
 	order, err := resolveModules(ctx, modRoot, filepath.Join(out, "modules"), guestModules)

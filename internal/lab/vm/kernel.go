@@ -32,6 +32,9 @@ var Releases = []Release{
 	{"5.10", "bullseye"},
 	{"6.1", "bookworm"},
 	{"6.12", "trixie"},
+	// trixie-backports' kernel, whatever its release is when first
+	// fetched (7.3.4 in December 2026): the matrix's newest.
+	{"backports", "trixie-backports"},
 }
 
 // LookupRelease returns the release called name.
@@ -103,13 +106,13 @@ func Fetch(ctx context.Context, r Release) (Kernel, error) {
 		return Kernel{}, fmt.Errorf("kernel cache: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	pkg, deb, err := download(ctx, r, tmp)
+	pkg, debs, err := download(ctx, r, tmp)
 	if err != nil {
 		return Kernel{}, err
 	}
 	out := filepath.Join(tmp, "kernel")
-	if err := unpack(ctx, deb, out, pkg); err != nil {
-		return Kernel{}, &UnavailableError{Release: r, Why: "unpack " + filepath.Base(deb), Err: err}
+	if err := unpack(ctx, debs, out, pkg); err != nil {
+		return Kernel{}, &UnavailableError{Release: r, Why: "unpack " + pkg, Err: err}
 	}
 	if err := os.Rename(out, dir); err != nil {
 		// Another bed fetched it meanwhile: take that one.
@@ -161,21 +164,25 @@ func readKernel(r Release, dir string) (Kernel, error) {
 
 // download fetches r's linux-image package into dir with a throw-away apt
 // state of its own (sources list, package lists, cache), using the mirror
-// of the system's own sources: nothing of the system's apt changes.
-func download(ctx context.Context, r Release, dir string) (pkg, deb string, _ error) {
+// of the system's own sources: nothing of the system's apt changes. Where
+// the image package holds neither kernel nor modules but depends on
+// packages that do (linux-base-VERSION with modules.builtin,
+// linux-binary-VERSION with the image, linux-modules-VERSION: Debian's
+// packaging from Linux 7), those are fetched too; debs are all of them.
+func download(ctx context.Context, r Release, dir string) (pkg string, debs []string, _ error) {
 	mirror, err := systemMirror()
 	if err != nil {
-		return "", "", &UnavailableError{Release: r, Why: "no Debian mirror to fetch it from", Err: err}
+		return "", nil, &UnavailableError{Release: r, Why: "no Debian mirror to fetch it from", Err: err}
 	}
 	state := filepath.Join(dir, "apt")
 	for _, d := range []string{"lists/partial", "cache/archives/partial"} {
 		if err := os.MkdirAll(filepath.Join(state, d), 0o755); err != nil {
-			return "", "", err
+			return "", nil, err
 		}
 	}
 	src := filepath.Join(state, "sources.list")
 	if err := os.WriteFile(src, fmt.Appendf(nil, "deb %s %s main\n", mirror, r.Suite), 0o644); err != nil {
-		return "", "", err
+		return "", nil, err
 	}
 	opts := []string{
 		"-o", "Dir::Etc::sourcelist=" + src,
@@ -197,25 +204,36 @@ func download(ctx context.Context, r Release, dir string) (pkg, deb string, _ er
 		return out, nil
 	}
 	if _, err := run("apt-get", "update"); err != nil {
-		return "", "", &UnavailableError{Release: r, Why: fmt.Sprintf("%s %s cannot be read", mirror, r.Suite), Err: err}
+		return "", nil, &UnavailableError{Release: r, Why: fmt.Sprintf("%s %s cannot be read", mirror, r.Suite), Err: err}
 	}
 	out, err := run("apt-cache", "depends", "linux-image-amd64")
 	if err != nil {
-		return "", "", &UnavailableError{Release: r, Why: fmt.Sprintf("%s %s serves no linux-image-amd64", mirror, r.Suite), Err: err}
+		return "", nil, &UnavailableError{Release: r, Why: fmt.Sprintf("%s %s serves no linux-image-amd64", mirror, r.Suite), Err: err}
 	}
 	m := regexp.MustCompile(`Depends: (linux-image-[0-9][^ \n]*-amd64)\n`).FindSubmatch(out)
 	if m == nil {
-		return "", "", &UnavailableError{Release: r, Why: fmt.Sprintf("linux-image-amd64 of %s names no kernel package: %q", r.Suite, out)}
+		return "", nil, &UnavailableError{Release: r, Why: fmt.Sprintf("linux-image-amd64 of %s names no kernel package: %q", r.Suite, out)}
 	}
 	pkg = string(m[1])
-	if _, err := run("apt-get", "download", pkg); err != nil {
-		return "", "", &UnavailableError{Release: r, Why: "download " + pkg, Err: err}
+	pkgs := []string{pkg}
+	out, err = run("apt-cache", "depends", pkg)
+	if err != nil {
+		return "", nil, &UnavailableError{Release: r, Why: "read the dependencies of " + pkg, Err: err}
 	}
-	debs, _ := filepath.Glob(filepath.Join(dir, pkg+"_*.deb"))
-	if len(debs) != 1 {
-		return "", "", &UnavailableError{Release: r, Why: fmt.Sprintf("apt-get download %s left %d packages", pkg, len(debs))}
+	for _, d := range regexp.MustCompile(`Depends: (linux-(?:base|binary|modules)-[0-9][^ \n]*)\n`).FindAllSubmatch(out, -1) {
+		pkgs = append(pkgs, string(d[1]))
 	}
-	return pkg, debs[0], nil
+	if _, err := run("apt-get", append([]string{"download"}, pkgs...)...); err != nil {
+		return "", nil, &UnavailableError{Release: r, Why: "download " + strings.Join(pkgs, " "), Err: err}
+	}
+	for _, p := range pkgs {
+		found, _ := filepath.Glob(filepath.Join(dir, p+"_*.deb"))
+		if len(found) != 1 {
+			return "", nil, &UnavailableError{Release: r, Why: fmt.Sprintf("apt-get download %s left %d packages", p, len(found))}
+		}
+		debs = append(debs, found[0])
+	}
+	return pkg, debs, nil
 }
 
 // debianSuites are the suites whose entry in the system's sources names a
