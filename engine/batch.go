@@ -129,6 +129,11 @@ type Batch struct {
 	// rxMetadata is set when the steering program writes the receive
 	// metadata in front of each frame (Config.RxMetadata).
 	rxMetadata bool
+	// txMeta marks the frames whose TX metadata asks for a checksum
+	// (SetTxChecksum), with anyTxMeta set when one is marked; nil without
+	// Config.TxChecksum.
+	txMeta    []bool
+	anyTxMeta bool
 
 	// With multi-buffer, frame i's further segments are
 	// segAddrs[segStart[i]:segStart[i+1]] (and segLens); nil without.

@@ -287,6 +287,15 @@ type Config struct {
 	// VLAN tag, for the handler (Batch.RxHash, RxTimestamp, RxVLAN); see
 	// RxMetadata. The zero value asks for none.
 	RxMetadata RxMetadata
+	// TxChecksum lets a handler ask, frame by frame, that the UDP or TCP
+	// checksum of a frame it transmits or forwards be filled as it is sent
+	// (Batch.SetTxChecksum): by the NIC for a zero-copy socket whose driver
+	// has tx-checksum, by the kernel in copy mode (AF_XDP TX metadata,
+	// Linux 6.8 and later). New fails with ErrTxMetadata where the kernel
+	// or the device cannot, and with multi-buffer, unaligned chunks or an
+	// output of its own UMEM (Output.Copy); BindAuto on a device whose
+	// zero-copy cannot fill checksums binds in copy mode.
+	TxChecksum bool
 	// Handler makes the handler of each queue's worker. nil drops every
 	// frame unread, the fastest receive loop (rxdrop).
 	Handler func(queue int) Handler
@@ -434,7 +443,8 @@ func pollTimeout(d time.Duration) time.Duration {
 
 // umemConfig is the configuration of a UMEM of n frames, in normal pages.
 func (c *Config) umemConfig(n uint32) xsk.UmemConfig {
-	return xsk.UmemConfig{FrameSize: c.FrameSize, NumFrames: n, Headroom: c.FrameHeadroom, Unaligned: c.Unaligned}
+	return xsk.UmemConfig{FrameSize: c.FrameSize, NumFrames: n, Headroom: c.FrameHeadroom, Unaligned: c.Unaligned,
+		TxMetadata: c.TxChecksum, TxSoftwareChecksum: c.TxChecksum}
 }
 
 // cpuCountError says that the CPU list does not match the queue list.

@@ -48,6 +48,9 @@ func New(cfg Config) (_ *Engine, err error) {
 	if err := cfg.checkRxMetadata(facts); err != nil {
 		return nil, err
 	}
+	if err := cfg.checkTxChecksum(facts, plan); err != nil {
+		return nil, err
+	}
 	if err := checkMTU(info, &cfg); err != nil {
 		return nil, err
 	}
@@ -138,7 +141,7 @@ func (e *Engine) bindAll() error {
 	if cfg.SharedUmem {
 		u, err := e.newUmem(cfg.umemConfig(stride * uint32(len(cfg.Queues))))
 		if err != nil {
-			return err
+			return cfg.txMetadataError(err)
 		}
 		shared = u
 	}
@@ -147,7 +150,7 @@ func (e *Engine) bindAll() error {
 		if u == nil {
 			var err error
 			if u, err = e.newUmem(cfg.umemConfig(stride)); err != nil {
-				return err
+				return cfg.txMetadataError(err)
 			}
 			first = 0
 		}
@@ -186,6 +189,9 @@ func (e *Engine) bindAll() error {
 		}
 		w := newRxWorker(q, cfg.CPUs[i], s, h, workerOptions(cfg))
 		w.batch.rxMetadata = cfg.RxMetadata != 0
+		if cfg.TxChecksum {
+			w.batch.txMeta = make([]bool, len(w.batch.addrs))
+		}
 		e.workers = append(e.workers, w)
 		for k := range e.outs {
 			if err := e.bindOutput(w, k, first+per+uint32(k)*outFrames); err != nil {

@@ -73,6 +73,10 @@ func (e *Engine) bindOutput(w *rxWorker, k int, fillFrame uint32) error {
 			// one cannot: mixing the two would make Copy a half-truth.
 			return fmt.Errorf("queue %d: share UMEM with %s: %w", w.queue, o.info.Name, err)
 		}
+		if cfg.TxChecksum {
+			// A copy would leave the frame's TX metadata behind.
+			return &kindError{ErrTxMetadata, fmt.Errorf("queue %d: TX checksum offload needs %s to share the UMEM, which the kernel refused: %w", w.queue, o.info.Name, err)}
+		}
 		o.copy, o.why = true, err
 	}
 	u, err := e.newUmem(cfg.umemConfig(cfg.TxSize + outFrames))

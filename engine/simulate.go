@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -22,6 +23,11 @@ type SimFrame struct {
 	// Data is the frame as the handler left it (with any change of its
 	// start or length): the bytes that were sent, or would have been.
 	Data []byte
+	// TxChecksum reports whether the frame went out asking for its
+	// checksum to be filled (Batch.SetTxChecksum, Sim.TxChecksum); Data
+	// then holds the field as the handler left it, seeded with the
+	// pseudo-header's sum, which the kernel or the NIC completes.
+	TxChecksum bool
 }
 
 // SimResult is the outcome of a simulation.
@@ -73,6 +79,9 @@ type Sim struct {
 	FrameHeadroom uint32
 	Unaligned     bool
 	MultiBuffer   bool
+	// TxChecksum is Config.TxChecksum: with it, Batch.SetTxChecksum
+	// works, and SimFrame.TxChecksum says which frames asked.
+	TxChecksum bool
 }
 
 // Simulate runs h over frames on an engine without outputs; see Sim.Run.
@@ -228,11 +237,12 @@ func (sw *simWorld) record(frames []SimFrame, before []uint64) {
 		sent := pk.Transmit(txSize)
 		var data []byte
 		var first uint64
-		inFrame := false
+		inFrame, meta := false, false
 		for j := 0; j < sent; j++ {
 			d := pk.TxDesc(uint32(before[p]) + uint32(j))
 			if !inFrame {
 				first, inFrame = d.Addr, true
+				meta = d.Options&xsk.TxMetadataOption != 0
 			}
 			data = append(data, u.Frame(d.Addr, d.Len)...)
 			if d.Options&xsk.PacketContinues != 0 {
@@ -241,7 +251,7 @@ func (sw *simWorld) record(frames []SimFrame, before []uint64) {
 			for i := 0; i < b.n; i++ {
 				if b.addrs[i] == first {
 					r := &frames[i]
-					r.Sent, r.Port = true, Port(p)
+					r.Sent, r.Port, r.TxChecksum = true, Port(p), meta
 					r.Data = data
 					break
 				}
@@ -352,7 +362,7 @@ func (c Sim) setup(h Handler, r simRings) (*simWorld, error) {
 	cfg := DefaultConfig()
 	cfg.Interface = "sim"
 	cfg.FrameSize, cfg.FrameHeadroom = c.frameSize(), c.FrameHeadroom
-	cfg.Unaligned, cfg.MultiBuffer = c.Unaligned, c.MultiBuffer
+	cfg.Unaligned, cfg.MultiBuffer, cfg.TxChecksum = c.Unaligned, c.MultiBuffer, c.TxChecksum
 	cfg.Batch = batch
 	if !r.engine {
 		// Rings of a few batches (a power of two): everything fits, and
@@ -365,6 +375,9 @@ func (c Sim) setup(h Handler, r simRings) (*simWorld, error) {
 	}
 	if err := cfg.checkSockets(true); err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	if c.TxChecksum && (c.MultiBuffer || c.Unaligned || r.copyOutputs) {
+		return nil, &kindError{ErrTxMetadata, errors.New("simulate: TX checksum offload does not combine with multi-buffer, unaligned chunks or outputs of their own UMEM")}
 	}
 	per := cfg.framesPerSocket()
 	u, err := xsk.NewMemUmem(cfg.umemConfig(per + uint32(c.Outputs)*outFrames))
@@ -385,6 +398,9 @@ func (c Sim) setup(h Handler, r simRings) (*simWorld, error) {
 	s.Kernel().Headroom = u.RxOffset()
 	sw := &simWorld{cfg: cfg, batch: batch, u: u, kernels: []*xsk.MemKernel{s.Kernel()}}
 	sw.w = newRxWorker(0, 0, s, h, workerOptions(&cfg))
+	if cfg.TxChecksum {
+		sw.w.batch.txMeta = make([]bool, len(sw.w.batch.addrs))
+	}
 	for k := 0; k < c.Outputs; k++ {
 		ou, oc := u, xsk.SocketConfig{
 			FillSize: outFillSize, CompletionSize: cfg.CompletionSize, TxSize: cfg.TxSize,

@@ -174,3 +174,60 @@ func (g *txGen) setTxMeta(tx *xsk.TxRing, idx, got uint32, at uint64) (next, v u
 	}
 	return next, v
 }
+
+// ErrNoTxChecksum: Batch.SetTxChecksum on an engine made without
+// Config.TxChecksum.
+var ErrNoTxChecksum = errors.New("the engine was made without Config.TxChecksum")
+
+// SetTxChecksum asks that frame i's UDP or TCP checksum be filled as the
+// frame is sent, by its next Transmit or Forward of this batch (see
+// Config.TxChecksum). It seeds the checksum field with the sum of the
+// pseudo-header and writes the request into the TX metadata in front of
+// the frame, which overwrites the frame's receive metadata: read RxHash
+// and the others first, and call it after the last change to the frame's
+// headers and length. It fails, leaving the frame as it was, with
+// ErrNoTxChecksum, for a frame that is not a whole UDP or TCP packet over
+// IPv4 or IPv6, or when AdjustHead left less than the metadata's room in
+// front of the frame.
+func (b *Batch) SetTxChecksum(i int) error {
+	if b.txMeta == nil {
+		return ErrNoTxChecksum
+	}
+	f := b.Frame(i)
+	start, off, err := l4Checksum(f)
+	if err != nil {
+		return fmt.Errorf("frame %d: %w", i, err)
+	}
+	if err := b.umem.SetTxRequest(b.addrs[i], xsk.TxChecksum, start, off, 0); err != nil {
+		return fmt.Errorf("frame %d: %w", i, err)
+	}
+	binary.BigEndian.PutUint16(f[start+off:], pseudoSeed(f))
+	b.txMeta[i], b.anyTxMeta = true, true
+	return nil
+}
+
+// clearTxMeta forgets the requests of the last batch.
+func (b *Batch) clearTxMeta() {
+	if b.anyTxMeta {
+		clear(b.txMeta)
+		b.anyTxMeta = false
+	}
+}
+
+// markTxMeta sets the TX metadata option on the descriptors that queueDest
+// (back false, dest d) or queueBack (back true) put on tx from idx, n of
+// them, for the frames SetTxChecksum marked.
+func markTxMeta(tx []xsk.Desc, mask, idx, n uint32, dests []dest, marked []bool, d dest, back bool) {
+	var j uint32
+	for i, di := range dests {
+		if j == n {
+			return
+		}
+		if back && di.back() || !back && di == d {
+			if marked[i] {
+				tx[(idx+j)&mask].Options |= xsk.TxMetadataOption
+			}
+			j++
+		}
+	}
+}

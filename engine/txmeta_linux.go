@@ -39,6 +39,41 @@ func (c *GeneratorConfig) checkTxChecksum(f *netdev.Facts, plan netdev.Plan) err
 	return nil
 }
 
+// checkTxChecksum refuses Config.TxChecksum where it cannot work, before
+// anything is set up: multi-buffer, unaligned chunks, an output of its own
+// UMEM, zero-copy on a device without tx-checksum (BindAuto there binds
+// in copy mode, where the kernel fills the checksums).
+func (c *Config) checkTxChecksum(f *netdev.Facts, plan netdev.Plan) error {
+	if !c.TxChecksum {
+		return nil
+	}
+	fail := txMetaFail(f, "TX checksum offload")
+	switch {
+	case c.MultiBuffer:
+		return fail("does not combine with multi-buffer")
+	case c.Unaligned:
+		return fail("does not combine with unaligned chunk mode")
+	}
+	for i, o := range c.Outputs {
+		if o.Copy {
+			return fail("output %d (%s) has a UMEM of its own (Copy), into which the frame's TX metadata is not copied", i, o.Interface)
+		}
+	}
+	if plan.FeaturesKnown && plan.ZeroCopy && (f.Features == nil || !f.Features.XSK.Has(netdev.XSKTxChecksum)) {
+		switch c.BindMode {
+		case BindZeroCopy:
+			have := "none"
+			if f.Features != nil {
+				have = fmt.Sprint(f.Features.XSK)
+			}
+			return fail("the driver (%s) does not fill checksums for zero-copy sockets: its xsk-features are %s, without tx-checksum", f.DriverLabel(), have)
+		case BindAuto:
+			c.BindMode = BindCopy
+		}
+	}
+	return nil
+}
+
 // checkTxTimestamp refuses TxTimestamp where it cannot work: multi-buffer,
 // unaligned chunks, a frame that does not fit after the metadata,
 // zero-copy (whose timestamps are the NIC's clock). BindAuto binds in copy
@@ -129,6 +164,15 @@ func newTAIClock() (taiClock, error) {
 	}
 	after := time.Now()
 	return taiClock{base: before.Add(after.Sub(before) / 2), tai: uint64(ts.Nano())}, nil
+}
+
+// txMetadataError is GeneratorConfig.txMetadataError for an engine's
+// UMEMs with Config.TxChecksum.
+func (c *Config) txMetadataError(err error) error {
+	if c.TxChecksum && errors.Is(err, unix.EINVAL) {
+		return &kindError{ErrTxMetadata, err}
+	}
+	return err
 }
 
 // txMetadataError gives a UMEM registration that the kernel refused with

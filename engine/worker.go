@@ -252,6 +252,7 @@ func (w *rxWorker) rxHandle() uint32 {
 	s.Rx.Release(n)
 	w.fillGap += n
 	b.n, b.back, b.forwarded = int(n), false, false
+	b.clearTxMeta()
 	w.c.rxPackets += uint64(n)
 	w.c.rxBytes += bytes
 	w.c.batches++
@@ -307,6 +308,9 @@ func (w *rxWorker) transmitBatch(n uint32) {
 	// any.
 	tx, tmask := s.Tx.Slots()
 	ntx, txBytes := queueDest(tx, tmask, tidx, troom, addrs, lens, dests, destTransmit)
+	if b.anyTxMeta {
+		markTxMeta(tx, tmask, tidx, ntx, dests, b.txMeta, destTransmit, false)
+	}
 	in := &w.out[PortIn]
 	w.c.txBytes += txBytes
 	in.c.txBytes += txBytes
@@ -391,6 +395,9 @@ func (w *rxWorker) sendBatch(n uint32) {
 		tx, tmask := s.Tx.Slots()
 		var txBytes uint64
 		ntx, txBytes = queueBack(tx, tmask, tidx, troom, addrs, lens, dests)
+		if b.anyTxMeta {
+			markTxMeta(tx, tmask, tidx, ntx, dests, b.txMeta, 0, true)
+		}
 		w.c.txBytes += txBytes
 		in.c.txBytes += txBytes
 	}
@@ -409,6 +416,9 @@ func (w *rxWorker) sendBatch(n uint32) {
 		ptx, pmask := mo.s.Tx.Slots()
 		used, bytes := queueDest(ptx, pmask, mo.idx, mo.room, addrs, lens, dests, destForward+dest(main))
 		mo.used = used
+		if b.anyTxMeta {
+			markTxMeta(ptx, pmask, mo.idx, used, dests, b.txMeta, destForward+dest(main), false)
+		}
 		w.c.txBytes += bytes
 		mo.c.txBytes += bytes
 	}
@@ -430,7 +440,7 @@ func (w *rxWorker) sendBatch(n uint32) {
 				w.txRingFull(mo)
 				return false
 			case d > destForward:
-				return w.forward(d.port(), addrs[i], lens[i], n-uint32(i))
+				return w.forward(d.port(), addrs[i], lens[i], n-uint32(i), b.anyTxMeta && b.txMeta[i])
 			}
 			w.c.dropped++
 			return false
@@ -502,7 +512,7 @@ func (w *rxWorker) filled(n uint32) { w.fillGap -= min(n, w.fillGap) }
 // the frame itself (shared UMEM); false means the frame is still the
 // caller's, because it was copied into the port's own UMEM or could not be
 // sent (no such port, ring full, no free frame: counted).
-func (w *rxWorker) forward(p Port, addr uint64, length uint32, rest uint32) bool {
+func (w *rxWorker) forward(p Port, addr uint64, length uint32, rest uint32, txMeta bool) bool {
 	o := w.reserved(p, rest)
 	if o == nil {
 		return false
@@ -525,7 +535,11 @@ func (w *rxWorker) forward(p Port, addr uint64, length uint32, rest uint32) bool
 		w.txBytes(o, uint64(length))
 		return false
 	}
-	o.s.Tx.Set(o.idx+o.used, addr, length)
+	if txMeta {
+		o.s.Tx.SetOptions(o.idx+o.used, addr, length, xsk.TxMetadataOption)
+	} else {
+		o.s.Tx.Set(o.idx+o.used, addr, length)
+	}
 	o.used++
 	w.txBytes(o, uint64(length))
 	return true

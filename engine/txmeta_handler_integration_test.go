@@ -1,0 +1,143 @@
+//go:build linux
+
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/netip"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/engine/packet"
+	"github.com/xdpeng/xdpeng/internal/lab/gen"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
+)
+
+// rewriteUDP rewrites every UDP frame's payload, which leaves its checksum
+// wrong, writes garbage into the checksum field, asks for the checksum to
+// be filled as it is sent (Batch.SetTxChecksum), and sends it back with
+// the MACs swapped.
+type rewriteUDP struct {
+	fill byte
+	err  error
+}
+
+func (h *rewriteUDP) Handle(b *engine.Batch) {
+	for i := 0; i < b.Len(); i++ {
+		f := b.Frame(i)
+		if len(f) < 42 {
+			continue
+		}
+		for j := 42; j < len(f); j++ {
+			f[j] = h.fill
+		}
+		f[40], f[41] = 0x12, 0x34
+		if err := b.SetTxChecksum(i); err != nil && h.err == nil {
+			h.err = err
+		}
+		packet.SwapMACs(f)
+		b.Transmit(i)
+	}
+}
+
+// TestTxChecksumHandler: a handler that rewrites each frame's payload and
+// asks for its checksum (Config.TxChecksum, copy mode) sends back frames
+// whose UDP checksum the kernel filled: each must arrive exactly as the
+// packet builder makes the rewritten frame, checksum and all.
+func TestTxChecksumHandler(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	l := bed.Links[0]
+	const count = 5000
+	frame := packet.UDPConfig{
+		SrcMAC: l.GenMAC, DstMAC: l.DUTMAC,
+		SrcIP: netip.MustParseAddr(l.GenIP.String()), DstIP: netip.MustParseAddr(l.DUTIP.String()),
+		SrcPort: 1234, DstPort: 9, Size: 100, Fill: 0xa5,
+	}
+	rewritten := frame
+	rewritten.Fill = 0x5a
+	want := make([]byte, frame.Size)
+	if _, err := packet.BuildUDP(want, rewritten); err != nil {
+		t.Fatal(err)
+	}
+	packet.SwapMACs(want)
+
+	ps := openPacketSocket(t, bed, 0)
+	capt := ps.capture()
+	cfg := rxdropConfig(bed)
+	cfg.TxChecksum = true
+	cfg.BindMode = engine.BindCopy
+	cfg.FillSize, cfg.RxSize = 8192, 8192
+	h := &rewriteUDP{fill: 0x5a}
+	cfg.Handler = func(int) engine.Handler { return h }
+	var e *engine.Engine
+	if err := bed.InDUT(func() (err error) { e, err = engine.New(cfg); return err }); err != nil {
+		if errors.Is(err, engine.ErrTxMetadata) && errors.Is(err, unix.EINVAL) {
+			privtest.Unsupported(t, "%v", err) // a kernel without AF_XDP TX metadata
+		}
+		t.Fatalf("engine.New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{t: t, eng: e, stop: cancel, done: make(chan error, 1)}
+	go func() { r.done <- e.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-r.done
+		e.Close()
+	})
+	st := send(t, bed, 0, gen.Config{Frame: frame, Count: count, Rate: 50_000, Threads: 1})
+	s := r.finish(count)
+	tot := s.Total()
+	capt.waitFor(int(tot.TxPackets))
+	got, drops := capt.stop(t)
+	if h.err != nil {
+		t.Fatalf("SetTxChecksum: %v", h.err)
+	}
+	t.Logf("sent %d: rx %d, tx completed %d, tx ring full %d, dropped %d, socket drops %d; captured %d (capture drops %d)",
+		st.Sent, tot.RxPackets, tot.TxPackets, tot.TxRingFull, tot.Dropped, tot.XDP.Drops(), len(got), drops)
+	if tot.TxPackets == 0 || uint64(len(got)) != tot.TxPackets {
+		t.Fatalf("captured %d frames, the engine completed %d", len(got), tot.TxPackets)
+	}
+	bad := 0
+	for i, f := range got {
+		if !bytes.Equal(f, want) {
+			if bad++; bad <= 3 {
+				t.Errorf("frame %d came back as\n% x\nwant\n% x", i, f, want)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d frames came back other than rewritten with their checksum filled", bad, len(got))
+	}
+}
+
+// TestTxChecksumHandlerRefused checks what Config.TxChecksum refuses
+// before anything is set up, and that a handler's request without it
+// fails.
+func TestTxChecksumHandlerRefused(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	for _, tc := range []struct {
+		name    string
+		mb, una bool
+	}{{"multi-buffer", true, false}, {"unaligned", false, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := rxdropConfig(bed)
+			cfg.TxChecksum, cfg.MultiBuffer, cfg.Unaligned = true, tc.mb, tc.una
+			err := bed.InDUT(func() error {
+				e, err := engine.New(cfg)
+				if err == nil {
+					e.Close()
+				}
+				return err
+			})
+			if !errors.Is(err, engine.ErrTxMetadata) {
+				t.Fatalf("engine.New: %v, want ErrTxMetadata", err)
+			}
+			t.Log(err)
+		})
+	}
+}
