@@ -99,7 +99,7 @@ func TestKernelMatrix(t *testing.T) {
 			if err != nil {
 				t.Errorf("guest tests on Linux %s: %v:\n%s", b.Kernel.Version, err, failures(out))
 			} else {
-				t.Logf("guest tests on Linux %s:\n%s", b.Kernel.Version, failures(out))
+				t.Logf("guest tests on Linux %s:\n%s", b.Kernel.Version, output(out))
 			}
 
 			linkStart := time.Now()
@@ -226,9 +226,11 @@ func report(t *testing.T, line string) {
 	}
 }
 
-// failures is the test output without the lines of passing tests.
+// failures is go test -v's output without the lines of the top-level
+// tests that passed: what each failed or skipped test logged, and the
+// lines after the last test (FAIL, the exit status).
 func failures(out []byte) string {
-	var b strings.Builder
+	var b, block strings.Builder
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -236,7 +238,25 @@ func failures(out []byte) string {
 		if strings.HasPrefix(l, "=== ") {
 			continue
 		}
-		b.WriteString(l + "\n")
+		block.WriteString(l + "\n")
+		if strings.HasPrefix(l, "--- ") {
+			if !strings.HasPrefix(l, "--- PASS") {
+				b.WriteString(block.String())
+			}
+			block.Reset()
+		}
+	}
+	b.WriteString(block.String())
+	return b.String()
+}
+
+// output is go test -v's output without its "=== RUN" lines.
+func output(out []byte) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(string(out), "\n") {
+		if !strings.HasPrefix(l, "=== ") {
+			b.WriteString(l)
+		}
 	}
 	return b.String()
 }

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -89,5 +90,37 @@ func TestConfigDefaults(t *testing.T) {
 	c, err := (Config{Name: "v", Kernel: "6.12"}).withDefaults()
 	if err != nil || c.Queues != 1 || c.Links != 1 || c.CPUs != 2 {
 		t.Errorf("defaults: %+v, %v", c, err)
+	}
+}
+
+func TestFailures(t *testing.T) {
+	out := `=== RUN   TestA
+    a_test.go:1: a passing log
+--- PASS: TestA (0.01s)
+=== RUN   TestB
+    b_test.go:2: what B saw
+    --- PASS: TestB/sub (0.00s)
+    b_test.go:3: B's error
+--- FAIL: TestB (0.02s)
+=== RUN   TestC
+    c_test.go:4: why C skipped
+--- SKIP: TestC (0.00s)
+FAIL
+privtest x: 3 privileged tests ran
+`
+	want := `    b_test.go:2: what B saw
+    --- PASS: TestB/sub (0.00s)
+    b_test.go:3: B's error
+--- FAIL: TestB (0.02s)
+    c_test.go:4: why C skipped
+--- SKIP: TestC (0.00s)
+FAIL
+privtest x: 3 privileged tests ran
+`
+	if got := failures([]byte(out)); got != want {
+		t.Errorf("failures:\n%s\nwant:\n%s", got, want)
+	}
+	if got := output([]byte(out)); strings.Contains(got, "=== ") || !strings.Contains(got, "a passing log") {
+		t.Errorf("output kept a RUN line or lost a log:\n%s", got)
 	}
 }
