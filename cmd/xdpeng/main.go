@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/internal/lab/selftest"
 )
 
 var rootCmd = &cobra.Command{
@@ -109,6 +110,9 @@ func isFlagError(err error) bool {
 }
 
 func main() {
+	// selftest's guard (which puts ring sizes back if a run is killed) is
+	// this program started again.
+	selftest.GuardMain()
 	catchSIGPIPE()
 	rootCmd.SetOut(stdout)
 	os.Exit(run(os.Args[1:], os.Stderr))

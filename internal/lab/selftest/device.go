@@ -146,7 +146,8 @@ func setRings(e End, rx, tx uint32) error {
 
 // needRings sets the ring sizes of both ends for the test, size giving
 // each end's (rx, tx) from what it has, and puts them back when the test
-// ends. An end whose driver has no ring parameters skips the test.
+// ends (the guard, if the process is killed first). An end whose driver has
+// no ring parameters skips the test.
 func (t *tcase) needRings(size func(ringSizes) (rx, tx uint32)) (string, error) {
 	var did []string
 	for _, e := range []End{t.pair.Tx, t.pair.Rx} {
@@ -158,12 +159,27 @@ func (t *tcase) needRings(size func(ringSizes) (rx, tx uint32)) (string, error) 
 			return "", err
 		}
 		rx, tx := size(cur)
-		if err := setRings(e, rx, tx); errors.Is(err, errNoRingParams) {
-			return "", skipf("%s (%s): the driver cannot set its ring sizes (ethtool -G: %v)", e.Name, driverName(e), unix.EOPNOTSUPP)
-		} else if err != nil {
+		if t.guard != nil {
+			if err := t.guard.rings(e, cur.rx, cur.tx); err != nil {
+				return "", err
+			}
+		}
+		if err := setRings(e, rx, tx); err != nil {
+			// Nothing was changed: the guard has nothing to put back.
+			if gerr := t.guardRestored(e); gerr != nil {
+				return "", gerr
+			}
+			if errors.Is(err, errNoRingParams) {
+				return "", skipf("%s (%s): the driver cannot set its ring sizes (ethtool -G: %v)", e.Name, driverName(e), unix.EOPNOTSUPP)
+			}
 			return "", err
 		}
-		t.onClose(func() error { return setRings(e, cur.rx, cur.tx) })
+		t.onClose(func() error {
+			if err := setRings(e, cur.rx, cur.tx); err != nil {
+				return err
+			}
+			return t.guardRestored(e)
+		})
 		got, err := readRings(e)
 		if err != nil {
 			return "", err
@@ -174,4 +190,13 @@ func (t *tcase) needRings(size func(ringSizes) (rx, tx uint32)) (string, error) 
 		did = append(did, fmt.Sprintf("%s rx %d tx %d (was %d, %d)", e.Name, rx, tx, cur.rx, cur.tx))
 	}
 	return strings.Join(did, ", "), nil
+}
+
+// guardRestored tells the guard, if there is one, that e's rings are its
+// own again.
+func (t *tcase) guardRestored(e End) error {
+	if t.guard == nil {
+		return nil
+	}
+	return t.guard.restored(e)
 }

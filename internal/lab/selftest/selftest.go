@@ -226,13 +226,20 @@ type Config struct {
 }
 
 // Run runs every test in every mode and returns the summaries. It stops
-// early, with ctx's error, when ctx is done; what a test attached is
-// removed before it returns either way.
-func Run(ctx context.Context, cfg Config) ([]Summary, error) {
+// early, with ctx's error, when ctx is done; what a test attached or
+// changed is removed or put back before it returns either way. Ring sizes
+// a test changes are also put back if the process is killed, by a guard
+// process (see GuardMain).
+func Run(ctx context.Context, cfg Config) (sums []Summary, err error) {
 	if len(cfg.Modes) == 0 || len(cfg.Tests) == 0 {
 		return nil, errors.New("selftest: no modes or no tests to run")
 	}
-	var sums []Summary
+	g := &guard{}
+	defer func() {
+		if gerr := g.close(); gerr != nil {
+			err = errors.Join(err, gerr)
+		}
+	}()
 	for _, m := range cfg.Modes {
 		sum := Summary{Mode: m.String()}
 		start := time.Now()
@@ -241,7 +248,7 @@ func Run(ctx context.Context, cfg Config) ([]Summary, error) {
 			if err := ctx.Err(); err != nil {
 				return sums, err
 			}
-			r := runOne(ctx, cfg.Pair, m, t, modeSkip)
+			r := runOne(ctx, cfg.Pair, m, t, modeSkip, g)
 			if ctx.Err() != nil && r.Status == Fail {
 				return sums, ctx.Err()
 			}
@@ -267,13 +274,13 @@ func Run(ctx context.Context, cfg Config) ([]Summary, error) {
 }
 
 // runOne runs t in mode m and turns its outcome into a Result.
-func runOne(ctx context.Context, p Pair, m Mode, t Test, modeSkip error) Result {
+func runOne(ctx context.Context, p Pair, m Mode, t Test, modeSkip error, g *guard) Result {
 	r := Result{Test: t.Name, Mode: m.String()}
 	start := time.Now()
 	var detail string
 	err := modeSkip
 	if err == nil {
-		tc := &tcase{ctx: ctx, pair: p, mode: m}
+		tc := &tcase{ctx: ctx, pair: p, mode: m, guard: g}
 		detail, err = t.run(tc)
 		if cerr := tc.close(); cerr != nil && err == nil {
 			err = fmt.Errorf("clean up: %w", cerr)

@@ -14,7 +14,10 @@ import (
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(privtest.Main(m)) }
+func TestMain(m *testing.M) {
+	GuardMain()
+	os.Exit(privtest.Main(m))
+}
 
 // TestSelftestOnBed runs every test in skb and drv mode on a veth bed:
 // each passes, and leaves nothing attached.

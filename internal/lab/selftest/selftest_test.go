@@ -71,7 +71,7 @@ func TestResultOutcomes(t *testing.T) {
 		{errors.New("attach: EPERM"), Fail, false},
 	} {
 		tt := Test{Name: "X", run: func(*tcase) (string, error) { return "checked", tc.err }}
-		r := runOne(t.Context(), Pair{}, SKB, tt, nil)
+		r := runOne(t.Context(), Pair{}, SKB, tt, nil, nil)
 		if r.Status != tc.status || (r.Frame != nil) != tc.frame {
 			t.Errorf("%v: result %+v, want %s, frame %v", tc.err, r, tc.status, tc.frame)
 		}

@@ -391,7 +391,7 @@ func (t *tcase) teardown() (string, error) {
 	}
 	const rounds = 10
 	for i := 0; i < rounds; i++ {
-		sub := &tcase{ctx: t.ctx, pair: t.pair, mode: t.mode}
+		sub := &tcase{ctx: t.ctx, pair: t.pair, mode: t.mode, guard: t.guard}
 		_, err := func() (string, error) {
 			defer sub.close()
 			tx, err := sub.open(t.pair.Tx, sockSpec{tx: true})

@@ -42,6 +42,8 @@ type tcase struct {
 	pair    Pair
 	mode    Mode
 	closers []func() error
+	// guard, if not nil, puts back ring sizes if the process is killed.
+	guard *guard
 }
 
 // onClose has fn run when the test ends, the last registered first.
