@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/safchain/ethtool"
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
@@ -528,18 +529,59 @@ func emulatorLoss(s selftestLine) bool {
 // "vmselftest MODE: ..." for the kernel matrix's report.
 func TestGuestSelftest(t *testing.T) {
 	g := newGuest(t)
-	modes := []string{"skb", "drv", "zc"}
 	// Unaligned chunks in zero-copy need the UMEM in huge pages: 8 of 2
 	// MiB for the unaligned tests' UMEMs, in this guest of its own (the
 	// test's, gone when it stops).
 	if err := os.WriteFile("/proc/sys/vm/nr_hugepages", []byte("8"), 0o644); err != nil {
 		t.Logf("no huge pages for the unaligned zero-copy tests: %v", err)
 	}
+	guestSelftest(t, g, []string{"skb", "drv", "zc"}, nil, "")
+}
+
+// multiBufferTests are selftest's tests of 9000-byte frames, which skip at
+// the ports' MTU of 1500.
+var multiBufferTests = []string{"SEND_RECEIVE_9K_PACKETS", "SEND_RECEIVE_UNALIGNED_9K_PACKETS", "XDP_METADATA_COPY_MULTI_BUFF",
+	"XDP_ADJUST_TAIL_SHRINK_MULTI_BUFF", "XDP_ADJUST_TAIL_GROW_MULTI_BUFF"}
+
+// TestGuestSelftestJumbo runs selftest's multi-buffer tests in skb mode with
+// both ports at an MTU of 9000 (the bed's taps take it), put back after.
+// Its summary line is "vmselftest skb-mtu9000: ...". (In drv mode
+// virtio_net loses some of the 9000-byte frames redirected to a copy-mode
+// socket on 6.12 and 7.3, not yet explained: docs/selftest.md.)
+func TestGuestSelftestJumbo(t *testing.T) {
+	g := newGuest(t)
+	for _, dev := range []string{g.rx, g.tx} {
+		l, err := netlink.LinkByName(dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mtu := l.Attrs().MTU
+		if err := netlink.LinkSetMTU(l, 9000); err != nil {
+			t.Fatalf("ip link set %s mtu 9000: %v", dev, err)
+		}
+		t.Cleanup(func() {
+			if err := netlink.LinkSetMTU(l, mtu); err != nil {
+				t.Errorf("put the MTU of %s back to %d: %v", dev, mtu, err)
+			}
+		})
+	}
+	guestSelftest(t, g, []string{"skb"}, multiBufferTests, "-mtu9000")
+}
+
+// guestSelftest runs selftest --json in modes (the tests only, or all of
+// them if nil) and checks its lines; each mode's summary is printed as
+// "vmselftest MODE+label: ...".
+func guestSelftest(t *testing.T, g *guest, modes, only []string, label string) {
+	t.Helper()
 	// selftest takes minutes under the emulator: wait for it here, not
 	// through proc.wait's limit of 30 s.
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	p := startCmd(t, exec.CommandContext(ctx, g.bin, "selftest", "-i", g.rx, "--peer", g.tx, "--modes", strings.Join(modes, ","), "--json"))
+	args := []string{"selftest", "-i", g.rx, "--peer", g.tx, "--modes", strings.Join(modes, ","), "--json"}
+	if only != nil {
+		args = append(args, "--tests", strings.Join(only, ","))
+	}
+	p := startCmd(t, exec.CommandContext(ctx, g.bin, args...))
 	<-p.done
 	r := p.res
 	if ctx.Err() != nil {
@@ -599,6 +641,6 @@ func TestGuestSelftest(t *testing.T) {
 		if len(failedIn[m]) > 0 {
 			which = " (" + strings.Join(failedIn[m], ", ") + ")"
 		}
-		fmt.Printf("vmselftest %s: %d passed, %d failed%s, %d skipped (%.0f s)\n", m, s.Pass, s.Fail, which, s.Skip, s.Seconds)
+		fmt.Printf("vmselftest %s%s: %d passed, %d failed%s, %d skipped (%.0f s)\n", m, label, s.Pass, s.Fail, which, s.Skip, s.Seconds)
 	}
 }

@@ -42,6 +42,11 @@ const (
 	loopBridge    = "loop0"
 )
 
+// TapMTU is the MTU of the ports' taps: a guest port whose MTU is raised
+// up to it sends and receives frames that long (the guest's ports start at
+// 1500).
+const TapMTU = 9000
+
 // Config describes a bed.
 type Config struct {
 	Name   string // the bed; its generator namespace is NAME-gen
@@ -309,7 +314,7 @@ func (b *Bed) makeNetwork(ctx context.Context) error {
 		} else {
 			steps = append(steps, []string{"addr", "add", p.TapIP, "dev", p.Tap})
 		}
-		steps = append(steps, []string{"link", "set", p.Tap, "up"})
+		steps = append(steps, []string{"link", "set", p.Tap, "mtu", strconv.Itoa(TapMTU), "up"})
 	}
 	for _, s := range steps {
 		if err := ipCmd(ctx, append([]string{"-n", ns}, s...)...); err != nil {
