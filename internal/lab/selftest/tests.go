@@ -51,12 +51,6 @@ var catalogue = []Test{
 	{"UNALIGNED_INV_DESC_4001_FRAME_SIZE", "as UNALIGNED_INV_DESC with 4001-byte frames, so that the UMEM's end is not a page's: a descriptor straddling it is invalid, one up to it valid", func(t *tcase) (string, error) {
 		return t.invalidDescs(sockSpec{unaligned: true, frameSize: 4001})
 	}},
-	{"ALIGNED_INV_DESC_MULTI_BUFF", "multi-buffer packets with an invalid descriptor first, in the middle or last (no length, past the UMEM, too long, bad options, straddling a frame): each is dropped whole, the valid ones (one of 8192 bytes in two descriptors) arrive in order; the completion ring and tx_invalid_descs exactly as the running kernel's reading", func(t *tcase) (string, error) {
-		return t.invalidDescsMB(false)
-	}},
-	{"UNALIGNED_INV_DESC_MULTI_BUFF", "as ALIGNED_INV_DESC_MULTI_BUFF in unaligned chunk mode (a packet whose last descriptor straddles a frame is then valid)", func(t *tcase) (string, error) {
-		return t.invalidDescsMB(true)
-	}},
 	{"UMEM_HEADROOM", "as SEND_RECEIVE with a UMEM headroom of 128 bytes on the receiver: each frame's data starts 128 + 256 bytes into its buffer", func(t *tcase) (string, error) {
 		return t.sendReceive(sockSpec{}, sockSpec{headroom: 128}, stream(defaultPackets, minFrameLen), nil)
 	}},
@@ -133,6 +127,13 @@ var catalogue = []Test{
 	{"SEND_RECEIVE_UNALIGNED_9K_PACKETS", "as SEND_RECEIVE_9K_PACKETS in unaligned chunk mode", func(t *tcase) (string, error) {
 		return t.jumbo(true, false)
 	}},
+	{"ALIGNED_INV_DESC_MULTI_BUFF", "multi-buffer packets with an invalid descriptor (no length, past the UMEM, longer than a frame, options that do not exist, straddling a frame) among valid ones, 8192-byte packets of two descriptors among them: each packet with one is dropped (with the reclaim series, up to its last descriptor without XDP_PKT_CONTD), the others arrive whole and in order; the completion ring, descriptor by descriptor, and tx_invalid_descs exactly as one kernel's reading; copy mode", func(t *tcase) (string, error) {
+		return t.invalidDescsMB(false)
+	}},
+	{"UNALIGNED_INV_DESC_MULTI_BUFF", "as ALIGNED_INV_DESC_MULTI_BUFF in unaligned chunk mode (a packet whose last descriptor straddles a frame is then valid)", func(t *tcase) (string, error) {
+		return t.invalidDescsMB(true)
+	}},
+	{"TOO_MANY_FRAGS", "a packet of MAX_SKB_FRAGS + 1 descriptors arrives whole; one of as many whose last still says XDP_PKT_CONTD is dropped (with the reclaim series, with the frame after it); the completion ring, descriptor by descriptor, and tx_invalid_descs exactly as one kernel's reading; copy mode", (*tcase).tooManyFrags},
 	{"XDP_ADJUST_TAIL_SHRINK", "the program shrinks each of 64 frames of 128 bytes by 4 (bpf_xdp_adjust_tail): each arrives as the first 124 bytes sent", func(t *tcase) (string, error) {
 		return t.adjustTail(-4, 2*minFrameLen, false)
 	}},
@@ -145,7 +146,6 @@ var catalogue = []Test{
 	{"XDP_ADJUST_TAIL_GROW_MULTI_BUFF", "the program grows each of 64 frames of 6144 bytes by 2047, within its last buffer: each arrives whole with 2047 zero bytes after it", func(t *tcase) (string, error) {
 		return t.adjustTail(2047, 6144, true)
 	}},
-	{"TOO_MANY_FRAGS", "a packet of MAX_SKB_FRAGS + 1 descriptors (in zero-copy: the driver's most) arrives whole; one of as many whose last still says XDP_PKT_CONTD is dropped whole; the frames around them arrive in order; the completion ring and tx_invalid_descs exactly as the running kernel's reading", (*tcase).tooManyFrags},
 	{"HW_SW_MIN_RING_SIZE", "both devices' rings set to 128 rx and 64 tx descriptors (ethtool -G, put back after): SEND_RECEIVE in batches of 1, then of 63 on the same sockets", (*tcase).hwSwMinRing},
 	{"HW_SW_MAX_RING_SIZE", "both devices' rings set to their largest (ethtool -G, put back after), a receiver of 8192 frames with rings of 8192: SEND_RECEIVE in batches of 2048, then 8192 frames in batches of the largest tx ring less 8, on the same sockets", (*tcase).hwSwMaxRing},
 	{"TX_QUEUE_CONSUMER", "33 frames in one batch: one sendto takes exactly the copy-mode budget of 32 descriptors off the tx ring, then all arrive whole and in order", func(t *tcase) (string, error) {
@@ -720,12 +720,25 @@ func (t *tcase) invalidDescsMB(unaligned bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	pkts := invalidMBStream(tx.txBase, tx.umemSize(), unaligned)
+	maxFrags, err := t.maxFrags()
+	if err != nil {
+		return "", err
+	}
+	return t.run(t.newFlow(tx, rx, st, pkts, func(f *flow) {
+		f.readings = invalidReadings(pkts, maxFrags)
+	}))
+}
+
+// invalidMBStream is the stream of ALIGNED_INV_DESC_MULTI_BUFF (in
+// unaligned chunk mode, UNALIGNED_INV_DESC_MULTI_BUFF) from a UMEM of end
+// bytes whose transmit frame k is at at(k).
+func invalidMBStream(at func(uint32) uint64, end uint64, unaligned bool) []txPkt {
 	const (
 		large   = 3 * 1024 // XSK_UMEM__LARGE_FRAME_SIZE
 		whole   = defaultFrameSize
 		badOpts = 0xffff // XSK_DESC__INVALID_OPTION
 	)
-	at := func(k uint32) uint64 { return tx.txBase(k) }
 	c := uint32(xsk.PacketContinues)
 	// Each packet's descriptors, and which the kernel refuses (bad).
 	pkts := []txPkt{
@@ -736,7 +749,7 @@ func (t *tcase) invalidDescsMB(unaligned bool) (string, error) {
 		{addr: at(3), len: 0, bad: true},
 		// A packet whose second descriptor is past the UMEM.
 		{addr: at(4), len: large, opts: c},
-		{addr: tx.umemSize(), len: large, opts: c, bad: true, last: true},
+		{addr: end, len: large, opts: c, bad: true, last: true},
 		// A packet whose second descriptor is longer than a frame.
 		{addr: at(6), len: large, opts: c},
 		{addr: at(7), len: whole + 1, opts: c, bad: true, last: true},
@@ -763,13 +776,7 @@ func (t *tcase) invalidDescsMB(unaligned bool) (string, error) {
 	for i := range pkts {
 		pkts[i].abs = true
 	}
-	maxFrags, err := t.maxFrags()
-	if err != nil {
-		return "", err
-	}
-	return t.run(t.newFlow(tx, rx, st, pkts, func(f *flow) {
-		f.readings = invalidReadings(pkts, maxFrags)
-	}))
+	return pkts
 }
 
 // invalidReadings are the outcomes of pkts that kernels are known to
@@ -857,10 +864,21 @@ func (t *tcase) tooManyFrags() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	pkts := tooManyFragsStream(tx.txBase, maxFrags)
+	return t.run(t.newFlow(tx, rx, st, pkts, func(f *flow) {
+		f.readings = invalidReadings(pkts, maxFrags)
+	}))
+}
+
+// tooManyFragsStream is the stream of TOO_MANY_FRAGS, for packets of at
+// most maxFrags descriptors, transmit frame k being at at(k): a frame, a
+// packet of maxFrags descriptors, one of as many whose last says
+// XDP_PKT_CONTD, and a frame.
+func tooManyFragsStream(at func(uint32) uint64, maxFrags int) []txPkt {
 	n := 2*maxFrags + 2
 	pkts := make([]txPkt, n)
 	for i := range pkts {
-		pkts[i] = txPkt{abs: true, addr: tx.txBase(uint32(i)), len: minFrameLen, valid: true}
+		pkts[i] = txPkt{abs: true, addr: at(uint32(i)), len: minFrameLen, valid: true}
 	}
 	for i := 1; i < maxFrags; i++ {
 		pkts[i].opts = xsk.PacketContinues
@@ -869,9 +887,7 @@ func (t *tcase) tooManyFrags() (string, error) {
 		pkts[i].opts, pkts[i].valid = xsk.PacketContinues, false
 	}
 	pkts[2*maxFrags].last = true
-	return t.run(t.newFlow(tx, rx, st, pkts, func(f *flow) {
-		f.readings = invalidReadings(pkts, maxFrags)
-	}))
+	return pkts
 }
 
 // zeroCopyReadings skips a test of invalid multi-buffer packets in
