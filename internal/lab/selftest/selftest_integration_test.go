@@ -132,3 +132,60 @@ func TestBrokenExpectations(t *testing.T) {
 		})
 	}
 }
+
+// TestBrokenReadings: a flow with kernel readings fails when none of them
+// is what happened: the completions, tx_invalid_descs or the frames.
+func TestBrokenReadings(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	for _, tc := range []struct {
+		name   string
+		break_ func(rs []reading)
+		check  string
+	}{
+		{"completions", func(rs []reading) {
+			for i := range rs {
+				rs[i].completions = rs[i].completions[1:]
+			}
+		}, "completion ring"},
+		{"tx_invalid_descs", func(rs []reading) {
+			for i := range rs {
+				rs[i].txInvalid++
+			}
+		}, "XDP_STATISTICS of the sending socket"},
+		{"frames", func(rs []reading) {
+			for i := range rs {
+				rs[i].want[1].len++
+			}
+		}, "frame length"},
+		{"frames of the other reading", func(rs []reading) { rs[0].want = rs[1].want }, "frames received"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tcs := &tcase{ctx: t.Context(), pair: BedPair(bed), mode: SKB}
+			t.Cleanup(func() {
+				if err := tcs.close(); err != nil {
+					t.Error(err)
+				}
+			})
+			if err := tcs.needMTU(jumboMTU); err != nil {
+				t.Fatal(err)
+			}
+			spec := sockSpec{sg: true}
+			tx, rx, st, err := tcs.openPair(spec, spec, bpf.SelftestOptions{Frags: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pkts := invalidMBStream(tx.txBase, tx.umemSize(), false)
+			f := tcs.newFlow(tx, rx, st, pkts, func(f *flow) { f.readings = invalidReadings(pkts, 18) })
+			tc.break_(f.readings)
+			_, err = tcs.run(f)
+			fl, ok := err.(*Failure)
+			if !ok {
+				t.Fatalf("run: %v, want a *Failure", err)
+			}
+			if !strings.HasPrefix(fl.Check, tc.check) {
+				t.Errorf("failure %q (expected %s, got %s), want %q", fl.Check, fl.Expected, fl.Got, tc.check)
+			}
+			t.Logf("%v", fl)
+		})
+	}
+}

@@ -110,3 +110,97 @@ func TestDocsListEveryTest(t *testing.T) {
 		}
 	}
 }
+
+// TestInvalidReadings: the outcomes each kernel reading gives the streams
+// of the invalid multi-buffer tests, worked out by hand from the rules.
+func TestInvalidReadings(t *testing.T) {
+	at := func(k uint32) uint64 { return uint64(1024+k) * defaultFrameSize }
+	const end = 2048 * defaultFrameSize
+	type outcome struct {
+		completions []uint64
+		txInvalid   uint64
+		frames      []uint32
+	}
+	frames := func(r reading) []uint32 {
+		var nb []uint32
+		for _, w := range r.want {
+			nb = append(nb, w.nb)
+		}
+		return nb
+	}
+	addrs := func(ks ...uint32) []uint64 {
+		var a []uint64
+		for _, k := range ks {
+			a = append(a, at(k))
+		}
+		return a
+	}
+	// The descriptors' addresses, in order: frame k's, but 5 past the
+	// UMEM and 13 straddling frames 13 and 14.
+	all := append(addrs(0, 1, 2, 3, 4), end)
+	all = append(all, addrs(6, 7, 8, 9, 10, 11, 12)...)
+	all = append(all, at(14)-minFrameLen/2)
+	all = append(all, addrs(15, 16, 17)...)
+	for _, tc := range []struct {
+		name          string
+		pkts          []txPkt
+		drain, before outcome
+	}{
+		{"ALIGNED_INV_DESC_MULTI_BUFF", invalidMBStream(at, end, false),
+			// Dropped: 1-3, 4-11 (5's XDP_PKT_CONTD runs to 11), 12-13.
+			outcome{all, 13, []uint32{0, 7, 8}},
+			// Dropped: 1-3, 4-5, 6-7, 8-9, 12-13.
+			outcome{addrs(0, 10, 11, 15, 16, 17), 11, []uint32{0, 5, 7, 8}}},
+		{"UNALIGNED_INV_DESC_MULTI_BUFF", invalidMBStream(at, end, true),
+			outcome{all, 11, []uint32{0, 6, 7, 8}},
+			outcome{append(append(addrs(0, 10, 11, 12), at(14)-minFrameLen/2), addrs(15, 16, 17)...), 9, []uint32{0, 5, 6, 7, 8}}},
+	} {
+		r := invalidReadings(tc.pkts, 18)
+		for i, want := range []outcome{tc.drain, tc.before} {
+			got := outcome{r[i].completions, r[i].txInvalid, frames(r[i])}
+			if !slices.Equal(got.completions, want.completions) || got.txInvalid != want.txInvalid || !slices.Equal(got.frames, want.frames) {
+				t.Errorf("%s, %s:\n got %#x, tx_invalid_descs %d, frames %v\nwant %#x, tx_invalid_descs %d, frames %v",
+					tc.name, r[i].name, got.completions, got.txInvalid, got.frames, want.completions, want.txInvalid, want.frames)
+			}
+		}
+	}
+
+	// TOO_MANY_FRAGS with MAX_SKB_FRAGS 17: the second packet of 18
+	// descriptors says it goes on, so the reclaim series drops the frame
+	// after it with it; the kernels before drop it at its 18th.
+	pkts := tooManyFragsStream(at, 18)
+	var every, valid []uint64
+	for k := range uint32(38) {
+		every = append(every, at(k))
+		if k <= 18 || k == 37 {
+			valid = append(valid, at(k))
+		}
+	}
+	r := invalidReadings(pkts, 18)
+	if got := (outcome{r[0].completions, r[0].txInvalid, frames(r[0])}); !slices.Equal(got.completions, every) || got.txInvalid != 19 || !slices.Equal(got.frames, []uint32{0, 1}) {
+		t.Errorf("TOO_MANY_FRAGS, %s: %d completions, tx_invalid_descs %d, frames %v; want 38, 19, [0 1]", r[0].name, len(got.completions), got.txInvalid, got.frames)
+	}
+	if got := (outcome{r[1].completions, r[1].txInvalid, frames(r[1])}); !slices.Equal(got.completions, valid) || got.txInvalid != 18 || !slices.Equal(got.frames, []uint32{0, 1, 3}) {
+		t.Errorf("TOO_MANY_FRAGS, %s: completions %#x, tx_invalid_descs %d, frames %v; want descriptors 0-18 and 37, 18, [0 1 3]", r[1].name, got.completions, got.txInvalid, got.frames)
+	}
+	if l := r[0].want[1].len; l != 18*minFrameLen {
+		t.Errorf("TOO_MANY_FRAGS: the long frame is %d bytes, want %d", l, 18*minFrameLen)
+	}
+}
+
+func TestDescList(t *testing.T) {
+	f := &flow{sentAddrs: []uint64{0x1000, 0x2000, 0x3000, 0x4000, 0x5000}}
+	for _, tc := range []struct {
+		addrs []uint64
+		want  string
+	}{
+		{nil, "no descriptor"},
+		{[]uint64{0x2000}, "descriptor 1"},
+		{[]uint64{0x1000, 0x2000, 0x3000, 0x5000}, "descriptors 0-2, 4"},
+		{[]uint64{0x3000, 0x2000, 0x9000, 0x4000}, "descriptors 2, 1, address 0x9000, 3"},
+	} {
+		if got := f.descList(tc.addrs); got != tc.want {
+			t.Errorf("descList(%#x) = %q, want %q", tc.addrs, got, tc.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -229,6 +230,13 @@ type txPkt struct {
 	off  int64
 	len  uint32
 	opts uint32
+	// bad: the kernel refuses this descriptor itself (its address,
+	// length or options), where the test tells kernels' readings apart.
+	bad bool
+	// last ends the packet at this descriptor whatever opts say: an
+	// invalid descriptor ends its packet in the kernel's reading even
+	// with XDP_PKT_CONTD set (or options that are not valid at all).
+	last bool
 	// valid says whether the kernel must send it; only valid
 	// descriptors are filled with a frame and use up a transmit frame,
 	// and a packet is sent only if all its descriptors are valid.
@@ -253,7 +261,7 @@ func packets(pkts []txPkt) []packet {
 		cur.n++
 		cur.len += p.len
 		cur.valid = cur.valid && p.valid
-		if p.opts&xsk.PacketContinues == 0 || i == len(pkts)-1 {
+		if p.opts&xsk.PacketContinues == 0 || p.last || i == len(pkts)-1 {
 			out = append(out, cur)
 			cur = packet{valid: true}
 		}
@@ -346,6 +354,35 @@ type flow struct {
 	// oddCleared counts the completions that gave an odd address back
 	// with its lowest bit cleared.
 	oddCleared oddCleared
+	// readings, when set, are the outcomes on the completion ring and in
+	// tx_invalid_descs that the kernels known to differ produce for the
+	// flow's invalid descriptors, each exactly; the flow passes only if
+	// one of them is what happened, and held names it. They replace the
+	// readings of send and txStats.TxInvalidDescs.
+	readings []reading
+	held     *reading
+	// completions are the addresses the completion ring gave back, in
+	// order, where readings are set.
+	completions []uint64
+	// sentAddrs are the addresses of the descriptors submitted, in order.
+	sentAddrs []uint64
+	// compReading is 1 + the index of the first reading whose
+	// completions the completion ring gave, once the sender has them
+	// all; 0 before, or if none.
+	compReading atomic.Int32
+	// rxCur is the reading whose frames the receiver got.
+	rxCur int
+}
+
+// reading is one kernel's exact outcome of a flow's invalid descriptors.
+type reading struct {
+	name string // the kernels, and what they do
+	// completions are the addresses the completion ring gives back, in
+	// order; txInvalid what tx_invalid_descs adds.
+	completions []uint64
+	txInvalid   uint64
+	// want are the frames the receiver gets, in order.
+	want []rxWant
 }
 
 // oddCleared counts completions of odd addresses that came back with bit
@@ -384,6 +421,9 @@ func (t *tcase) run(f *flow) (string, error) {
 	}
 	if f.window == 0 {
 		f.window = defaultWindow
+	}
+	if f.readings != nil {
+		f.want = f.readings[0].want
 	}
 	if f.want == nil {
 		f.want = expected(f.pkts)
@@ -480,7 +520,11 @@ wait:
 			return "", err
 		}
 	}
-	if f.from != f.to {
+	if f.readings != nil {
+		if err := f.holdReading(txBefore); err != nil {
+			return "", err
+		}
+	} else if f.from != f.to {
 		if err := waitStats(f.from.s, "sending", txBefore, f.txStats); err != nil {
 			return "", err
 		}
@@ -498,6 +542,106 @@ wait:
 			oddClearedSkip, kernelRelease(), c.n, c.sent, c.got, f.describe())
 	}
 	return f.describe(), nil
+}
+
+// holdReading finds the reading that the completions and the sending
+// socket's counters (added since before) match exactly, and fails naming
+// each reading where none does.
+func (f *flow) holdReading(before xsk.Statistics) error {
+	var cands []*reading
+	var want []string
+	for i := range f.readings {
+		r := &f.readings[i]
+		want = append(want, fmt.Sprintf("%s: %s, tx_invalid_descs=%d", r.name, f.descList(r.completions), r.txInvalid))
+		if slices.Equal(r.completions, f.completions) {
+			cands = append(cands, r)
+		}
+	}
+	if len(cands) == 0 {
+		got := "none"
+		if len(f.completions) > 0 {
+			got = f.descList(f.completions)
+		}
+		if st, err := f.from.s.Statistics(); err == nil {
+			got += ", " + statsString(statsDelta(st, before), true)
+		}
+		return &Failure{Check: "completion ring (the descriptors whose addresses came back, in order)", Expected: strings.Join(want, "; or "),
+			Got: got, Frame: -1}
+	}
+	var expected []string
+	for _, r := range cands {
+		expected = append(expected, statsString(xsk.Statistics{TxInvalidDescs: r.txInvalid}, false)+" ("+r.name+")")
+	}
+	err := waitStatsMatch(f.from.s, "sending", before, func(d xsk.Statistics) bool {
+		for _, r := range cands {
+			if d == (xsk.Statistics{TxInvalidDescs: r.txInvalid}) {
+				f.held = r
+				return true
+			}
+		}
+		return false
+	}, strings.Join(expected, " or "))
+	if err != nil {
+		return err
+	}
+	if rx := &f.readings[f.rxCur]; !slices.Equal(rx.want, f.held.want) {
+		return &Failure{Check: "frames received and completions", Expected: "both as one reading",
+			Got: fmt.Sprintf("frames as %s, completions and tx_invalid_descs as %s", rx.name, f.held.name), Frame: -1}
+	}
+	f.txStats.TxInvalidDescs = f.held.txInvalid
+	f.want = f.held.want
+	f.progWant.Redirected = uint64(len(f.held.want))
+	return nil
+}
+
+// descList names the descriptors of the flow whose addresses addrs are,
+// by their place in the flow ("descriptors 0, 10-11, 14"); an address no
+// descriptor has is given as it is.
+func (f *flow) descList(addrs []uint64) string {
+	if len(addrs) == 0 {
+		return "no descriptor"
+	}
+	idx := make(map[uint64]int, len(f.sentAddrs))
+	for i, a := range f.sentAddrs {
+		if _, dup := idx[a]; !dup {
+			idx[a] = i
+		}
+	}
+	var out []string
+	run := -1 // the first of the run of consecutive descriptors being named
+	prev := -2
+	flush := func() {
+		if run < 0 {
+			return
+		}
+		if run == prev {
+			out = append(out, fmt.Sprint(run))
+		} else {
+			out = append(out, fmt.Sprintf("%d-%d", run, prev))
+		}
+		run = -1
+	}
+	for _, a := range addrs {
+		i, ok := idx[a]
+		if !ok {
+			flush()
+			out = append(out, fmt.Sprintf("address %#x", a))
+			prev = -2
+			continue
+		}
+		if run >= 0 && i == prev+1 {
+			prev = i
+			continue
+		}
+		flush()
+		run, prev = i, i
+	}
+	flush()
+	word := "descriptors "
+	if len(addrs) == 1 {
+		word = "descriptor "
+	}
+	return word + strings.Join(out, ", ")
 }
 
 // oddClearedSkip begins the skip of a flow whose odd completion addresses
@@ -524,11 +668,15 @@ func (f *flow) describe() string {
 		}
 	}
 	pks := packets(f.pkts)
-	s := fmt.Sprintf("%d of %d frames received in order, every byte checked (%s bytes); %d completions in order",
-		len(f.want), len(pks), strings.Join(ls, ", "), valid)
+	comps := fmt.Sprintf("%d completions in order", valid)
+	if f.held != nil {
+		comps = fmt.Sprintf("%s on the completion ring and tx_invalid_descs=%d, exactly as %s", f.descList(f.completions), f.held.txInvalid, f.held.name)
+	}
+	s := fmt.Sprintf("%d of %d frames received in order, every byte checked (%s bytes); %s",
+		len(f.want), len(pks), strings.Join(ls, ", "), comps)
 	if len(pks) != len(f.pkts) {
-		s = fmt.Sprintf("%d of %d frames (in %d descriptors) received in order, every byte checked (%s bytes); %d completions in order",
-			len(f.want), len(pks), len(f.pkts), strings.Join(ls, ", "), valid)
+		s = fmt.Sprintf("%d of %d frames (in %d descriptors) received in order, every byte checked (%s bytes); %s",
+			len(f.want), len(pks), len(f.pkts), strings.Join(ls, ", "), comps)
 	}
 	if f.also != nil {
 		s += fmt.Sprintf(", and %d on %s", len(f.alsoWant), f.also.label())
@@ -544,7 +692,7 @@ func (f *flow) describe() string {
 	if c := statsString(f.rxStats, true); c != "" {
 		s += "; receiver " + c
 	}
-	if c := statsString(f.txStats, true); c != "" {
+	if c := statsString(f.txStats, true); c != "" && f.held == nil {
 		s += "; sender " + c
 	}
 	if f.prog != nil {
@@ -631,6 +779,16 @@ func (t *tcase) send(f *flow, received *atomic.Int64) error {
 	progress := func() { last = time.Now() }
 	reap := func() error {
 		idx, n := comp.Peek(defaultRing)
+		if f.readings != nil {
+			for k := uint32(0); k < n; k++ {
+				f.completions = append(f.completions, comp.Addr(idx+k))
+			}
+			if n > 0 {
+				comp.Release(n)
+				progress()
+			}
+			return nil
+		}
 		for k := uint32(0); k < n; k++ {
 			addr := comp.Addr(idx + k)
 			var wantNone, wantAll string
@@ -713,6 +871,9 @@ func (t *tcase) send(f *flow, received *atomic.Int64) error {
 	// completed is the valid descriptors completed: while more than one
 	// reading holds, the smallest count.
 	completed := func() int {
+		if f.readings != nil {
+			return min(len(f.completions), sentValid)
+		}
 		done := -1
 		for _, r := range []struct {
 			ok bool
@@ -765,7 +926,7 @@ func (t *tcase) send(f *flow, received *atomic.Int64) error {
 		// A batch ends with a packet's last descriptor, unless one
 		// packet is longer than a batch.
 		n := min(f.batch, uint32(len(f.pkts)-i))
-		for n > 0 && f.pkts[i+int(n)-1].opts&xsk.PacketContinues != 0 && i+int(n) < len(f.pkts) {
+		for n > 0 && f.pkts[i+int(n)-1].opts&xsk.PacketContinues != 0 && !f.pkts[i+int(n)-1].last && i+int(n) < len(f.pkts) {
 			n--
 		}
 		if n == 0 {
@@ -816,6 +977,7 @@ func (t *tcase) send(f *flow, received *atomic.Int64) error {
 				sentWanted++
 			}
 			sent = append(sent, submitted{addr: addr, valid: p.valid, nb: pktOf[d]})
+			f.sentAddrs = append(f.sentAddrs, addr)
 			s.Tx.SetOptions(idx+k, addr, p.len, p.opts)
 		}
 		s.Tx.Submit(got)
@@ -855,6 +1017,14 @@ func (t *tcase) send(f *flow, received *atomic.Int64) error {
 	// descriptor off the tx ring: invalid ones after the last valid one
 	// are read (and counted in tx_invalid_descs) only by a later sendto.
 	busy := func() bool { return inflight() > 0 || s.Tx.Pending() > 0 }
+	if f.readings != nil {
+		// Each reading has at least the valid descriptors' completions.
+		fewest := len(f.readings[0].completions)
+		for _, r := range f.readings[1:] {
+			fewest = min(fewest, len(r.completions))
+		}
+		busy = func() bool { return len(f.completions) < fewest || s.Tx.Pending() > 0 }
+	}
 	for busy() {
 		if err := kick(); err != nil {
 			return err
@@ -871,6 +1041,15 @@ func (t *tcase) send(f *flow, received *atomic.Int64) error {
 	time.Sleep(settle)
 	if err := reap(); err != nil {
 		return err
+	}
+	if f.readings != nil {
+		for i, r := range f.readings {
+			if slices.Equal(r.completions, f.completions) {
+				f.compReading.Store(int32(i + 1))
+				break
+			}
+		}
+		return nil
 	}
 	invalid := len(sent) - sentValid
 	returned := 0
@@ -902,11 +1081,55 @@ type rxSide struct {
 	got   int
 	frame []byte // the frame received so far, over its buffers
 	frags int
+	// alts, where the flow has readings, are their frames (want is
+	// alts[cur]): a frame that want does not expect next but another
+	// reading that expected the same before does, moves to it.
+	alts [][]rxWant
+	cur  int
+}
+
+// switchTo moves sd to another reading that expected the frames received
+// so far and expects b next; it reports whether there is one.
+func (sd *rxSide) switchTo(b []byte, dst, src net.HardwareAddr) bool {
+	for j, alt := range sd.alts {
+		if j != sd.cur && len(alt) > sd.got && slices.Equal(alt[:sd.got], sd.want[:sd.got]) &&
+			checkGrown(b, alt[sd.got], dst, src) == nil {
+			sd.want, sd.cur = alt, j
+			return true
+		}
+	}
+	return false
+}
+
+// longerSwitch moves sd to another reading that expected the frames
+// received so far and expects more; it reports whether there is one.
+func (sd *rxSide) longerSwitch() bool {
+	for j, alt := range sd.alts {
+		if j != sd.cur && len(alt) > sd.got && slices.Equal(alt[:sd.got], sd.want[:sd.got]) {
+			sd.want, sd.cur = alt, j
+			return true
+		}
+	}
+	return false
+}
+
+// longer reports whether another reading expected the frames received so
+// far and expects more.
+func (sd *rxSide) longer() bool {
+	for j, alt := range sd.alts {
+		if j != sd.cur && len(alt) > sd.got && slices.Equal(alt[:sd.got], sd.want[:sd.got]) {
+			return true
+		}
+	}
+	return false
 }
 
 // sides are the flow's receiving sockets: to, and also if set.
 func (f *flow) sides() []*rxSide {
 	out := []*rxSide{{so: f.to, want: f.want}}
+	for _, r := range f.readings {
+		out[0].alts = append(out[0].alts, r.want)
+	}
 	if f.also != nil {
 		out = append(out, &rxSide{so: f.also, want: f.alsoWant})
 	}
@@ -922,9 +1145,15 @@ func (t *tcase) receive(f *flow, received *atomic.Int64, stop <-chan struct{}) e
 			if sd.got < len(sd.want) {
 				return false
 			}
+			// A reading that expects more is waited for until the
+			// completions say which reading this kernel's is.
+			if sd.longer() && int(f.compReading.Load()) != sd.cur+1 {
+				return false
+			}
 		}
 		return true
 	}
+	defer func() { f.rxCur = sides[0].cur }()
 	for !done() {
 		select {
 		case <-stop:
@@ -984,7 +1213,7 @@ func (t *tcase) receiveBatch(f *flow, sd *rxSide, received *atomic.Int64) (uint3
 	}
 	for k := uint32(0); k < n; k++ {
 		d := *s.Rx.Desc(idx + k)
-		if sd.got >= len(sd.want) && sd.frags == 0 {
+		if sd.got >= len(sd.want) && sd.frags == 0 && !sd.longerSwitch() {
 			return 0, &Failure{Check: "frames received on " + so.label(), Expected: fmt.Sprintf("%d frames", len(sd.want)),
 				Got: fmt.Sprintf("more: a frame of %d bytes at %#x", d.Len, d.Addr), Frame: -1}
 		}
@@ -1020,11 +1249,15 @@ func (t *tcase) receiveBatch(f *flow, sd *rxSide, received *atomic.Int64) (uint3
 		if d.Options&xsk.PacketContinues != 0 {
 			continue
 		}
-		if later, ok := laterFrame(sd.frame, sd.want[sd.got:]); ok {
+		m := checkGrown(sd.frame, w, so.end.MAC, f.from.end.MAC)
+		if m != nil && sd.switchTo(sd.frame, so.end.MAC, f.from.end.MAC) {
+			m, w = nil, sd.want[sd.got]
+		}
+		if later, ok := laterFrame(sd.frame, sd.want[sd.got:]); m != nil && ok {
 			return 0, &Failure{Check: "frames received on " + so.label(), Expected: fmt.Sprintf("frame %d", w.nb),
 				Got: fmt.Sprintf("frame %d: %d missing before it", later, int(later)-int(w.nb)), Frame: int(w.nb)}
 		}
-		if m := checkGrown(sd.frame, w, so.end.MAC, f.from.end.MAC); m != nil {
+		if m != nil {
 			if sd.frags > 1 {
 				m.What += fmt.Sprintf(" (over %d buffers)", sd.frags)
 			}
