@@ -204,3 +204,29 @@ func TestDescList(t *testing.T) {
 		}
 	}
 }
+
+func TestReadingMatches(t *testing.T) {
+	// Descriptors 1 and 2 dropped, 0 and 3 sent.
+	r := reading{completions: []uint64{0, 1, 2, 3}, dropped: map[uint64]bool{1: true, 2: true}}
+	for _, tc := range []struct {
+		got  []uint64
+		want bool
+	}{
+		{[]uint64{0, 1, 2, 3}, true},
+		{[]uint64{1, 0, 2, 3}, true},  // a dropped one back before a sent one read before it
+		{[]uint64{1, 2, 0, 3}, true},  // both
+		{[]uint64{1, 0, 3, 2}, false}, // 3 was sent after 2 was dropped: 2 comes first
+		{[]uint64{0, 2, 1, 3}, false}, // dropped ones out of their order
+		{[]uint64{3, 0, 1, 2}, false}, // sent ones out of theirs
+		{[]uint64{0, 1, 2}, false},
+		{[]uint64{0, 1, 2, 3, 3}, false},
+	} {
+		if got := r.matches(tc.got); got != tc.want {
+			t.Errorf("matches(%v) = %v, want %v", tc.got, got, tc.want)
+		}
+	}
+	strict := reading{completions: []uint64{0, 1}}
+	if strict.matches([]uint64{1, 0}) {
+		t.Error("a reading that drops nothing took completions out of order")
+	}
+}

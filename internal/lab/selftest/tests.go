@@ -800,7 +800,8 @@ func invalidReadings(pkts []txPkt, maxFrags int) []reading {
 			nb[d] = uint32(n)
 		}
 	}
-	drain := reading{name: "kernels with the reclaim series (an invalid or too long packet dropped up to its last descriptor without XDP_PKT_CONTD, every descriptor returned on the completion ring in its place; Linux 7.2, and stable kernels with it such as this host's 6.18.44)"}
+	drain := reading{name: "kernels with the reclaim series (an invalid or too long packet dropped up to its last descriptor without XDP_PKT_CONTD, every descriptor returned on the completion ring, a dropped one as it is read; Linux 7.2, and stable kernels with it such as this host's 6.18.44)",
+		dropped: map[uint64]bool{}}
 	for start := 0; start < len(pkts); {
 		end := start
 		for end < len(pkts)-1 && pkts[end].opts&xsk.PacketContinues != 0 {
@@ -815,6 +816,9 @@ func invalidReadings(pkts []txPkt, maxFrags int) []reading {
 		}
 		if dropped {
 			drain.txInvalid += uint64(end - start + 1)
+			for d := start; d <= end; d++ {
+				drain.dropped[pkts[d].addr] = true
+			}
 		} else {
 			drain.want = append(drain.want, rxWant{nb: nb[start], len: length})
 		}
@@ -902,9 +906,15 @@ func zeroCopyReadings(m Mode) error {
 	return skipf("in zero-copy the driver's batch path (xsk_tx_peek_release_desc_batch) ends invalid multi-buffer packets, and its exact outcome on each kernel is not written here: only copy mode's (__xsk_generic_xmit) is")
 }
 
-// maxFrags is how many descriptors a copy-mode packet may have:
-// MAX_SKB_FRAGS + 1 (the first goes to the skb's linear part), read as
-// xskxceiver does from net.core.max_skb_frags, which is MAX_SKB_FRAGS
+// noLinearTx are the drivers that set IFF_TX_SKB_NO_LINEAR (not visible
+// from user space): copy-mode transmit builds their packets of fragments
+// only, every descriptor one (xsk_build_skb_zerocopy), with no linear part.
+var noLinearTx = map[string]bool{"virtio_net": true}
+
+// maxFrags is how many descriptors a copy-mode packet sent from the pair's
+// sending end may have: MAX_SKB_FRAGS + 1 (the first goes to the skb's
+// linear part), or MAX_SKB_FRAGS on a driver of noLinearTx; MAX_SKB_FRAGS
+// is read as xskxceiver does from net.core.max_skb_frags, which is it
 // unless an administrator lowered it.
 func (t *tcase) maxFrags() (int, error) {
 	b, err := os.ReadFile("/proc/sys/net/core/max_skb_frags")
@@ -914,6 +924,9 @@ func (t *tcase) maxFrags() (int, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || n < 1 {
 		return 0, fmt.Errorf("read MAX_SKB_FRAGS: /proc/sys/net/core/max_skb_frags holds %q, not a count", strings.TrimSpace(string(b)))
+	}
+	if noLinearTx[driverName(t.pair.Tx)] {
+		return n, nil
 	}
 	return n + 1, nil
 }
