@@ -702,17 +702,24 @@ func (t *tcase) ringSteps(rings string, txSpec, rxSpec sockSpec, batch [2]uint32
 	return fmt.Sprintf("rings %s; %s", rings, strings.Join(did, "; ")), nil
 }
 
+// needInvalidMB skips a test of invalid multi-buffer packets where the
+// device cannot take multi-buffer frames in the test's mode, in zero-copy
+// and where the MTU is short of jumbo frames.
+func (t *tcase) needInvalidMB() error {
+	if err := t.multiBuffer(); err != nil {
+		return err
+	}
+	if err := zeroCopyReadings(t.mode); err != nil {
+		return err
+	}
+	return t.needMTU(jumboMTU)
+}
+
 // invalidDescsMB sends multi-buffer packets with invalid descriptors
 // (xskxceiver's testapp_invalid_desc_mb). Every descriptor has an address
 // of its own, so that each completion says whose it is.
 func (t *tcase) invalidDescsMB(unaligned bool) (string, error) {
-	if err := t.multiBuffer(); err != nil {
-		return "", err
-	}
-	if err := zeroCopyReadings(t.mode); err != nil {
-		return "", err
-	}
-	if err := t.needMTU(jumboMTU); err != nil {
+	if err := t.needInvalidMB(); err != nil {
 		return "", err
 	}
 	spec := sockSpec{sg: true, unaligned: unaligned}
@@ -896,13 +903,7 @@ func invalidReadings(pkts []txPkt, maxFrags int) []reading {
 // and one of as many that says it goes on (xskxceiver's
 // testapp_too_many_frags).
 func (t *tcase) tooManyFrags() (string, error) {
-	if err := t.multiBuffer(); err != nil {
-		return "", err
-	}
-	if err := zeroCopyReadings(t.mode); err != nil {
-		return "", err
-	}
-	if err := t.needMTU(jumboMTU); err != nil {
+	if err := t.needInvalidMB(); err != nil {
 		return "", err
 	}
 	maxFrags, err := t.maxFrags()

@@ -1157,24 +1157,26 @@ func (sd *rxSide) switchTo(b []byte, dst, src net.HardwareAddr) bool {
 // longerSwitch moves sd to another reading that expected the frames
 // received so far and expects more; it reports whether there is one.
 func (sd *rxSide) longerSwitch() bool {
-	for j, alt := range sd.alts {
-		if j != sd.cur && len(alt) > sd.got && slices.Equal(alt[:sd.got], sd.want[:sd.got]) {
-			sd.want, sd.cur = alt, j
-			return true
-		}
+	j := sd.longerAlt()
+	if j >= 0 {
+		sd.want, sd.cur = sd.alts[j], j
 	}
-	return false
+	return j >= 0
 }
 
 // longer reports whether another reading expected the frames received so
 // far and expects more.
-func (sd *rxSide) longer() bool {
+func (sd *rxSide) longer() bool { return sd.longerAlt() >= 0 }
+
+// longerAlt is the first other reading that expected the frames received
+// so far and expects more, -1 if none.
+func (sd *rxSide) longerAlt() int {
 	for j, alt := range sd.alts {
 		if j != sd.cur && len(alt) > sd.got && slices.Equal(alt[:sd.got], sd.want[:sd.got]) {
-			return true
+			return j
 		}
 	}
-	return false
+	return -1
 }
 
 // sides are the flow's receiving sockets: to, and also if set.
