@@ -155,16 +155,29 @@ func (c *GeneratorConfig) checkTxMetaFrames(fail func(format string, a ...any) e
 	return nil
 }
 
-// newTAIClock reads CLOCK_TAI between two readings of time.Now.
+// newTAIClock reads CLOCK_TAI between two readings of time.Now, taking
+// the closest of taiSamples such pairs: a reading whose pair is wide (the
+// thread was preempted between them) would put every sending time off by
+// up to half the gap.
 func newTAIClock() (taiClock, error) {
-	var ts unix.Timespec
-	before := time.Now()
-	if err := unix.ClockGettime(unix.CLOCK_TAI, &ts); err != nil {
-		return taiClock{}, fmt.Errorf("read CLOCK_TAI: %w", err)
+	var best taiClock
+	gap := time.Duration(-1)
+	for range taiSamples {
+		var ts unix.Timespec
+		before := time.Now()
+		if err := unix.ClockGettime(unix.CLOCK_TAI, &ts); err != nil {
+			return taiClock{}, fmt.Errorf("read CLOCK_TAI: %w", err)
+		}
+		after := time.Now()
+		if d := after.Sub(before); gap < 0 || d < gap {
+			gap, best = d, taiClock{base: before.Add(d / 2), tai: uint64(ts.Nano())}
+		}
 	}
-	after := time.Now()
-	return taiClock{base: before.Add(after.Sub(before) / 2), tai: uint64(ts.Nano())}, nil
+	return best, nil
 }
+
+// taiSamples is how many readings newTAIClock takes.
+const taiSamples = 16
 
 // txMetadataError is GeneratorConfig.txMetadataError for an engine's
 // UMEMs with Config.TxChecksum.
