@@ -589,7 +589,7 @@ func guestSelftest(t *testing.T, g *guest, modes, only []string, label string) {
 	tests := map[string]int{}
 	sums := map[string]selftestLine{}
 	var failed []string
-	failedIn := map[string][]string{}
+	failedIn, lostIn := map[string][]string{}, map[string][]string{}
 	lost := 0
 	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
 		var s selftestLine
@@ -609,6 +609,7 @@ func guestSelftest(t *testing.T, g *guest, modes, only []string, label string) {
 			case "fail":
 				if emulatorLoss(s) {
 					lost++
+					lostIn[s.Mode] = append(lostIn[s.Mode], s.Test)
 					t.Logf("frames lost under the emulator, not counted as a failure: %s %s: %s: expected %s, got %s", s.Mode, s.Test, s.Detail, s.Expected, s.Got)
 					continue
 				}
@@ -639,6 +640,9 @@ func guestSelftest(t *testing.T, g *guest, modes, only []string, label string) {
 		which := ""
 		if len(failedIn[m]) > 0 {
 			which = " (" + strings.Join(failedIn[m], ", ") + ")"
+		}
+		if len(lostIn[m]) > 0 {
+			which += " (frames lost under the emulator, logged, not failed: " + strings.Join(lostIn[m], ", ") + ")"
 		}
 		fmt.Printf("vmselftest %s%s: %d passed, %d failed%s, %d skipped (%.0f s)\n", m, label, s.Pass, s.Fail, which, s.Skip, s.Seconds)
 	}
