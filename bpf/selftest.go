@@ -52,6 +52,11 @@ type Selftest struct {
 
 // NewSelftest loads the program with opts.
 func NewSelftest(opts SelftestOptions) (*Selftest, error) {
+	if opts.Metadata {
+		if err := CheckAdjustMeta(); err != nil {
+			return nil, fmt.Errorf("load xsk_selftest: %w", err)
+		}
+	}
 	spec, err := LoadXskSelftest()
 	if err != nil {
 		return nil, fmt.Errorf("load xsk_selftest: %w", err)

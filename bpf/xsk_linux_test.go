@@ -1,11 +1,13 @@
 package bpf
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"testing"
+	"time"
 
-	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/engine/packet"
@@ -21,9 +23,8 @@ type xdpMd struct {
 }
 
 // TestXskRedirectSteersUDPPort puts a real AF_XDP socket, bound to queue 0
-// of a veth, in the steering program's XSKMAP and runs the program on frames
-// in live-frames mode as if they arrived on that queue, so that every
-// redirect is carried out. With a UDP port filter, exactly the UDP frames to
+// of a veth, in the steering program's XSKMAP, attaches the program to that
+// veth and sends it frames from its peer (AF_PACKET). With a UDP port filter, exactly the UDP frames to
 // that port, IPv4 and IPv6, must land in the socket; frames to the port
 // with its bytes swapped (what a filter comparing in the wrong byte order
 // would take), TCP to the port and UDP elsewhere go to the stack. Without
@@ -90,6 +91,12 @@ func TestXskRedirectSteersUDPPort(t *testing.T) {
 				if err := x.SetSocket(0, s.FD()); err != nil {
 					return err
 				}
+				xl, err := link.AttachXDP(link.XDPOptions{Program: x.Program, Interface: l.DUTIndex, Flags: link.XDPDriverMode})
+				if err != nil {
+					return err
+				}
+				defer xl.Close()
+				var frames [][]byte
 				for _, k := range kinds {
 					c := k.cfg
 					c.DstPort = k.port
@@ -101,25 +108,28 @@ func TestXskRedirectSteersUDPPort(t *testing.T) {
 					if _, err := build(f, c); err != nil {
 						return err
 					}
-					// One frame a run: a signal (the Go runtime's
-					// preemption) can end a run of many early with EINTR,
-					// and the library then runs it again from the start,
-					// sending the frames of the first try twice. A run of
-					// one is not interrupted once its frame is sent.
 					for range k.count {
-						_, err := x.Program.Run(&ebpf.RunOptions{
-							Data:    f,
-							Context: xdpMd{DataEnd: uint32(len(f)), IngressIfindex: uint32(l.DUTIndex)},
-							Repeat:  1,
-							Flags:   unix.BPF_F_TEST_XDP_LIVE_FRAMES,
-						})
-						if err != nil {
-							return fmt.Errorf("run the program on a frame (%s): %w", k.name, err)
-						}
+						frames = append(frames, f)
 					}
 				}
-				// Live frames are flushed to the socket at the end of each
-				// batch, inside the run: what arrived is in the rx ring.
+				// Real traffic: each frame sent into the generator's end
+				// arrives on queue 0 of the DUT's, where the program runs.
+				if err := bed.InGen(func() error { return sendFrames(l.GenIndex, frames) }); err != nil {
+					return err
+				}
+				for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+					st, err := x.Stats()
+					if err != nil {
+						return err
+					}
+					var seen uint64
+					for _, q := range st {
+						seen += q.Redirected + q.Passed
+					}
+					if seen >= toSocket+toStack {
+						break
+					}
+				}
 				idx, n := s.Rx.Peek(s.Rx.Size())
 				var sum packet.Summary
 				for i := uint32(0); i < n; i++ {
@@ -165,4 +175,30 @@ func TestXskRedirectSteersUDPPort(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sendFrames sends each frame out of the device ifindex of the calling
+// thread's namespace with an AF_PACKET socket, again while the device
+// refuses it (its peer's ring is full).
+func sendFrames(ifindex int, frames [][]byte) error {
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("AF_PACKET socket: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: ifindex}); err != nil {
+		return fmt.Errorf("bind AF_PACKET socket: %w", err)
+	}
+	for i := 0; i < len(frames); {
+		err := unix.Send(fd, frames[i], 0)
+		switch {
+		case err == nil:
+			i++
+		case errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.EAGAIN):
+			time.Sleep(time.Millisecond)
+		default:
+			return fmt.Errorf("send frame %d: %w", i, err)
+		}
+	}
+	return nil
 }

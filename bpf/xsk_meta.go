@@ -5,7 +5,10 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"sync"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 )
@@ -76,6 +79,53 @@ func CheckKfuncs(fns ...Kfunc) error {
 	return nil
 }
 
+// ErrNoAdjustMeta means the running kernel refuses bpf_xdp_adjust_meta in
+// XDP programs, without which no program can put metadata in front of a
+// frame (*AdjustMetaError).
+var ErrNoAdjustMeta = errors.New("bpf_xdp_adjust_meta refused")
+
+// AdjustMetaError is the kernel's refusal of bpf_xdp_adjust_meta.
+type AdjustMetaError struct{ Err error }
+
+func (e *AdjustMetaError) Error() string {
+	return fmt.Sprintf("the kernel refuses bpf_xdp_adjust_meta in XDP programs, which receive metadata needs: %v", e.Err)
+}
+
+// Is makes errors.Is(err, ErrNoAdjustMeta) true.
+func (e *AdjustMetaError) Is(target error) bool { return target == ErrNoAdjustMeta }
+
+// Unwrap returns the verifier's error.
+func (e *AdjustMetaError) Unwrap() error { return e.Err }
+
+var (
+	adjustMetaOnce sync.Once
+	adjustMetaErr  error
+)
+
+// CheckAdjustMeta loads an XDP program that calls bpf_xdp_adjust_meta and
+// returns an *AdjustMetaError if the kernel refuses it; nil where it
+// loads. The answer is kept for the life of the process.
+func CheckAdjustMeta() error {
+	adjustMetaOnce.Do(func() {
+		prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+			Type:    ebpf.XDP,
+			License: "Dual BSD/GPL",
+			Instructions: asm.Instructions{
+				asm.Mov.Imm(asm.R2, -8),
+				asm.FnXdpAdjustMeta.Call(),
+				asm.Mov.Imm(asm.R0, 2), // XDP_PASS
+				asm.Return(),
+			},
+		})
+		if err != nil {
+			adjustMetaErr = &AdjustMetaError{Err: err}
+			return
+		}
+		prog.Close()
+	})
+	return adjustMetaErr
+}
+
 // NewXskRedirectMeta loads the steering program that writes each frame's
 // receive metadata in front of it, bound to the device opts.Ifindex (in
 // the caller's network namespace): it can be attached there only, in
@@ -97,6 +147,9 @@ func NewXskRedirectMeta(opts XskMetaOptions) (*XskRedirect, error) {
 		want = append(want, KfuncRxVLANTag)
 	}
 	if err := CheckKfuncs(want...); err != nil {
+		return nil, fmt.Errorf("load xsk_redirect_meta: %w", err)
+	}
+	if err := CheckAdjustMeta(); err != nil {
 		return nil, fmt.Errorf("load xsk_redirect_meta: %w", err)
 	}
 	spec, err := LoadXskRedirectMeta()

@@ -74,6 +74,11 @@ func ParseRxMetadata(s string) (RxMetadata, error) {
 // device or the configuration cannot give; the message names which.
 var ErrRxMetadata = errors.New("receive metadata not available")
 
+// ErrRxMetadataRefused: the kernel refuses what every receive metadata
+// program needs (bpf_xdp_adjust_meta), whatever the device and mode. It
+// comes with ErrRxMetadata: errors.Is matches both.
+var ErrRxMetadataRefused = errors.New("the kernel refuses XDP metadata")
+
 // HashKind says what an RX hash was computed over: the kernel's enum
 // xdp_rss_hash_type, a set of bits. Zero is a hash over no known headers
 // (L2, or a driver that does not say).

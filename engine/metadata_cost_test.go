@@ -17,11 +17,13 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 	"github.com/xdpeng/xdpeng/internal/netdev"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
 // TestRxMetadataCost runs the plain and the metadata steering programs in
@@ -30,6 +32,9 @@ import (
 // program's ns per run as the kernel counted them.
 func TestRxMetadataCost(t *testing.T) {
 	bed := testbedtest.New(t, 1, 1)
+	if err := bpf.CheckAdjustMeta(); err != nil {
+		privtest.Unsupported(t, "%v", err)
+	}
 	l := bed.Links[0]
 	st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
 	if err != nil {

@@ -74,6 +74,9 @@ func TestRxMetadataVeth(t *testing.T) {
 	if err := bpf.CheckKfuncs(bpf.KfuncRxHash, bpf.KfuncRxTimestamp, bpf.KfuncRxVLANTag); err != nil {
 		privtest.Unsupported(t, "%v", err)
 	}
+	if err := bpf.CheckAdjustMeta(); err != nil {
+		privtest.Unsupported(t, "%v", err)
+	}
 	l := bed.Links[0]
 	const vlanID, vlanSrcPort, flows, perFlow, live = 7, 5000, 8, 50, 400
 	rec := &metaRecorder{}
@@ -245,6 +248,9 @@ func TestFlowCountVeth(t *testing.T) {
 	if err := bpf.CheckKfuncs(bpf.KfuncRxHash); err != nil {
 		privtest.Unsupported(t, "%v", err)
 	}
+	if err := bpf.CheckAdjustMeta(); err != nil {
+		privtest.Unsupported(t, "%v", err)
+	}
 	l := bed.Links[0]
 	const flows, perFlow, live = 6, 40, 300
 	var g handler.FlowGroup
@@ -301,6 +307,9 @@ func TestFlowCountVeth(t *testing.T) {
 func TestRxMetadataMultiBuffer(t *testing.T) {
 	bed := testbedtest.NewConfig(t, testbed.Config{MTU: 9000})
 	if err := bpf.CheckKfuncs(bpf.KfuncRxHash, bpf.KfuncRxVLANTag); err != nil {
+		privtest.Unsupported(t, "%v", err)
+	}
+	if err := bpf.CheckAdjustMeta(); err != nil {
 		privtest.Unsupported(t, "%v", err)
 	}
 	l := bed.Links[0]

@@ -37,6 +37,9 @@ func (c *Config) checkRxMetadata(f *netdev.Facts) error {
 	if err := bpf.CheckKfuncs(fns...); err != nil {
 		return &kindError{ErrRxMetadata, fmt.Errorf("receive metadata (%s) on %s: %w", m, f.Name, err)}
 	}
+	if err := bpf.CheckAdjustMeta(); err != nil {
+		return &kindError{ErrRxMetadata, &kindError{ErrRxMetadataRefused, fmt.Errorf("receive metadata (%s) on %s: %w", m, f.Name, err)}}
+	}
 	// Linux 6.8 and later report what the driver implements; before, a
 	// kind the driver lacks reads as ok false on every frame.
 	if f.Features != nil && kernelReportsRxMetadata() {

@@ -53,6 +53,8 @@ func advise(err error) error {
 		return fmt.Errorf("%w: lower the MTU (ip link set %s mtu %d)", err, mb.Device, mb.MaxMTU)
 	case errors.Is(err, engine.ErrTxMetadata):
 		return fmt.Errorf("%w (--tx-checksum, --tx-timestamp, --launch-delay: leave out -F and -u; --tx-timestamp is for copy mode, -c; with -z the device must list tx-checksum, and for --launch-delay tx-launch-time-fifo, among its AF_XDP transmit metadata: xdpeng probe -i DEV)", err)
+	case errors.Is(err, engine.ErrRxMetadataRefused):
+		return fmt.Errorf("%w (no program can write receive metadata on this kernel, in any mode: count by port, --by port, works here)", err)
 	case errors.Is(err, engine.ErrRxMetadata):
 		return fmt.Errorf("%w (--by rxhash needs native XDP, without -S; xdpeng probe -i DEV lists the device's XDP receive metadata)", err)
 	case errors.As(err, &hp):

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/internal/hook"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/netdev"
@@ -294,6 +295,9 @@ func runOne(ctx context.Context, p Pair, m Mode, t Test, modeSkip error, g *guar
 		r.Status, r.Detail = Pass, detail
 	case errors.As(err, &sk):
 		r.Status, r.Detail = Skip, sk.Reason
+	case errors.Is(err, bpf.ErrNoAdjustMeta):
+		// The kernel refuses what the test needs: not a failure.
+		r.Status, r.Detail = Skip, "not supported here: "+err.Error()
 	case errors.As(err, &f):
 		r.Status, r.Detail, r.Expected, r.Got = Fail, f.Check, f.Expected, f.Got
 		if f.DeviceCounters != "" {
