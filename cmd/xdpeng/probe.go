@@ -13,8 +13,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/internal/kfeat"
 	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
 	"github.com/xdpeng/xdpeng/internal/netdev"
+	"github.com/xdpeng/xdpeng/internal/privilege"
 )
 
 func init() { addCommand(newProbeCmd()) }
@@ -23,10 +25,19 @@ func newProbeCmd() *cobra.Command {
 	var iface string
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "probe -i DEV [--json]",
-		Short: "Show what a device has for XDP and AF_XDP, and what xdpeng will do there",
-		Long: `probe reads what the kernel says about DEV and prints it with what xdpeng's
-commands will do there:
+		Use:   "probe [-i DEV] [--json]",
+		Short: "Show what the kernel grants and what a device has for XDP and AF_XDP, and what xdpeng will do there",
+		Long: `probe tries each kernel feature xdpeng uses and says whether the kernel
+grants it, with the kernel's answer where it refuses, what needs the feature
+and what works without it: live frames, AF_XDP sockets, BPF_PROG_TEST_RUN,
+bpf_xdp_adjust_meta, the XDP RX metadata kfuncs, multi-buffer XDP programs,
+busy polling, bpf_link for XDP, TCX and devmap redirect. It tries rather
+than reads the version: features are backported, and refused by hardened
+kernels and security policies. The links are tried on the loopback device of
+a network namespace of probe's own.
+
+With -i DEV it first reads what the kernel says about DEV and prints it with
+what xdpeng's commands will do there:
 
   driver, MTU and the MTU limits the device takes; queue counts as ethtool -l
   shows them (current and the most the driver allows);
@@ -49,7 +60,18 @@ mitigations, BPF JIT), which compare --dut records of a DUT.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if iface == "" {
-				return cliFlagError{errors.New("no interface given: use -i DEV")}
+				if err := needRoot(typed(cmd), privilege.BPF); err != nil {
+					return err
+				}
+				k := kernelReport()
+				if asJSON {
+					writeJSON(cmd.OutOrStdout(), struct {
+						Kernel []probeFeature `json:"kernel_features"`
+					}{k})
+					return nil
+				}
+				kernelText(cmd.OutOrStdout(), k)
+				return nil
 			}
 			f, err := netdev.Probe(iface)
 			var nf *netdev.NoInterfaceError
@@ -60,6 +82,9 @@ mitigations, BPF JIT), which compare --dut records of a DUT.`,
 				return err
 			}
 			r := probeReport(f)
+			if os.Geteuid() == 0 {
+				r.Kernel = kernelReport()
+			}
 			if asJSON {
 				env := labenv.Collect()
 				r.Env = &env
@@ -67,6 +92,11 @@ mitigations, BPF JIT), which compare --dut records of a DUT.`,
 				return nil
 			}
 			r.text(cmd.OutOrStdout())
+			if r.Kernel != nil {
+				kernelText(cmd.OutOrStdout(), r.Kernel)
+			} else {
+				fmt.Fprintln(cmd.OutOrStdout(), "kernel features: tried as root only (sudo xdpeng probe)")
+			}
 			return nil
 		},
 	}
@@ -97,6 +127,9 @@ type probeJSON struct {
 	Plan        probePlan     `json:"plan"`
 	MTULimits   []probeMTU    `json:"mtu_limits"`
 	Root        bool          `json:"root"`
+	// Kernel is what the kernel granted of each feature tried (as root;
+	// null otherwise).
+	Kernel []probeFeature `json:"kernel_features"`
 	// Env is the host's environment (kernel, CPU, mitigations, BPF JIT),
 	// in JSON only: what compare --dut records of a DUT on another host.
 	Env *labenv.Env `json:"env,omitempty"`
@@ -293,5 +326,39 @@ func (r probeJSON) text(w io.Writer) {
 			fits = fmt.Sprintf(" (MTU %d does not fit)", r.MTU)
 		}
 		fmt.Fprintf(w, "    %4d-byte frames, %-9s %5d in one frame, %s%s\n", m.FrameSize, m.Mode+":", m.Single, mb, fits)
+	}
+}
+
+// probeFeature is one kernel feature tried (kfeat).
+type probeFeature struct {
+	Name    string `json:"name"`
+	Granted bool   `json:"granted"`
+	Answer  string `json:"answer,omitempty"` // the kernel's refusal
+	Tried   string `json:"tried"`
+	Needs   string `json:"needs"`
+	Instead string `json:"instead"`
+}
+
+func kernelReport() []probeFeature {
+	var out []probeFeature
+	for _, f := range kfeat.Probe() {
+		p := probeFeature{Name: f.Name, Granted: f.Granted(), Tried: f.Tried, Needs: f.Needs, Instead: f.Instead}
+		if f.Err != nil {
+			p.Answer = f.Err.Error()
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func kernelText(w io.Writer, fs []probeFeature) {
+	fmt.Fprintln(w, "kernel features (tried, not read off the version):")
+	for _, f := range fs {
+		if f.Granted {
+			fmt.Fprintf(w, "  %-27s granted\n", f.Name)
+			continue
+		}
+		fmt.Fprintf(w, "  %-27s REFUSED: %s\n", f.Name, f.Answer)
+		fmt.Fprintf(w, "  %-27s   tried: %s; needed by: %s; instead: %s\n", "", f.Tried, f.Needs, f.Instead)
 	}
 }
