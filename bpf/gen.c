@@ -8,6 +8,13 @@
 // port_count > 1 it rewrites the UDP destination port of each frame,
 // cycling over port_count values from port_min. With stamp set it writes a
 // sequence number and the kernel clock into each frame's stamp (stamp.h).
+//
+// With relay set the same program is attached instead (XDP, native) to the
+// receiving end of a veth pair that a sender without live frames (AF_XDP or
+// AF_PACKET) transmits into, and redirects what arrives through the devmap
+// out, whose one entry is the device to send from: the device then gets
+// xdp_frames through its ndo_xdp_xmit, as with live frames. The devmap lets
+// the relay live in a network namespace of its own.
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
@@ -34,6 +41,15 @@ volatile const __u64 ns_per_frame = 0;
 // seq_stride, so that the CPUs of a run share out the numbers.
 volatile const __u8 stamp = 0;
 volatile const __u32 seq_stride = 1;
+// If not zero, redirect through out[0] rather than to ifindex.
+volatile const __u8 relay = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} out SEC(".maps");
 
 struct gen_state {
 	__u64 sent;	// frames redirected on this CPU
@@ -166,6 +182,8 @@ int xdp_gen(struct xdp_md *ctx)
 	if (stamp && write_stamp(ctx, st))
 		return XDP_ABORTED;
 	st->sent++;
+	if (relay)
+		return bpf_redirect_map(&out, 0, 0);
 	return bpf_redirect(ifindex, 0);
 }
 

@@ -27,12 +27,14 @@ type GenGenState struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	GenMapOut        = "out"
 	GenMapState      = "state"
 	GenProgXdpGen    = "xdp_gen"
 	GenVarIfindex    = "ifindex"
 	GenVarNsPerFrame = "ns_per_frame"
 	GenVarPortCount  = "port_count"
 	GenVarPortMin    = "port_min"
+	GenVarRelay      = "relay"
 	GenVarSeqStride  = "seq_stride"
 	GenVarStamp      = "stamp"
 	GenVarUdpOff     = "udp_off"
@@ -87,6 +89,7 @@ type GenProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type GenMapSpecs struct {
+	Out   *ebpf.MapSpec `ebpf:"out"`
 	State *ebpf.MapSpec `ebpf:"state"`
 }
 
@@ -98,6 +101,7 @@ type GenVariableSpecs struct {
 	NsPerFrame *ebpf.VariableSpec `ebpf:"ns_per_frame"`
 	PortCount  *ebpf.VariableSpec `ebpf:"port_count"`
 	PortMin    *ebpf.VariableSpec `ebpf:"port_min"`
+	Relay      *ebpf.VariableSpec `ebpf:"relay"`
 	SeqStride  *ebpf.VariableSpec `ebpf:"seq_stride"`
 	Stamp      *ebpf.VariableSpec `ebpf:"stamp"`
 	UdpOff     *ebpf.VariableSpec `ebpf:"udp_off"`
@@ -123,11 +127,13 @@ func (o *GenObjects) Close() error {
 //
 // It can be passed to LoadGenObjects or ebpf.CollectionSpec.LoadAndAssign.
 type GenMaps struct {
+	Out   *ebpf.Map `ebpf:"out"`
 	State *ebpf.Map `ebpf:"state"`
 }
 
 func (m *GenMaps) Close() error {
 	return _GenClose(
+		m.Out,
 		m.State,
 	)
 }
@@ -140,6 +146,7 @@ type GenVariables struct {
 	NsPerFrame *ebpf.Variable `ebpf:"ns_per_frame"`
 	PortCount  *ebpf.Variable `ebpf:"port_count"`
 	PortMin    *ebpf.Variable `ebpf:"port_min"`
+	Relay      *ebpf.Variable `ebpf:"relay"`
 	SeqStride  *ebpf.Variable `ebpf:"seq_stride"`
 	Stamp      *ebpf.Variable `ebpf:"stamp"`
 	UdpOff     *ebpf.Variable `ebpf:"udp_off"`

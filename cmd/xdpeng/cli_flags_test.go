@@ -90,7 +90,6 @@ func TestCLIFlagErrors(t *testing.T) {
 		{name: "kern interval", args: []string{"kern", "drop", "-i", "dut0", "-n", "-1"}, want: []string{"-n/--interval -1s: must be positive"}},
 		{name: "xdpsock's -I", args: []string{"rxdrop", "-i", "dut0", "-I", "i40e-eth0-TxRx-0"},
 			want: []string{"xdpsock's -I (an IRQ string", "the statistics interval is -n"}},
-		{name: "probe without -i", args: []string{"probe"}, want: []string{"no interface given: use -i DEV", "usage: xdpeng probe"}},
 		{name: "rxdrop not root", user: true, args: []string{"rxdrop", "-i", "dut0", "-d", "1s"},
 			want: []string{"xdpeng: rxdrop needs root", "CAP_NET_ADMIN", "run it with sudo"}},
 		{name: "unknown flag", args: []string{"rxdrop", "-i", "dut0", "--bogus"}, want: []string{"unknown flag: --bogus", "--help"}},

@@ -47,6 +47,7 @@ type genFlags struct {
 	json             bool
 	quiet            bool
 	xdpPass          string
+	method           string
 	watch            watchFlags // --metrics (watch.go)
 }
 
@@ -62,10 +63,27 @@ func newGenCmd() *cobra.Command {
 	f := &genFlags{}
 	cmd := &cobra.Command{
 		Use:   "gen -i DEV (--count N | --duration D)",
-		Short: "Send UDP frames at line rate from the kernel (live-frames XDP, like xdp-trafficgen)",
-		Long: `gen repeats one UDP frame out of DEV with BPF_PROG_TEST_RUN in live-frames
-mode: the kernel copies the frame and hands it to the device's ndo_xdp_xmit,
-no socket or skb involved. A run needs --count or --duration.
+		Short: "Send UDP frames at line rate as XDP frames (live frames, like xdp-trafficgen, or a relay)",
+		Long: `gen repeats one UDP frame out of DEV as XDP frames: the device gets each by
+its ndo_xdp_xmit, as from XDP_REDIRECT. A run needs --count or --duration.
+How the frames are made is --method:
+
+  live    BPF_PROG_TEST_RUN in live-frames mode (BPF_F_TEST_XDP_LIVE_FRAMES,
+          Linux 5.18+): the kernel copies the frame itself, no socket or skb
+          involved. The fastest.
+  xsk     AF_XDP transmit (copy mode) into a relay: a veth pair in a network
+          namespace of gen's own (gone when gen ends, kill -9 too) whose far
+          end runs gen's XDP program, which redirects each frame to DEV
+          through a devmap. Each frame is an skb on the way in, which veth
+          copies into an XDP frame: it costs the sending CPU more than live
+          frames, and DEV's receiver the same.
+  packet  AF_PACKET (sendmmsg, qdisc bypass, as trafgen) into the same
+          relay; needs no AF_XDP.
+  auto    (default) live where the kernel grants it, else xsk, else packet:
+          gen says which, and why, before it starts.
+
+Every method counts the frames its program redirected to DEV (sent), paces
+to --rate and stops on --count or --duration.
 
 Addresses are from 198.18.0.0/15, the range RFC 2544 reserves for benchmarking,
 so that generated traffic cannot reach a real service.
@@ -110,6 +128,7 @@ many were lost before the driver (device down, peer without XDP).`,
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per line")
 	fs.BoolVarP(&f.quiet, "quiet", "Q", false, "no progress lines: only the summary (and link changes)")
 	xdpPassFlag(fs, &f.xdpPass)
+	fs.StringVar(&f.method, "method", "auto", "how frames are made: live, xsk, packet or auto (see above)")
 	f.watch.registerMetrics(fs)
 	return cmd
 }
@@ -133,9 +152,13 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 	if err := f.watch.check(); err != nil {
 		return err
 	}
+	method, err := gen.ParseMethod(f.method)
+	if err != nil {
+		return fmt.Errorf("--method: %w", err)
+	}
 	cfg := gen.Config{
 		Ports: f.ports, Count: f.count, Duration: f.duration, Rate: f.rate, Threads: f.threads, Interval: f.interval,
-		Frame: packet.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort},
+		Frame: packet.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort}, Method: method,
 	}
 	// The exact bounds depend on the frame (IPv6, VLAN) and are checked
 	// again by Validate; this catches the obvious before any lookup.
@@ -179,6 +202,9 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 	if err := cfg.Validate(); err != nil {
 		return flagError(err)
 	}
+	if cfg.Method, err = chooseGenMethod(cmd.ErrOrStderr(), method, f.json); err != nil {
+		return err
+	}
 
 	ctx, stop := signalContext()
 	defer stop()
@@ -203,8 +229,8 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 		return err
 	}
 	if !f.json {
-		fmt.Fprintf(p.w, "gen %s: %d-byte frames (%d bytes + FCS), UDP %s:%d -> %s:%d (%s)%s, %d port(s), %d thread(s) on CPU %s, count %s, rate %s\n",
-			info.Name, wireSize(cfg.Frame.Size), cfg.Frame.Size, cfg.Frame.SrcIP, cfg.Frame.SrcPort, cfg.Frame.DstIP, cfg.Frame.DstPort,
+		fmt.Fprintf(p.w, "gen %s (method %s): %d-byte frames (%d bytes + FCS), UDP %s:%d -> %s:%d (%s)%s, %d port(s), %d thread(s) on CPU %s, count %s, rate %s\n",
+			info.Name, cfg.Method, wireSize(cfg.Frame.Size), cfg.Frame.Size, cfg.Frame.SrcIP, cfg.Frame.SrcPort, cfg.Frame.DstIP, cfg.Frame.DstPort,
 			cfg.Frame.DstMAC, frameExtras(cfg.Frame), cfg.Ports, cfg.Threads, cpuset.Format(cfg.CPUs), orUnbounded(cfg.Count), orUnbounded(cfg.Rate))
 		obs.header(p.w)
 	}
@@ -384,6 +410,7 @@ type genIntervalJSON struct {
 type genSummaryJSON struct {
 	Type        string          `json:"type"`
 	Mode        string          `json:"mode"`
+	Method      gen.Method      `json:"method"`
 	Interface   string          `json:"interface"`
 	FrameSize   int             `json:"frame_size"`  // with FCS, as --size
 	FrameBytes  int             `json:"frame_bytes"` // without: what tx_bytes counts
@@ -462,7 +489,7 @@ func (p *genPrinter) summary(s gen.Stats) {
 		pps = float64(s.Sent) / secs
 	}
 	if p.json {
-		out := genSummaryJSON{Type: "summary", Mode: "gen", Interface: p.iface, FrameSize: wireSize(p.size), FrameBytes: p.size,
+		out := genSummaryJSON{Type: "summary", Mode: "gen", Method: s.Method, Interface: p.iface, FrameSize: wireSize(p.size), FrameBytes: p.size,
 			TxPackets: s.Sent, TxBytes: s.Bytes, DurationS: secs, TxPPS: pps, PerThread: threads, XDPPass: p.xdpPass,
 			Rate: p.rate, RateNote: rateNote(p.rate, pps)}
 		if s.DeviceCounters {
@@ -472,8 +499,8 @@ func (p *genPrinter) summary(s gen.Stats) {
 		p.emit(out)
 		return
 	}
-	fmt.Fprintf(p.w, "sent %d %d-byte frames (%d bytes each without FCS, %d bytes) in %.3fs: %s, %s on the wire\n",
-		s.Sent, wireSize(p.size), p.size, s.Bytes, secs, units.PPS(pps), units.BPS(pps*float64(units.WireBits(uint64(p.size)))))
+	fmt.Fprintf(p.w, "sent %d %d-byte frames (%d bytes each without FCS, %d bytes) in %.3fs: %s, %s on the wire (method %s)\n",
+		s.Sent, wireSize(p.size), p.size, s.Bytes, secs, units.PPS(pps), units.BPS(pps*float64(units.WireBits(uint64(p.size)))), s.Method)
 	for _, t := range threads {
 		fmt.Fprintf(p.w, "  cpu %d: %d frames in %.3fs, %s\n", t.CPU, t.TxPackets, t.DurationS, units.PPS(t.TxPPS))
 	}
@@ -507,4 +534,23 @@ func rateNote(asked uint64, sent float64) string {
 	}
 	return fmt.Sprintf("asked %s, sent %s (%.0f%%): the sending CPU was busy, or is too slow for this rate (--rate is an upper bound; more --threads on free CPUs send more)",
 		units.PPS(float64(asked)), units.PPS(sent), 100*sent/float64(asked))
+}
+
+// chooseGenMethod resolves --method: auto to what the kernel grants, saying
+// on w in one line (unless jsonOut: then only in the results) why live
+// frames were passed over; a named method the kernel refuses is an error
+// that names the one to use instead.
+func chooseGenMethod(w io.Writer, m gen.Method, jsonOut bool) (gen.Method, error) {
+	got, err := gen.ChooseMethod(m)
+	if err != nil {
+		alt, aerr := gen.ChooseMethod(gen.Auto)
+		if aerr == nil && alt != m {
+			return m, fmt.Errorf("%w: use --method %s (or auto)", err, alt)
+		}
+		return m, err
+	}
+	if m == gen.Auto && got != gen.Live && !jsonOut {
+		fmt.Fprintf(w, "xdpeng: gen: %v; sending with --method %s instead\n", gen.ProbeLiveFrames(), got)
+	}
+	return got, nil
 }

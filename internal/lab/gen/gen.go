@@ -1,4 +1,7 @@
-// Package gen is xdpeng's live-frames traffic generator, the technique of
+// Package gen is xdpeng's traffic generator. Every Method hands the device
+// XDP frames through its ndo_xdp_xmit; where the kernel refuses live frames,
+// XSK and Packet send into a veth relay whose copy of the program redirects
+// them (relay.go, senders.go). What follows describes Live, the technique of
 // xdp-trafficgen: a tiny XDP program (bpf/gen.c) that returns
 // bpf_redirect(ifindex) is run with BPF_PROG_TEST_RUN and the
 // BPF_F_TEST_XDP_LIVE_FRAMES flag, so the kernel itself repeats one template
@@ -51,7 +54,8 @@
 //
 // Live frames live in one page each, so a frame is at most MaxFrameSize
 // bytes (3408 with 4 KiB pages): the kernel refuses longer ones in
-// live-frames mode, frags or not. Jumbo frames come from the AF_XDP
+// live-frames mode, frags or not; the relay's program, without frags, sees
+// each frame in one page as well. Jumbo frames come from the AF_XDP
 // generator (engine.Generator with MultiBuffer, xdpeng txonly -F), which
 // splits each over several UMEM frames.
 //
@@ -162,6 +166,9 @@ type Config struct {
 	// RunID goes into every stamp, so that a receiver can tell this run's
 	// frames from others.
 	RunID uint32
+	// Method is how the frames are made and sent (see Method); Auto
+	// chooses the fastest the kernel grants.
+	Method Method
 }
 
 // MaxStampCount is the largest Count of a stamped run: sequence numbers are
@@ -175,8 +182,9 @@ const MaxStampCount = 1 << 32
 // 3408 bytes with 4 KiB pages, measured on Linux 6.18.
 const liveFrameOverhead = 256 + 320 + 112
 
-// MaxFrameSize is the longest frame the generator sends: live frames live
-// in one page each. Longer (jumbo) frames need a sender that can split a
+// MaxFrameSize is the longest frame the generator sends, by any method:
+// live frames live in one page each, and the relay's XDP program sees each
+// frame in one page too. Longer (jumbo) frames need a sender that can split a
 // frame over several buffers: the AF_XDP generator (engine.Generator with
 // MultiBuffer, xdpeng txonly -F).
 func MaxFrameSize() int { return unix.Getpagesize() - liveFrameOverhead }
@@ -208,7 +216,7 @@ func (c *Config) Validate() error {
 		return &FieldError{"Frame", err.Error()}
 	}
 	if c.Frame.Size > MaxFrameSize() {
-		return &FieldError{"Frame.Size", fmt.Sprintf("%d bytes: live frames take at most %d, a page less the kernel's headroom and tailroom (the AF_XDP generator, engine.Generator with MultiBuffer, sends longer frames)",
+		return &FieldError{"Frame.Size", fmt.Sprintf("%d bytes: the generator's frames take at most %d, a page less the kernel's headroom and tailroom, as its XDP program sees each in one page, live or through its relay (the AF_XDP generator, engine.Generator with MultiBuffer, sends longer frames)",
 			c.Frame.Size, MaxFrameSize())}
 	}
 	if c.Ports == 0 {
@@ -260,6 +268,9 @@ func (c *Config) Validate() error {
 	if c.Interval < 0 {
 		return &FieldError{"Interval", fmt.Sprintf("%v is negative", c.Interval)}
 	}
+	if c.Method < Auto || c.Method > Packet {
+		return &FieldError{"Method", fmt.Sprintf("%v: use one of %v", c.Method, methodNames)}
+	}
 	if c.Batch < 0 || c.Batch > MaxBatch {
 		return &FieldError{"Batch", fmt.Sprintf("%d frames per flush: use 1..%d, or 0 to choose by rate", c.Batch, MaxBatch)}
 	}
@@ -293,8 +304,11 @@ type ThreadStats struct {
 // Stats are a run's totals (or, given to the progress callback, the totals
 // so far). See the package documentation for what Sent means.
 type Stats struct {
+	// Method is the method the run used (Auto resolved).
+	Method Method
 	// Sent is the number of frames the program ran on and redirected to
-	// the device: repetitions completed by BPF_PROG_TEST_RUN.
+	// the device: repetitions completed by BPF_PROG_TEST_RUN, or frames
+	// the relay's program redirected.
 	Sent uint64
 	// Bytes is Sent times the frame size (without FCS).
 	Bytes     uint64
@@ -387,16 +401,55 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("gen: %w", err)
 	}
-	prog, err := load(cfg)
+	method, err := ChooseMethod(cfg.Method)
 	if err != nil {
-		return Stats{}, err
+		return Stats{Method: method}, err
+	}
+	relayed := method.Relayed()
+	prog, err := load(cfg, relayed)
+	if err != nil {
+		return Stats{Method: method}, err
 	}
 	defer prog.Close()
+	var senders []sender
+	if relayed {
+		// The devmap's entry is an ifindex of the namespace of the thread
+		// that writes it: this one's.
+		if err := prog.objs.Out.Put(uint32(0), uint32(cfg.Ifindex)); err != nil {
+			return Stats{Method: method}, fmt.Errorf("gen: relay: put %s in the program's devmap: %w", attrs.Name, err)
+		}
+		queues := cfg.Threads
+		for _, c := range cfg.CPUs {
+			queues = max(queues, c+1)
+		}
+		r, err := newRelay(prog, queues, max(1500, cfg.Frame.Size))
+		if err != nil {
+			return Stats{Method: method}, err
+		}
+		defer r.close()
+		for i := range cfg.Threads {
+			var s sender
+			switch method {
+			case XSK:
+				s = &xskSender{r: r, cpu: cfg.CPUs[i], frame: frame, rate: share(cfg.Rate, cfg.Threads, i)}
+			default:
+				if s, err = newPacketSender(r, cfg.CPUs[i], frame, share(cfg.Rate, cfg.Threads, i), &prog.skipped); err != nil {
+					for _, o := range senders {
+						o.close()
+					}
+					return Stats{Method: method}, err
+				}
+			}
+			senders = append(senders, s)
+		}
+	}
 
 	before, haveCounters := xmitCounters(attrs.Name)
 
 	workers := make([]worker, cfg.Threads)
 	stop := make(chan struct{})
+	sendCtx, cancelSend := context.WithCancel(context.Background())
+	defer cancelSend()
 	var stopping atomic.Bool
 	failed := make(chan struct{}, cfg.Threads) // a worker's error stops the others
 	start := time.Now()
@@ -408,6 +461,9 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 		w.rate = share(cfg.Rate, cfg.Threads, i)
 		w.batch = batchSize(cfg, w.rate)
 		if cfg.Count > 0 && w.count == 0 {
+			if relayed {
+				senders[i].close()
+			}
 			continue // fewer frames than threads
 		}
 		w.running.Store(true)
@@ -416,7 +472,12 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 			defer wg.Done()
 			defer w.running.Store(false)
 			defer func() { w.took.Store(int64(time.Since(start))) }()
-			if w.err = w.run(prog, frame, ns, start, stop, &stopping); w.err != nil {
+			if relayed {
+				w.err = w.runRelayed(sendCtx, prog, senders[i])
+			} else {
+				w.err = w.run(prog, frame, ns, start, stop, &stopping)
+			}
+			if w.err != nil {
 				failed <- struct{}{}
 			}
 		}()
@@ -425,7 +486,7 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 	go func() { wg.Wait(); close(done) }()
 
 	snapshot := func() Stats {
-		s := Stats{Duration: time.Since(start), PerThread: make([]ThreadStats, len(workers))}
+		s := Stats{Method: method, Duration: time.Since(start), PerThread: make([]ThreadStats, len(workers)), Skipped: prog.skipped.Load()}
 		counts, skipped, _ := prog.state()
 		for i := range workers {
 			n := workers[i].sent.Load()
@@ -471,14 +532,14 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 			}
 		case <-ctxDone:
 			ctxDone, deadline = nil, nil
-			kick = stopWorkers(workers, stop, &stopping)
+			kick = stopWorkers(workers, stop, &stopping, cancelSend)
 		case <-deadline:
 			ctxDone, deadline = nil, nil
-			kick = stopWorkers(workers, stop, &stopping)
+			kick = stopWorkers(workers, stop, &stopping, cancelSend)
 		case <-failed:
 			if !stopping.Load() {
 				ctxDone, deadline = nil, nil
-				kick = stopWorkers(workers, stop, &stopping)
+				kick = stopWorkers(workers, stop, &stopping, cancelSend)
 			}
 		case <-kick:
 			// A signal sent just before a worker entered the kernel
@@ -497,9 +558,10 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 
 // stopWorkers tells the workers to stop and interrupts their runs; the
 // returned channel ticks for repeating the interruption.
-func stopWorkers(workers []worker, stop chan struct{}, stopping *atomic.Bool) <-chan time.Time {
+func stopWorkers(workers []worker, stop chan struct{}, stopping *atomic.Bool, cancel context.CancelFunc) <-chan time.Time {
 	stopping.Store(true)
 	close(stop)
+	cancel()
 	signalWorkers(workers)
 	return time.Tick(5 * time.Millisecond)
 }
@@ -538,6 +600,9 @@ func xmitCounters(name string) (netdev.VethQueue, bool) {
 // program is the loaded generator program.
 type program struct {
 	objs bpf.GenObjects
+	// skipped counts the frames the relay's senders owed their pacing
+	// and did not send (the live program counts its own in its state).
+	skipped atomic.Uint64
 }
 
 func (p *program) Close() error { return p.objs.Close() }
@@ -582,6 +647,13 @@ func batchSize(cfg Config, rate uint64) uint32 {
 
 // nsPerFrame is the gap between frames on each CPU that keeps the total at
 // or under cfg.Rate, 0 without a rate.
+func nsPerFrameOf(cfg Config, relay bool) uint64 {
+	if relay {
+		return 0 // the senders pace: the relay must not wait in NAPI
+	}
+	return nsPerFrame(cfg)
+}
+
 func nsPerFrame(cfg Config) uint64 {
 	if cfg.Rate == 0 {
 		return 0
@@ -590,7 +662,7 @@ func nsPerFrame(cfg Config) uint64 {
 	return (uint64(time.Second)*uint64(cfg.Threads) + cfg.Rate - 1) / cfg.Rate
 }
 
-func load(cfg Config) (*program, error) {
+func load(cfg Config, relay bool) (*program, error) {
 	spec, err := bpf.LoadGen()
 	if err != nil {
 		return nil, fmt.Errorf("gen: load program spec: %w", err)
@@ -610,8 +682,9 @@ func load(cfg Config) (*program, error) {
 		set(bpf.GenVarPortMin, cfg.Frame.DstPort),
 		set(bpf.GenVarPortCount, uint16(cfg.Ports)),
 		set(bpf.GenVarUdpOff, uint16(cfg.Frame.L4Offset())),
-		set(bpf.GenVarNsPerFrame, nsPerFrame(cfg)),
+		set(bpf.GenVarRelay, boolByte(relay)),
 		set(bpf.GenVarStamp, boolByte(cfg.Stamp)),
+		set(bpf.GenVarNsPerFrame, nsPerFrameOf(cfg, relay)),
 		set(bpf.GenVarSeqStride, uint32(cfg.Threads)),
 	} {
 		if err != nil {

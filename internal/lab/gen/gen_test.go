@@ -38,7 +38,7 @@ func TestValidate(t *testing.T) {
 		{"valid", func(*Config) {}, "", ""},
 		{"ifindex", func(c *Config) { c.Ifindex = 0 }, "Ifindex", "not an interface index"},
 		{"size", func(c *Config) { c.Frame.Size = 20 }, "Frame.Size", "60..65549"},
-		{"jumbo", func(c *Config) { c.Frame.Size = 9000 }, "Frame.Size", "live frames take at most"},
+		{"jumbo", func(c *Config) { c.Frame.Size = 9000 }, "Frame.Size", "the generator's frames take at most"},
 		{"largest live frame", func(c *Config) { c.Frame.Size = MaxFrameSize() }, "", ""},
 		{"beyond the largest live frame", func(c *Config) { c.Frame.Size = MaxFrameSize() + 1 }, "Frame.Size", "the AF_XDP generator"},
 		{"dst mac", func(c *Config) { c.Frame.DstMAC = nil }, "Frame.DstMAC", "6-byte"},

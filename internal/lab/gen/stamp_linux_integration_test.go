@@ -58,7 +58,7 @@ func TestProgramStamps(t *testing.T) {
 			if _, err := packet.BuildStampedUDP(frame, cfg.Frame, packet.Stamp{RunID: cfg.RunID}); err != nil {
 				t.Fatal(err)
 			}
-			prog, err := load(cfg)
+			prog, err := load(cfg, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,69 +110,72 @@ func TestProgramStamps(t *testing.T) {
 	}
 }
 
-// TestRunStampsLiveFrames sends stamped frames for real (live frames) and
+// TestRunStampsLiveFrames sends stamped frames for real (each method) and
 // captures them on the DUT: the program's writes reach the wire, every
 // sequence number 0..n-1 arrives once, each thread's send times rise with
 // its sequence numbers, and every checksum verifies.
 func TestRunStampsLiveFrames(t *testing.T) {
-	privtest.Root(t)
-	online, err := cpuset.Online()
-	if err != nil {
-		t.Fatal(err)
-	}
-	threads := min(2, len(online))
-	p := newVethPair(t, threads)
-	p.attachDUT(t, 2) // XDP_PASS: frames reach the packet socket
-	const n = 3000
-	fd := p.capture(t, n+100)
-	cfg := p.config(n)
-	cfg.Rate = 20000 // paced, so the packet socket keeps up
-	cfg.Stamp, cfg.RunID = true, 0x5eed
-	cfg.Threads, cfg.CPUs = threads, online[:threads]
-	start := monotonicNS(t)
-	s := p.run(t, context.Background(), cfg)
-	end := monotonicNS(t)
-	if s.Sent != n {
-		t.Fatalf("Sent %d, want %d", s.Sent, n)
-	}
-	sent := make([]uint64, n) // send time by sequence number
-	buf := make([]byte, 2048)
-	got := 0
-	for deadline := time.Now().Add(2 * time.Second); got < n && time.Now().Before(deadline); {
-		m, _, _, _, err := unix.Recvmsg(fd, buf, nil, unix.MSG_DONTWAIT)
-		if err == unix.EAGAIN {
-			time.Sleep(10 * time.Millisecond)
-			continue
-		}
+	eachMethod(t, Methods, func(t *testing.T, m Method) {
+		privtest.Root(t)
+		online, err := cpuset.Online()
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, ok := packet.FindStamp(buf[:m])
-		if !ok {
-			continue // the stack's own frames
+		threads := min(2, len(online))
+		p := newVethPair(t, threads)
+		p.method = m
+		p.attachDUT(t, 2) // XDP_PASS: frames reach the packet socket
+		const n = 3000
+		fd := p.capture(t, n+100)
+		cfg := p.config(n)
+		cfg.Rate = 20000 // paced, so the packet socket keeps up
+		cfg.Stamp, cfg.RunID = true, 0x5eed
+		cfg.Threads, cfg.CPUs = threads, online[:threads]
+		start := monotonicNS(t)
+		s := p.run(t, context.Background(), cfg)
+		end := monotonicNS(t)
+		if s.Sent != n {
+			t.Fatalf("Sent %d, want %d", s.Sent, n)
 		}
-		if st.RunID != cfg.RunID || st.Seq >= n || sent[st.Seq] != 0 {
-			t.Fatalf("stamp %+v: wrong run, out of range or seen twice", st)
+		sent := make([]uint64, n) // send time by sequence number
+		buf := make([]byte, 2048)
+		got := 0
+		for deadline := time.Now().Add(2 * time.Second); got < n && time.Now().Before(deadline); {
+			m, _, _, _, err := unix.Recvmsg(fd, buf, nil, unix.MSG_DONTWAIT)
+			if err == unix.EAGAIN {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, ok := packet.FindStamp(buf[:m])
+			if !ok {
+				continue // the stack's own frames
+			}
+			if st.RunID != cfg.RunID || st.Seq >= n || sent[st.Seq] != 0 {
+				t.Fatalf("stamp %+v: wrong run, out of range or seen twice", st)
+			}
+			if st.TimeNS < start || st.TimeNS > end {
+				t.Fatalf("stamp %+v: time outside the run [%d, %d]", st, start, end)
+			}
+			sent[st.Seq] = st.TimeNS
+			checkUDP(t, buf[:m], false, got == 0)
+			got++
 		}
-		if st.TimeNS < start || st.TimeNS > end {
-			t.Fatalf("stamp %+v: time outside the run [%d, %d]", st, start, end)
+		if got != n {
+			t.Fatalf("captured %d stamped frames, want %d", got, n)
 		}
-		sent[st.Seq] = st.TimeNS
-		checkUDP(t, buf[:m], false, got == 0)
-		got++
-	}
-	if got != n {
-		t.Fatalf("captured %d stamped frames, want %d", got, n)
-	}
-	for i := range threads {
-		var stream []uint64
-		for seq := i; seq < n; seq += threads {
-			stream = append(stream, sent[seq])
+		for i := range threads {
+			var stream []uint64
+			for seq := i; seq < n; seq += threads {
+				stream = append(stream, sent[seq])
+			}
+			if !slices.IsSorted(stream) {
+				t.Errorf("thread %d: send times do not rise with sequence numbers", i)
+			}
 		}
-		if !slices.IsSorted(stream) {
-			t.Errorf("thread %d: send times do not rise with sequence numbers", i)
-		}
-	}
+	})
 }
 
 // TestProgramUnstampedLeavesFrame: without Stamp (and one port) the program
@@ -187,7 +190,7 @@ func TestProgramUnstampedLeavesFrame(t *testing.T) {
 	if _, err := packet.BuildUDP(frame, cfg.Frame); err != nil {
 		t.Fatal(err)
 	}
-	prog, err := load(cfg)
+	prog, err := load(cfg, false)
 	if err != nil {
 		t.Fatal(err)
 	}
