@@ -14,11 +14,13 @@ import (
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/lab/compare"
+	"github.com/xdpeng/xdpeng/internal/lab/gen"
 )
 
 func init() { addCommand(newCompareCmd()) }
 
 type compareFlags struct {
+	genMethod        string
 	iface            string
 	queues           string
 	paths            string
@@ -150,6 +152,7 @@ with the receiver threads.`,
 	fs.StringVar(&f.layout, "layout", "A", "test bed layout: A (DUT NAPI in softirq on the generator CPU) or B (threaded NAPI on the DUT CPU)")
 	fs.IntVar(&f.bedQueues, "bed-queues", 1, "test bed: queues per veth end")
 	fs.StringVar(&f.genCPUs, "gen-cpus", "", "test bed, two hosts: generator CPUs (default: the first CPU)")
+	fs.StringVar(&f.genMethod, "gen-method", "auto", "test bed, two hosts: how the generator sends: live, xsk, packet or auto (see xdpeng gen --help)")
 	fs.StringVar(&f.dutCPUs, "dut-cpus", "", "receiver CPUs (the DUT's with --dut), queue 0's receiver on the first, round-robin (default: the last CPU; with --dut, one per queue from the DUT's last CPU down)")
 	fs.BoolVar(&f.json, "json", false, "print JSON lines: a setup line, a row line per path, a summary line")
 	fs.BoolVar(&f.csv, "csv", false, "print CSV: a header and one line per path")
@@ -160,7 +163,7 @@ with the receiver threads.`,
 	secondsVarP(fs, &f.trial, "trial", "", compare.DefaultNDR.Trial, "with --ndr: length of each trial (seconds, or a duration like 500ms)")
 	fs.Float64Var(&f.resolution, "resolution", compare.DefaultNDR.Resolution*100, "with --ndr: stop when pass and fail are this percentage of the full-load rate apart")
 	fs.IntVar(&f.verify, "verify", compare.DefaultNDR.Verify, "with --ndr: `trials` at the answer, each of which must pass for it to stand")
-	fs.StringVar(&f.peers, "peers", "", "test bed: a directory to look for the peer tools (xdpsock, xdp-bench, xdp-trafficgen) in before PATH")
+	fs.StringVar(&f.peers, "peers", "", "test bed: a directory to look for the peer tools (xdpsock, xdp-bench, xdp-trafficgen, trafgen) in before PATH")
 	f.dut.register(fs)
 	return cmd
 }
@@ -169,7 +172,7 @@ with the receiver threads.`,
 func peerList() string {
 	var names []string
 	for _, p := range compare.AllPaths() {
-		if p.Needs == compare.Xdpsock || p.Needs == compare.XdpBench || p.Needs == compare.XdpTrafficgen {
+		if p.Needs == compare.Xdpsock || p.Needs == compare.XdpBench || p.Needs == compare.XdpTrafficgen || p.Needs == compare.Trafgen {
 			names = append(names, p.Name)
 		}
 	}
@@ -229,12 +232,17 @@ func (f *compareFlags) config(cmd *cobra.Command) (compare.Config, error) {
 		}
 	}
 	if !f.testbed && !remote {
-		for _, fl := range []string{"rate", "size", "gen-cpus"} {
+		for _, fl := range []string{"rate", "size", "gen-cpus", "gen-method"} {
 			if cmd.Flags().Changed(fl) {
 				return cfg, fmt.Errorf("--%s is for the generator: --testbed or --dut", fl)
 			}
 		}
 	}
+	m, err := gen.ParseMethod(f.genMethod)
+	if err != nil {
+		return cfg, fmt.Errorf("--gen-method: %w", err)
+	}
+	cfg.GenMethod = m
 	if f.peers != "" && !f.testbed {
 		return cfg, errors.New("--peers is for --testbed: the peer tools run on a test bed's DUT")
 	}
@@ -256,7 +264,6 @@ func (f *compareFlags) config(cmd *cobra.Command) (compare.Config, error) {
 			}
 		}
 	}
-	var err error
 	switch {
 	case f.paths != "":
 		if cmd.Flags().Changed("family") {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/lab/compare"
+	"github.com/xdpeng/xdpeng/internal/lab/gen"
 )
 
 func init() { addCommand(newLatencyCmd()) }
@@ -29,6 +30,7 @@ type latencyFlags struct {
 	layout           string
 	bedQueues        int
 	genCPUs, dutCPUs string
+	genMethod        string
 	queues           string
 	json             bool
 	quiet            bool
@@ -91,6 +93,7 @@ and xsk-fwd.`,
 	fs.StringVar(&f.layout, "layout", "A", "test bed layout: A (DUT NAPI in softirq on the generator CPU) or B (threaded NAPI on the DUT CPU)")
 	fs.IntVar(&f.bedQueues, "bed-queues", 1, "queues per veth end")
 	fs.StringVar(&f.genCPUs, "gen-cpus", "", "generator CPUs (default: the first CPU)")
+	fs.StringVar(&f.genMethod, "gen-method", "auto", "how the generator sends: live, xsk, packet or auto (see xdpeng gen --help)")
 	fs.StringVar(&f.dutCPUs, "dut-cpus", "", "receiver CPUs (the DUT's with --dut), queue 0's receiver on the first, round-robin (default: the last CPU)")
 	fs.StringVarP(&f.queues, "queues", "q", "", "with --dut: rx queues of the DUT's port for the AF_XDP paths (default: all)")
 	fs.BoolVar(&f.json, "json", false, "print JSON lines: a setup line, a row line per path and wait mode, a summary line")
@@ -172,6 +175,9 @@ func (f *latencyFlags) config(cmd *cobra.Command) (compare.LatencyConfig, error)
 	}
 	if cfg.GenCPUs, cfg.DUTCPUs, err = bedCPUs(f.genCPUs, f.dutCPUs); err != nil {
 		return cfg, err
+	}
+	if cfg.GenMethod, err = gen.ParseMethod(f.genMethod); err != nil {
+		return cfg, fmt.Errorf("--gen-method: %w", err)
 	}
 	cfg.Progress = progressLines(cmd, "latency", f.quiet)
 	if err := cfg.Check(); err != nil {

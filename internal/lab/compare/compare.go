@@ -51,6 +51,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -58,6 +59,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
+	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 )
 
@@ -92,6 +94,10 @@ type PathInfo struct {
 	// Remote says that the path runs on a DUT that is another host
 	// (Config.Remote): an xdpeng command does its job there.
 	Remote bool
+	// Generator says that the path measures another generator than
+	// xdpeng's (xdp-trafficgen, trafgen) into the xdp-drop receiver: its
+	// row never says whether xdpeng's generator bound the run.
+	Generator bool
 }
 
 // namedOnly are paths that, like those with PathInfo.Needs, run only when
@@ -100,21 +106,21 @@ var namedOnly = map[string]bool{"xsk-drop-busy-poll": true}
 
 // paths lists every path in the order tables show them.
 var paths = []PathInfo{
-	{"xdp-drop", Drop, "XDP_DROP in the driver (native XDP), counted by the program", false, "", true},
-	{"xdp-drop-generic", Drop, "XDP_DROP on the skb (generic XDP), counted by the program", false, "", true},
-	{"tc-drop", Drop, "tc ingress TC_ACT_SHOT (TCX), counted by the program", false, "", true},
-	{"xsk-drop", Drop, "xdpeng engine, DropHandler: AF_XDP rxdrop, counted by the engine", false, "", true},
+	{"xdp-drop", Drop, "XDP_DROP in the driver (native XDP), counted by the program", false, "", true, false},
+	{"xdp-drop-generic", Drop, "XDP_DROP on the skb (generic XDP), counted by the program", false, "", true, false},
+	{"tc-drop", Drop, "tc ingress TC_ACT_SHOT (TCX), counted by the program", false, "", true, false},
+	{"xsk-drop", Drop, "xdpeng engine, DropHandler: AF_XDP rxdrop, counted by the engine", false, "", true, false},
 	{Name: "xsk-drop-busy-poll", Family: Drop,
 		Doc: "xsk-drop with --busy-poll: SO_PREFER_BUSY_POLL, recvfrom runs the driver's NAPI (where the socket has no NAPI ID to poll, veth, the engine waits as adaptive and says so)"},
-	{"xdp-tx", Drop, "XDP_TX in the driver (native XDP): swap MACs, send back; received = frames that came back out to the generator side (test bed, two hosts) or the program's count (NIC)", false, "", true},
-	{"xsk-l2fwd", Drop, "xdpeng engine, L2FwdHandler: swap MACs, send back; received = frames that came back out to the generator side (test bed, two hosts) or the engine's tx completions (NIC)", false, "", true},
-	{"asavie-drop", Drop, "the same rxdrop on github.com/asavie/xdp v0.3.3, its default loop, 4096 frames, rings of 2048", false, "", false},
-	{"af-packet", Drop, "AF_PACKET TPACKET_V3 mmap ring, count each block's packets and release it", false, "", false},
-	{"bridge", Forward, "Linux bridge of dut0 and dut1, counted where frames come out (gen1)", true, "", false},
-	{"xdp-redirect", Forward, "XDP redirect dut0 -> dut1 through a DEVMAP (native), counted at gen1", true, "", true},
-	{"xdp-redirect-generic", Forward, "the same in generic XDP, counted at gen1", true, "", true},
-	{"xdp-redirect-multi", Forward, "XDP broadcast redirect (DEVMAP_HASH) dut0 -> dut1 and dut2, a copy counted at each of gen1 and gen2", true, "", true},
-	{"xsk-fwd", Forward, "xdpeng engine, fwd: AF_XDP dut0 -> dut1, the UMEM shared across the devices, counted at gen1", true, "", true},
+	{"xdp-tx", Drop, "XDP_TX in the driver (native XDP): swap MACs, send back; received = frames that came back out to the generator side (test bed, two hosts) or the program's count (NIC)", false, "", true, false},
+	{"xsk-l2fwd", Drop, "xdpeng engine, L2FwdHandler: swap MACs, send back; received = frames that came back out to the generator side (test bed, two hosts) or the engine's tx completions (NIC)", false, "", true, false},
+	{"asavie-drop", Drop, "the same rxdrop on github.com/asavie/xdp v0.3.3, its default loop, 4096 frames, rings of 2048", false, "", false, false},
+	{"af-packet", Drop, "AF_PACKET TPACKET_V3 mmap ring, count each block's packets and release it", false, "", false, false},
+	{"bridge", Forward, "Linux bridge of dut0 and dut1, counted where frames come out (gen1)", true, "", false, false},
+	{"xdp-redirect", Forward, "XDP redirect dut0 -> dut1 through a DEVMAP (native), counted at gen1", true, "", true, false},
+	{"xdp-redirect-generic", Forward, "the same in generic XDP, counted at gen1", true, "", true, false},
+	{"xdp-redirect-multi", Forward, "XDP broadcast redirect (DEVMAP_HASH) dut0 -> dut1 and dut2, a copy counted at each of gen1 and gen2", true, "", true, false},
+	{"xsk-fwd", Forward, "xdpeng engine, fwd: AF_XDP dut0 -> dut1, the UMEM shared across the devices, counted at gen1", true, "", true, false},
 	{Name: "dpdk-af-xdp", Family: Drop, Testbed: true, Needs: TestPMD,
 		Doc: "DPDK's AF_XDP driver (net_af_xdp), dpdk-testpmd rxonly, its default arguments; counted at the device: veth's XDP redirects on dut0"},
 	{Name: "dpdk-af-xdp-nobusy", Family: Drop, Testbed: true, Needs: TestPMD,
@@ -137,8 +143,10 @@ var paths = []PathInfo{
 		Doc: "xdp-bench xsk-drop -p: the same, waiting in poll()"},
 	{Name: "xdp-bench-xsk-tx", Family: Drop, Testbed: true, Needs: XdpBench,
 		Doc: "xdp-bench xsk-tx, its defaults: swap MACs, send back; counted where the frames come back (gen0)"},
-	{Name: "xdp-trafficgen-udp", Family: Drop, Testbed: true, Needs: XdpTrafficgen,
+	{Name: "xdp-trafficgen-udp", Family: Drop, Testbed: true, Needs: XdpTrafficgen, Generator: true,
 		Doc: "the generator under test: xdp-trafficgen udp on gen0, one thread, into xdp-drop's XDP_DROP on dut0 (beside xdp-drop, whose frames come from xdpeng's generator); sent counted at gen0's device"},
+	{Name: "trafgen-udp", Family: Drop, Testbed: true, Needs: Trafgen, Generator: true,
+		Doc: "the generator under test: netsniff-ng's trafgen on gen0, one process on CPU 0 (AF_PACKET, qdisc bypass), xdpeng's frame, into xdp-drop's XDP_DROP on dut0; sent counted at gen0 (tx_packets, tx_dropped)"},
 }
 
 // Paths returns the paths of a family, or all of them for "", that run
@@ -239,6 +247,9 @@ type Config struct {
 	Rate uint64
 	// FrameSize is the generated frame size in bytes (without FCS).
 	FrameSize int
+	// GenMethod is how the generator sends (gen.Method); gen.Auto, the
+	// zero value, takes the fastest the kernel grants. Run resolves it.
+	GenMethod gen.Method
 
 	// Testbed makes a test bed for the run and removes it afterwards.
 	Testbed bool
@@ -441,7 +452,10 @@ type Setup struct {
 	GenRPS    bool    `json:"gen_rps,omitempty"`
 	DurationS float64 `json:"duration_s"`
 	Rate      uint64  `json:"rate,omitempty"`
-	Kernel    string  `json:"kernel,omitempty"`
+	// GenMethod is the generator's method (gen.Method), where the run
+	// drove its own traffic.
+	GenMethod *gen.Method `json:"gen_method,omitempty"`
+	Kernel    string      `json:"kernel,omitempty"`
 	// CPUNote says what the CPU figures include.
 	CPUNote string `json:"cpu_note"`
 	// Env is the environment every row shares; each row's Env adds the
@@ -458,6 +472,12 @@ type Result struct {
 	// Unfinished are the paths a cancelled run did not finish, the one
 	// it was measuring first; nil when it ran to the end.
 	Unfinished []string `json:"unfinished,omitempty"`
+	// GeneratorBound, when set, says why Mpps ranks nothing: every
+	// measured row carried what the generator offered (Row.OfferBound;
+	// in layout A at about one rate), so its Mpps is the generator's and
+	// the paths are told apart by NsPerPacket, the receiving CPU's time
+	// per frame at that rate.
+	GeneratorBound string `json:"generator_bound,omitempty"`
 }
 
 // Interrupted reports whether the run was cancelled before its last path
@@ -497,6 +517,11 @@ type Row struct {
 	WindowPackets uint64  `json:"window_packets"`
 	// CountedAt says where Received is counted.
 	CountedAt string `json:"counted_at"`
+	// OfferBound says the path carried what the generator offered, all
+	// but at most OfferBoundLoss of it (OfferBoundIdleLoss where no
+	// receiver CPU was saturated): its Mpps is the generator's rate, a
+	// lower bound of what the path takes, not its limit.
+	OfferBound bool `json:"offer_bound,omitempty"`
 	// NDRMpps is the highest rate that lost no frame in a trial of the
 	// NDR search (NDR.RatePPS), PDRMpps the highest within the PDR
 	// search's loss limit; both only with Config.NDR, and only when the
@@ -600,11 +625,89 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		}
 		res.Rows = append(res.Rows, row)
 	}
+	markOfferBound(&res)
 	if traced(res.Rows) {
 		res.Notes = append(res.Notes, "xdp_redirect_err_*, xdp_exception_*, xdp_devmap_xmit_*: losses of the DUT's receiving device by errno or action, "+
 			"from the xdp tracepoints (xdpeng's -e); veth counts a failed redirect or XDP_TX in native mode as an rx drop too, so veth_rx_drops lists only the rest")
 	}
 	return res, nil
+}
+
+// OfferBoundLoss is the share of the frames sent that a path may lose and
+// still count as having carried all it was offered (Row.OfferBound).
+const OfferBoundLoss = 0.01
+
+// OfferBoundIdleLoss is the share of the frames sent that a path whose
+// receiver CPUs were never saturated (all below DUTBusy) may lose and still
+// count as having carried what it was offered: the frames a burst lost
+// while the DUT had time to spare.
+const OfferBoundIdleLoss = 0.05
+
+// DUTBusy is the busy share of a receiver CPU, in percent, from which it
+// counts as saturated.
+const DUTBusy = 90.0
+
+// dutIdle reports whether none of the row's receiver CPUs (role "dut",
+// not one shared with the generator) was saturated.
+func dutIdle(row *Row) bool {
+	seen := false
+	for _, u := range row.CPU {
+		if u.Role != "dut" {
+			continue
+		}
+		seen = true
+		if u.Busy >= DUTBusy {
+			return false
+		}
+	}
+	return seen
+}
+
+// GeneratorBoundSpread is how far apart, as a share of the lowest, the
+// rows' Mpps may be in layout A for a run whose every row is offer-bound
+// to be generator-bound (Result.GeneratorBound).
+const GeneratorBoundSpread = 0.1
+
+// markOfferBound sets each measured row's OfferBound and, when every
+// measured row is bound so (in layout A also at rates within
+// GeneratorBoundSpread of each other), the result's GeneratorBound; a row
+// of another generator (PathInfo.Generator) is neither.
+func markOfferBound(res *Result) {
+	if !res.Setup.generated() {
+		return
+	}
+	measured, bound := 0, 0
+	lo, hi := math.Inf(1), 0.0
+	for i := range res.Rows {
+		row := &res.Rows[i]
+		want := row.Sent * uint64(max(row.Copies, 1))
+		if info, _ := LookupPath(row.Path); info.Generator || row.Error != "" || want == 0 || row.WindowPackets == 0 {
+			continue
+		}
+		measured++
+		lost := float64(row.Dropped) / float64(want)
+		row.OfferBound = lost <= OfferBoundLoss || lost <= OfferBoundIdleLoss && dutIdle(row)
+		if row.OfferBound {
+			bound++
+			lo, hi = min(lo, row.Mpps), max(hi, row.Mpps)
+		}
+	}
+	// In layout A the DUT's softirq shares the generator's CPU, so the
+	// offer follows the path: rows that each took all they were offered
+	// at rates far apart were bound by the paths, not the generator.
+	if measured < 2 || bound < measured || res.Setup.Layout == LayoutA && hi > (1+GeneratorBoundSpread)*lo {
+		return
+	}
+	method := ""
+	if m := res.Setup.GenMethod; m != nil {
+		method = ", method " + m.String()
+	}
+	offer := fmt.Sprintf("the generator's full rate (%.2f-%.2f Mpps%s)", lo, hi, method)
+	if res.Setup.Rate > 0 {
+		offer = fmt.Sprintf("the offered rate (%s)", offered(res.Setup.Rate))
+	}
+	res.GeneratorBound = fmt.Sprintf("every path carried %s, with at most %.0f%% lost (%.0f%% where the receiving CPU had time to spare): "+
+		"Mpps is the generator's, not the paths'; ns/pkt, the receiving CPU's time per frame at that rate, ranks them", offer, OfferBoundLoss*100, OfferBoundIdleLoss*100)
 }
 
 // prepare opens the place the paths of cfg run in (cfg.Bed, a test bed it
@@ -613,6 +716,18 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 // prepare fails; it is a no-op when there is nothing to remove.
 func prepare(ctx context.Context, cfg *Config, setup *Setup) (e *env, done func() error, err error) {
 	done = func() error { return nil }
+	if cfg.Remote != nil || cfg.Bed != nil || cfg.Testbed {
+		// One probe up front: every row is sent the same way.
+		m, err := gen.ChooseMethod(cfg.GenMethod)
+		if err != nil {
+			return nil, done, fmt.Errorf("compare: generator: %w", err)
+		}
+		if cfg.GenMethod == gen.Auto && m != gen.Live {
+			cfg.progress("generator: %v; sending with method %s (%s)", gen.ProbeLiveFrames(), m, m.Describe())
+		}
+		cfg.GenMethod = m
+		setup.GenMethod = &m
+	}
 	switch {
 	case cfg.Remote != nil:
 		if e, err = remoteEnv(ctx, cfg); err != nil {
@@ -703,9 +818,17 @@ func cpuNote(cfg *Config) string {
 	if len(cfg.GenCPUs) > 0 {
 		rest = "the generator CPU " + cpuset.Format(cfg.GenCPUs)
 	}
+	relayed := cfg.GenMethod.Relayed()
+	relay := ""
+	switch {
+	case relayed && cfg.Layout == LayoutB:
+		rest = "the other CPUs but the generator's (" + cpuset.Format(cfg.GenCPUs) + "), whose softirq runs the generator's own veth relay (gen --method " + cfg.GenMethod.String() + ")"
+	case relayed:
+		relay = "; the generator's veth relay (gen --method " + cfg.GenMethod.String() + ") runs in that softirq too, so every row carries its share"
+	}
 	return fmt.Sprintf("CPU per packet = all busy time (user+system+irq+softirq) of receiver CPU %s + irq+softirq of %s "+
-		"(where veth runs the DUT's NAPI in layout A; forwarding paths include the XDP counter on the egress peer), "+
+		"(where veth runs the DUT's NAPI in layout A; forwarding paths include the XDP counter on the egress peer)%s, "+
 		"from /proc/stat over the measurement window, divided by the frames received in it; "+
 		"tick-sampled at CONFIG_HZ, idle-polling threads count as busy",
-		cpuset.Format(cfg.DUTCPUs), rest)
+		cpuset.Format(cfg.DUTCPUs), rest, relay)
 }

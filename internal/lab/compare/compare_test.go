@@ -124,7 +124,7 @@ intr 1 2 3
 		// The receiver CPU: 40 user + 20 system + 40 idle.
 		1: {User: 90, System: 70, Idle: 440},
 	}
-	ns, use := receiverCPU(before, after, []int{1}, []int{0})
+	ns, use := receiverCPU(before, after, []int{1}, []int{0}, false)
 	// softirq of CPU 0 (30) + busy of CPU 1 (60) = 90 ticks of 10 ms.
 	if want := 90 * 1e7; ns != want {
 		t.Errorf("receiver CPU = %v ns, want %v", ns, want)
@@ -134,6 +134,10 @@ intr 1 2 3
 	}
 	if use[0].Busy != 90 || use[0].SoftIRQ != 30 || use[1].Busy != 60 {
 		t.Errorf("percentages: %+v", use)
+	}
+	// A relayed generator in layout B: CPU 0's softirq is its relay's.
+	if ns, _ := receiverCPU(before, after, []int{1}, []int{0}, true); ns != 60*1e7 {
+		t.Errorf("receiver CPU without the generator CPU = %v ns, want %v", ns, 60*1e7)
 	}
 }
 
@@ -334,4 +338,123 @@ func checkNoWrapped(t *testing.T, b []byte) {
 		}
 	}
 	walk("", v)
+}
+
+// TestGeneratorBound: a path that lost at most OfferBoundLoss of what was
+// sent is bound by the offer; when every measured row is, at about one
+// rate, the table leads with ns/pkt, says so first, and the chart draws
+// ns/pkt. One row that lost more (xsk-drop's 10%) leaves the table as it
+// is, with the bound rows' Mpps starred in layout B (not in A, where the
+// offer follows the path); rates far apart are bound by the paths.
+func TestGeneratorBound(t *testing.T) {
+	r := sampleResult()
+	r.Setup.Layout = LayoutB
+	markOfferBound(r)
+	if !r.Rows[0].OfferBound || r.Rows[1].OfferBound || r.GeneratorBound != "" {
+		t.Fatalf("offer bound %v %v, generator bound %q; want true false \"\"", r.Rows[0].OfferBound, r.Rows[1].OfferBound, r.GeneratorBound)
+	}
+	var b bytes.Buffer
+	WriteTable(&b, r)
+	WriteChart(&b, r)
+	out := b.String()
+	for _, want := range []string{"5.500*", "Mpps*: the path carried all", "Mpps received"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "GENERATOR-BOUND") {
+		t.Errorf("table says generator-bound with a row that lost 10%%:\n%s", out)
+	}
+
+	r = sampleResult()
+	markOfferBound(r)
+	b.Reset()
+	WriteTable(&b, r)
+	if strings.Contains(b.String(), "5.500*") {
+		t.Errorf("a star in layout A:\n%s", b.String())
+	}
+
+	// Both rows carry all but 1%, at rates far apart: in layout A bound
+	// by the paths, in B by the generator.
+	r = sampleResult()
+	r.Rows[1].Received, r.Rows[1].Dropped = 99, 1
+	markOfferBound(r)
+	if !r.Rows[1].OfferBound || r.GeneratorBound != "" {
+		t.Fatalf("layout A: offer bound %v, generator bound %q; want true and none (5.5 and 3 Mpps)", r.Rows[1].OfferBound, r.GeneratorBound)
+	}
+	r.Setup.Layout = LayoutB
+	markOfferBound(r)
+	if r.GeneratorBound == "" {
+		t.Fatal("layout B, every row offer-bound: not generator-bound")
+	}
+
+	// ... at about one rate: generator-bound.
+	r = sampleResult()
+	r.Rows[1].Received, r.Rows[1].Dropped, r.Rows[1].Mpps = 99, 1, 5.1
+	m := gen.XSK
+	r.Setup.GenMethod = &m
+	markOfferBound(r)
+	if !r.Rows[1].OfferBound || !strings.Contains(r.GeneratorBound, "5.10-5.50 Mpps, method xsk") {
+		t.Fatalf("offer bound %v, generator bound %q", r.Rows[1].OfferBound, r.GeneratorBound)
+	}
+	b.Reset()
+	WriteTable(&b, r)
+	WriteChart(&b, r)
+	out = b.String()
+	for _, want := range []string{"GENERATOR-BOUND: every path carried", "ns per frame on the receiving CPU"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	header := false
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "path ") {
+			header = true
+			if i, j := strings.Index(l, "ns/pkt"), strings.Index(l, "Mpps"); i < 0 || j < 0 || i > j {
+				t.Errorf("ns/pkt does not lead the table: %q", l)
+			}
+		}
+	}
+	if !header {
+		t.Errorf("no header line:\n%s", out)
+	}
+	if strings.Contains(out, "*") {
+		t.Errorf("rows starred in a generator-bound table:\n%s", out)
+	}
+	b.Reset()
+	if err := WriteJSON(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"generator_bound":"every path carried`) || !strings.Contains(b.String(), `"offer_bound":true`) {
+		t.Errorf("JSON lacks generator_bound or offer_bound:\n%s", b.String())
+	}
+
+	// 3% lost: bound where the receiver CPU had time to spare, not where
+	// it was saturated.
+	for _, tc := range []struct {
+		busy  float64
+		bound bool
+	}{{50, true}, {95, false}} {
+		r := sampleResult()
+		r.Rows[1].Received, r.Rows[1].Dropped = 97, 3
+		r.Rows[1].CPU = []CPUUse{{CPU: 0, Role: "gen", Busy: 100}, {CPU: 1, Role: "dut", Busy: tc.busy}}
+		markOfferBound(r)
+		if r.Rows[1].OfferBound != tc.bound {
+			t.Errorf("3%% lost, receiver CPU %.0f%% busy: offer bound %v, want %v", tc.busy, r.Rows[1].OfferBound, tc.bound)
+		}
+	}
+
+	// An offered rate is named as such; a run on an interface has no
+	// offer to be bound by.
+	r.Setup.Rate = 100000
+	markOfferBound(r)
+	if !strings.Contains(r.GeneratorBound, "the offered rate (100000 pps)") {
+		t.Errorf("generator bound %q", r.GeneratorBound)
+	}
+	r = sampleResult()
+	r.Setup.Mode = "interface"
+	markOfferBound(r)
+	if r.Rows[0].OfferBound || r.GeneratorBound != "" {
+		t.Errorf("interface run: offer bound %v, generator bound %q", r.Rows[0].OfferBound, r.GeneratorBound)
+	}
 }

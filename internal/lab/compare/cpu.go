@@ -32,8 +32,10 @@ type CPUUse struct {
 // on a veth the DUT's NAPI runs in softirq on the CPU that sent the frame,
 // the generator's. /proc/stat keeps softirq ticks apart from the system
 // time of the task they interrupted, so the generator's own work (system
-// time in BPF_PROG_TEST_RUN) is not counted.
-func receiverCPU(before, after cpuStat, dutCPUs, genCPUs []int) (ns float64, use []CPUUse) {
+// time in BPF_PROG_TEST_RUN) is not counted. With skipGen nothing of a
+// generator CPU that is no receiver CPU counts: a relayed generator runs
+// its relay's NAPI in softirq there, which is its own work.
+func receiverCPU(before, after cpuStat, dutCPUs, genCPUs []int, skipGen bool) (ns float64, use []CPUUse) {
 	cpus := make([]int, 0, len(after))
 	for c := range after {
 		cpus = append(cpus, c)
@@ -43,8 +45,11 @@ func receiverCPU(before, after cpuStat, dutCPUs, genCPUs []int) (ns float64, use
 		d := after[c].Sub(before[c])
 		dut, gen := slices.Contains(dutCPUs, c), slices.Contains(genCPUs, c)
 		ticks := d.IRQ + d.SoftIRQ
-		if dut && !gen {
+		switch {
+		case dut && !gen:
 			ticks = d.Busy()
+		case gen && !dut && skipGen:
+			ticks = 0
 		}
 		ns += float64(ticks) * 1e9 / cpustat.UserHZ
 		sh := cpustat.ShareOf(c, d)

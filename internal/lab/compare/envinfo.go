@@ -7,6 +7,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
+	"github.com/xdpeng/xdpeng/internal/lab/gen"
 )
 
 // runEnv is the environment every row of a run shares: the machine's
@@ -23,7 +24,7 @@ func runEnv(cfg *Config, e *env) labenv.Env {
 		v.Layout = layoutText(cfg.Layout, e.bed.ThreadedNAPI, e.bed.DUTCPUs, cfg.GenCPUs)
 		v.CPUs = fmt.Sprintf("generator %s, receiver %s", cpuset.Format(cfg.GenCPUs), cpuset.Format(cfg.DUTCPUs))
 		v.FrameSize = cfg.FrameSize
-		v.Generator = generatorText(len(cfg.GenCPUs), cfg.Rate)
+		v.Generator = generatorText(cfg.GenMethod, len(cfg.GenCPUs), cfg.Rate)
 	} else {
 		v.Layout = "interface: whatever traffic arrives"
 		v.CPUs = "receiver " + cpuset.Format(cfg.DUTCPUs)
@@ -40,8 +41,17 @@ func layoutText(l Layout, threaded bool, dutCPUs, genCPUs []int) string {
 }
 
 // generatorText says what sent the traffic.
-func generatorText(threads int, rate uint64) string {
-	s := fmt.Sprintf("xdpeng live frames (BPF_PROG_TEST_RUN), %d thread(s)", threads)
+func generatorText(m gen.Method, threads int, rate uint64) string {
+	var s string
+	switch m {
+	case gen.XSK:
+		s = "xdpeng gen --method xsk (AF_XDP into a veth relay, XDP redirect)"
+	case gen.Packet:
+		s = "xdpeng gen --method packet (AF_PACKET into a veth relay, XDP redirect)"
+	default:
+		s = "xdpeng live frames (BPF_PROG_TEST_RUN)"
+	}
+	s += fmt.Sprintf(", %d thread(s)", threads)
 	if rate == 0 {
 		return s + ", as fast as they go"
 	}

@@ -43,6 +43,10 @@ type env struct {
 	cpus     []int // the receiver thread of queues[i] runs on cpus[i]
 	dutCPUs  []int
 	genCPUs  []int
+	// relayOnGen says the generator CPUs' irq and softirq time is the
+	// generator's own (its veth relay's NAPI), not the DUT's: layout B,
+	// where the DUT's NAPI runs on its own CPU, with a relayed method.
+	relayOnGen bool
 	// peers is the directory the peer tools are looked for in first
 	// (Config.Peers).
 	peers string
@@ -125,7 +129,8 @@ func bedEnv(bed *testbed.Bed, cfg *Config) (*env, error) {
 		return nil, errNoDUTCPUs
 	}
 	e := &env{bed: bed, links: bed.Links, genNS: bed.GenNS, dutNS: bed.DUTNS, dut: bed.Links[0].DUT, dutIndex: bed.Links[0].DUTIndex,
-		dutCPUs: cfg.DUTCPUs, genCPUs: cfg.GenCPUs, peers: cfg.Peers}
+		dutCPUs: cfg.DUTCPUs, genCPUs: cfg.GenCPUs, peers: cfg.Peers,
+		relayOnGen: cfg.Layout == LayoutB && cfg.GenMethod.Relayed()}
 	for q := range bed.Queues {
 		e.queues = append(e.queues, q)
 	}
@@ -264,6 +269,7 @@ func (e *env) genConfig(f Family, cfg *Config) gen.Config {
 		Rate:     cfg.Rate,
 		Threads:  len(e.genCPUs),
 		CPUs:     e.genCPUs,
+		Method:   cfg.GenMethod,
 	}
 }
 
@@ -527,7 +533,7 @@ func (s *session) trial(ctx context.Context, gcfg *gen.Config, d time.Duration, 
 	row.WindowS = round3(secs)
 	row.WindowPackets = counter.Sub(b.received, a.received)
 	row.Mpps = round3(float64(row.WindowPackets) / secs / 1e6)
-	ns, use := receiverCPU(cpuA, cpuB, e.dutCPUs, e.statGenCPUs())
+	ns, use := receiverCPU(cpuA, cpuB, e.dutCPUs, e.statGenCPUs(), e.relayOnGen)
 	if row.WindowPackets > 0 {
 		row.NsPerPacket = round1(ns / float64(row.WindowPackets))
 	}

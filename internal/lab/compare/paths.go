@@ -78,8 +78,11 @@ func newRunner(name string, e *env, o pathOpts) (runner, error) {
 	case "dpdk-l2fwd-nobusy":
 		return &dpdkRunner{e: e, o: o, macswap: true, noBusy: true}, nil
 	}
-	if name == "xdp-trafficgen-udp" {
-		return &trafficgenRunner{kernRunner: kernRunner{e: e, o: o, action: kern.Drop, hook: kern.XDP}, name: name}, nil
+	switch name {
+	case "xdp-trafficgen-udp":
+		return &trafficgenRunner{kernRunner: kernRunner{e: e, o: o, action: kern.Drop, hook: kern.XDP}, name: name, tool: XdpTrafficgen}, nil
+	case "trafgen-udp":
+		return &trafficgenRunner{kernRunner: kernRunner{e: e, o: o, action: kern.Drop, hook: kern.XDP}, name: name, tool: Trafgen}, nil
 	}
 	if p, ok := peerPaths[name]; ok {
 		return &peerRunner{e: e, o: o, name: name, p: p}, nil

@@ -359,7 +359,11 @@ func (r *peerRunner) receiver() *latency.Receiver { return r.sink.receiver() }
 // thread of its own that lives as long as the tool (PR_SET_PDEATHSIG is
 // sent when that thread ends).
 type peerProc struct {
-	tool    string
+	tool string
+	// group starts the tool in a process group of its own and signals the
+	// group, as a terminal's Ctrl-C does: for a tool that forks its
+	// workers (trafgen), whose parent alone would not pass SIGINT on.
+	group   bool
 	cmd     *exec.Cmd
 	out     *lineTail
 	outDone chan struct{} // closed when the tool's output has been read to its end
@@ -392,7 +396,7 @@ func (p *peerProc) output() string {
 // cpu; out.ready is closed when a line with ready comes.
 func (p *peerProc) start(ns string, cpu int, bin string, args []string, ready string) error {
 	p.cmd = exec.Command(bin, args...)
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: p.group}
 	p.out = &lineTail{ready: make(chan struct{}), want: ready}
 	// A terminal, not a pipe, so that the tool's statistics come line by
 	// line (stdout to a pipe is block-buffered).
@@ -461,6 +465,15 @@ func (p *peerProc) start(ns string, cpu int, bin string, args []string, ready st
 // end sends SIGINT, then SIGKILL if the tool has not ended within
 // peerStopWait, and adds what it took to did. A tool that had already
 // ended is an error.
+// signal sends sig to the tool, or to its process group.
+func (p *peerProc) signal(sig syscall.Signal) {
+	if p.group {
+		syscall.Kill(-p.cmd.Process.Pid, sig)
+		return
+	}
+	p.cmd.Process.Signal(sig)
+}
+
 func (p *peerProc) end(did *[]string) error {
 	select {
 	case <-p.exited:
@@ -469,14 +482,14 @@ func (p *peerProc) end(did *[]string) error {
 	default:
 	}
 	t0 := time.Now()
-	p.cmd.Process.Signal(syscall.SIGINT)
+	p.signal(syscall.SIGINT)
 	select {
 	case <-p.exited:
 		*did = append(*did, fmt.Sprintf("%s ended on SIGINT in %.2fs", p.tool, time.Since(t0).Seconds()))
 		return nil
 	case <-time.After(peerStopWait):
 	}
-	p.cmd.Process.Kill()
+	p.signal(syscall.SIGKILL)
 	select {
 	case <-p.exited:
 		*did = append(*did, fmt.Sprintf("%s did not end within %v of SIGINT: SIGKILL", p.tool, peerStopWait))

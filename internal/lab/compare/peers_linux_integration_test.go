@@ -6,7 +6,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +18,11 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 	"github.com/xdpeng/xdpeng/internal/testutil/peerstest"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
 // peersDir is where the tests find the peer tools (peerstest.Dir).
@@ -232,6 +236,15 @@ func TestPeerPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if lf := gen.ProbeLiveFrames(); lf != nil {
+		// xdp-trafficgen sends live frames only: its row is left out
+		// with the kernel's answer, and the others run.
+		paths = paths[:len(paths)-1]
+		want := "xdp-trafficgen-udp skipped: " + XdpTrafficgen + " sends live frames only, and " + lf.Error()
+		if !slices.Contains(res.Notes, want) {
+			t.Errorf("notes %q: want %q", res.Notes, want)
+		}
+	}
 	if len(res.Rows) != len(paths) {
 		t.Fatalf("%d rows, notes %q: want %d", len(res.Rows), res.Notes, len(paths))
 	}
@@ -285,6 +298,46 @@ func TestRealPeerKilled(t *testing.T) {
 	t.Logf("program %d left after SIGKILL: %d; ended: %s", id, left, pr.ended())
 	if left == id && !strings.Contains(pr.ended(), fmt.Sprintf("XDP program id %d", id)) {
 		t.Errorf("ended() = %q; want it to say program %d was removed", pr.ended(), id)
+	}
+	checkClean(t, bed)
+}
+
+// TestTrafgenPath measures netsniff-ng's trafgen as the generator into
+// xdp-drop's XDP_DROP: the row closes (sent = received, nothing
+// unexplained), trafgen and the worker it forked end on SIGINT to its
+// process group, and its configuration file is removed.
+func TestTrafgenPath(t *testing.T) {
+	privtest.Root(t)
+	if _, err := findPeer(Trafgen, ""); err != nil {
+		privtest.Unsupported(t, "%v", err)
+	}
+	bed := testbedtest.New(t, 1, 1)
+	confs, _ := filepath.Glob(filepath.Join(os.TempDir(), "xdpeng-trafgen-*.cfg"))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Config{Bed: bed, Paths: []string{"xdp-drop", "trafgen-udp"}, Duration: time.Second, GenCPUs: []int{0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, ok := res.Row("trafgen-udp")
+	if !ok {
+		t.Fatalf("no trafgen-udp row; notes %q", res.Notes)
+	}
+	t.Logf("trafgen-udp %.3f Mpps sent %d received %d reasons %v; %s; %s", row.Mpps, row.Sent, row.Received, row.Reasons, row.Env.XDPMode, row.Cleanup)
+	if row.Error != "" || row.Received == 0 || row.Unexplained != 0 || row.Sent != row.Received+row.Dropped {
+		t.Errorf("trafgen-udp: error %q, sent %d, received %d, dropped %d, unexplained %d", row.Error, row.Sent, row.Received, row.Dropped, row.Unexplained)
+	}
+	if !strings.Contains(row.Cleanup, "trafgen ended on SIGINT") {
+		t.Errorf("cleanup %q: trafgen did not end on SIGINT", row.Cleanup)
+	}
+	if row.OfferBound || res.GeneratorBound != "" && strings.Contains(res.GeneratorBound, "trafgen") {
+		t.Errorf("trafgen's row is offer-bound (%v) or named in generator_bound %q: it is another generator", row.OfferBound, res.GeneratorBound)
+	}
+	if out, err := exec.Command("pgrep", "-x", Trafgen).Output(); err == nil {
+		t.Errorf("trafgen still running after the row: pids %s", out)
+	}
+	if now, _ := filepath.Glob(filepath.Join(os.TempDir(), "xdpeng-trafgen-*.cfg")); len(now) > len(confs) {
+		t.Errorf("configuration files left: %v (before: %v)", now, confs)
 	}
 	checkClean(t, bed)
 }

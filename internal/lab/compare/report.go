@@ -38,12 +38,20 @@ func WriteTable(w io.Writer, r *Result) {
 	fmt.Fprintln(w)
 	cpus := cpuColumns(r)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	bound := r.GeneratorBound != ""
+	if bound {
+		fmt.Fprintf(w, "GENERATOR-BOUND: %s.\n\n", r.GeneratorBound)
+	}
 	head := []string{fmt.Sprintf("%-20s", "path"), "Mpps", "ns/pkt"}
+	if bound {
+		head[1], head[2] = head[2], head[1]
+	}
 	for _, c := range cpus {
 		head = append(head, "cpu"+c.label)
 	}
 	head = append(head, "sent", "received", "dropped", "")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	starred := false
 	for _, row := range r.Rows {
 		cells := []string{fmt.Sprintf("%-20s", row.Path)}
 		if row.Error != "" {
@@ -55,7 +63,18 @@ func WriteTable(w io.Writer, r *Result) {
 			fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 			continue
 		}
-		cells = append(cells, fmt.Sprintf("%.3f", row.Mpps), nsCell(row))
+		mpps := fmt.Sprintf("%.3f", row.Mpps)
+		// In layout A the offer follows the path (the DUT's softirq
+		// shares the generator's CPU): no star there.
+		if row.OfferBound && !bound && s.Layout != LayoutA {
+			mpps += "*"
+			starred = true
+		}
+		if bound {
+			cells = append(cells, nsCell(row), mpps)
+		} else {
+			cells = append(cells, mpps, nsCell(row))
+		}
 		for _, c := range cpus {
 			cells = append(cells, fmt.Sprintf("%.1f%%", row.CPUPercent[c.key]))
 		}
@@ -92,6 +111,10 @@ func WriteTable(w io.Writer, r *Result) {
 		if row.CountedAt != "" {
 			fmt.Fprintf(w, "    %-20s %s\n", row.Path, row.CountedAt)
 		}
+	}
+	if starred {
+		fmt.Fprintf(w, "  Mpps*: the path carried all the generator offered (at most %.0f%% lost, %.0f%% where no receiver CPU was %.0f%% busy): the figure is the generator's rate, a lower bound of the path's.\n",
+			OfferBoundLoss*100, OfferBoundIdleLoss*100, DUTBusy)
 	}
 	fmt.Fprintf(w, "  XDP mode: %s.\n", xdpModes(r.Rows))
 	fmt.Fprintf(w, "  cpuN: busy %% of each CPU in the window (%s).\n", cpuRoles(cpus))
@@ -352,15 +375,24 @@ func reasonList(row Row, unexplained bool) string {
 const chartWidth = 48
 
 // WriteChart draws the Mpps column as horizontal bars, in eighths of a
-// character cell.
+// character cell; when the generator was the bound (GeneratorBound), the
+// ns/pkt column instead, which then tells the paths apart.
 func WriteChart(w io.Writer, r *Result) {
+	value, unit := func(row Row) float64 { return row.Mpps }, "Mpps received"
+	if r.GeneratorBound != "" {
+		value, unit = func(row Row) float64 { return row.NsPerPacket }, "ns per frame on the receiving CPU at the generator's rate (fewer is better)"
+	}
 	var top float64
 	for _, row := range r.Rows {
-		top = max(top, row.Mpps)
+		top = max(top, value(row))
 	}
-	fmt.Fprintln(w, "Mpps received")
+	fmt.Fprintln(w, unit)
 	for _, row := range r.Rows {
-		fmt.Fprintf(w, "  %-20s %s %.2f\n", row.Path, bar(row.Mpps, top, chartWidth), row.Mpps)
+		if row.Error != "" {
+			fmt.Fprintf(w, "  %-20s FAILED\n", row.Path)
+			continue
+		}
+		fmt.Fprintf(w, "  %-20s %s %.2f\n", row.Path, bar(value(row), top, chartWidth), value(row))
 	}
 }
 
@@ -395,6 +427,8 @@ type (
 		// are those that finished, Unfinished the rest.
 		Interrupted bool     `json:"interrupted"`
 		Unfinished  []string `json:"unfinished,omitempty"`
+		// GeneratorBound is Result.GeneratorBound.
+		GeneratorBound string `json:"generator_bound,omitempty"`
 	}
 )
 
@@ -421,7 +455,7 @@ func WriteJSON(w io.Writer, r *Result) error {
 	if failed == nil {
 		failed = []string{}
 	}
-	lines = append(lines, SummaryLine{Type: "summary", Paths: paths, Failed: failed, Notes: r.Notes, Interrupted: r.Interrupted(), Unfinished: r.Unfinished})
+	lines = append(lines, SummaryLine{Type: "summary", Paths: paths, Failed: failed, Notes: r.Notes, Interrupted: r.Interrupted(), Unfinished: r.Unfinished, GeneratorBound: r.GeneratorBound})
 	for _, l := range lines {
 		if err := enc.Encode(l); err != nil {
 			return fmt.Errorf("encode JSON: %w", err)
@@ -439,7 +473,7 @@ func WriteCSV(w io.Writer, r *Result) error {
 	for _, c := range cpus {
 		head = append(head, "cpu"+c.label+"_percent")
 	}
-	head = append(head, "drop_reasons", "window_s", "ndr_mpps", "pdr_mpps", "trials", "error")
+	head = append(head, "drop_reasons", "window_s", "ndr_mpps", "pdr_mpps", "trials", "offer_bound", "error")
 	if err := cw.Write(head); err != nil {
 		return fmt.Errorf("write CSV: %w", err)
 	}
@@ -454,7 +488,7 @@ func WriteCSV(w io.Writer, r *Result) error {
 		for _, k := range slices.Sorted(maps.Keys(row.Reasons)) {
 			reasons = append(reasons, fmt.Sprintf("%s=%d", k, row.Reasons[k]))
 		}
-		rec = append(rec, strings.Join(reasons, ";"), ftoa(row.WindowS), optional(row.NDRMpps), optional(row.PDRMpps), strconv.Itoa(row.Trials), row.Error)
+		rec = append(rec, strings.Join(reasons, ";"), ftoa(row.WindowS), optional(row.NDRMpps), optional(row.PDRMpps), strconv.Itoa(row.Trials), strconv.FormatBool(row.OfferBound), row.Error)
 		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("write CSV: %w", err)
 		}
