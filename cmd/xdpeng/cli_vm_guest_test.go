@@ -454,6 +454,7 @@ func TestGuestSelftestKilled(t *testing.T) {
 			}
 		})
 	}
+	steerToQueue0(t, g.rx)
 	p := startCmd(t, exec.Command(g.bin, "selftest", "-i", g.rx, "--peer", g.tx, "--modes", "skb", "--tests", "HW_SW_MIN_RING_SIZE"))
 	changed := false
 	for deadline := time.Now().Add(time.Minute); !changed && time.Now().Before(deadline) && !p.exited(); time.Sleep(10 * time.Millisecond) {
@@ -492,6 +493,47 @@ func TestGuestSelftestKilled(t *testing.T) {
 			break
 		}
 	}
+}
+
+// steerToQueue0 gives dev one channel until the test ends, as selftest's
+// frames must arrive at its queue 0. With two, in a 6.1 guest: virtio_net
+// draws its RSS hash key at random at each boot, so selftest's one flow
+// landed on queue 1 (other_queue); with the table steered to queue 0
+// (ethtool -X equal 1), queue 0 received a few thousand frames and then
+// none, while the host's tap counted every later frame as a TX drop (QEMU
+// 7.2 does RSS in software when it reports hashes, and stopped reading
+// that tap queue). With one channel the guest detaches the tap's other
+// queue, and both modes passed every test.
+func steerToQueue0(t *testing.T, dev string) {
+	t.Helper()
+	et, err := ethtool.NewEthtool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer et.Close()
+	ch, err := et.GetChannels(dev)
+	if err != nil {
+		t.Fatalf("ethtool -l %s: %v", dev, err)
+	}
+	if ch.CombinedCount <= 1 {
+		return
+	}
+	one := ch
+	one.CombinedCount = 1
+	if _, err := et.SetChannels(dev, one); err != nil {
+		t.Fatalf("ethtool -L %s combined 1: %v", dev, err)
+	}
+	t.Cleanup(func() {
+		et, err := ethtool.NewEthtool()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer et.Close()
+		if _, err := et.SetChannels(dev, ch); err != nil {
+			t.Errorf("put back %d channels on %s: %v", ch.CombinedCount, dev, err)
+		}
+	})
 }
 
 // guardPIDs are the processes started as selftest's guard.
@@ -576,6 +618,7 @@ func guestSelftest(t *testing.T, g *guest, modes, only []string, label string) {
 	// through proc.wait's limit of 30 s.
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
+	steerToQueue0(t, g.rx)
 	args := []string{"selftest", "-i", g.rx, "--peer", g.tx, "--modes", strings.Join(modes, ","), "--json"}
 	if only != nil {
 		args = append(args, "--tests", strings.Join(only, ","))

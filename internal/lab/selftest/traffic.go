@@ -536,7 +536,11 @@ wait:
 			var so []string
 			if f.prog != nil {
 				if c, err := f.prog.prog.Counts(); err == nil {
-					so = append(so, "the program: "+countsString(countsDelta(c, progBefore)))
+					d := countsDelta(c, progBefore)
+					so = append(so, "the program: "+countsString(d))
+					if d.OtherQueue > 0 {
+						fl.Check += otherQueueHint
+					}
 				}
 			}
 			if st, err := f.to.s.Statistics(); err == nil {
@@ -1452,6 +1456,10 @@ func checkGrown(b []byte, w rxWant, dst, src net.HardwareAddr) *mismatch {
 	return nil
 }
 
+// otherQueueHint explains a failure where test frames arrived on a queue
+// other than 0: the device's RSS put the test's flow elsewhere.
+const otherQueueHint = ": test frames arrived on other queues than 0 (steer them to queue 0: ethtool -X DEV equal 1, or ethtool -L DEV combined 1)"
+
 // waitCounts reads the program's counts until they are before+want.
 func waitCounts(st *steer, before, want bpf.SelftestCounts) error {
 	deadline := time.Now().Add(idleTimeout)
@@ -1467,7 +1475,7 @@ func waitCounts(st *steer, before, want bpf.SelftestCounts) error {
 		if time.Now().After(deadline) {
 			f := &Failure{Check: "steering program counts on " + st.end.Name, Expected: countsString(want), Got: countsString(d), Frame: -1}
 			if d.OtherQueue > 0 {
-				f.Check += ": test frames arrived on other queues than 0 (steer them to queue 0, e.g. ethtool -L DEV combined 1)"
+				f.Check += otherQueueHint
 			}
 			return f
 		}
