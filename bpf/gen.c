@@ -43,10 +43,16 @@ volatile const __u8 stamp = 0;
 volatile const __u32 seq_stride = 1;
 // If not zero, redirect through out[0] rather than to ifindex.
 volatile const __u8 relay = 0;
+// With relay, how many times each frame goes out: above 1 the kernel sends
+// a copy to each of out's first copies entries (all the device), a page
+// and a copy of the frame each, no skb.
+volatile const __u8 copies = 1;
+
+#define MAX_COPIES 64
 
 struct {
 	__uint(type, BPF_MAP_TYPE_DEVMAP);
-	__uint(max_entries, 1);
+	__uint(max_entries, MAX_COPIES);
 	__type(key, __u32);
 	__type(value, __u32);
 } out SEC(".maps");
@@ -58,6 +64,7 @@ struct gen_state {
 	__u32 pad;
 	__u64 seq;	// the next sequence number, with stamp
 	__u64 skipped;	// frames owed when pacing started afresh, not sent
+	__u64 limit;	// with copies: send no more than this many, 0 for no bound
 };
 
 // Per CPU: each sending thread is pinned to its own CPU, so the threads
@@ -181,6 +188,10 @@ int xdp_gen(struct xdp_md *ctx)
 	// program can.
 	if (stamp && write_stamp(ctx, st))
 		return XDP_ABORTED;
+	if (relay && copies > 1 && (!st->limit || st->sent + copies <= st->limit)) {
+		st->sent += copies;
+		return bpf_redirect_map(&out, 0, BPF_F_BROADCAST);
+	}
 	st->sent++;
 	if (relay)
 		return bpf_redirect_map(&out, 0, 0);

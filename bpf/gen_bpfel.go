@@ -21,6 +21,7 @@ type GenGenState struct {
 	Pad     uint32
 	Seq     uint64
 	Skipped uint64
+	Limit   uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -30,6 +31,7 @@ const (
 	GenMapOut        = "out"
 	GenMapState      = "state"
 	GenProgXdpGen    = "xdp_gen"
+	GenVarCopies     = "copies"
 	GenVarIfindex    = "ifindex"
 	GenVarNsPerFrame = "ns_per_frame"
 	GenVarPortCount  = "port_count"
@@ -97,6 +99,7 @@ type GenMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type GenVariableSpecs struct {
+	Copies     *ebpf.VariableSpec `ebpf:"copies"`
 	Ifindex    *ebpf.VariableSpec `ebpf:"ifindex"`
 	NsPerFrame *ebpf.VariableSpec `ebpf:"ns_per_frame"`
 	PortCount  *ebpf.VariableSpec `ebpf:"port_count"`
@@ -142,6 +145,7 @@ func (m *GenMaps) Close() error {
 //
 // It can be passed to LoadGenObjects or ebpf.CollectionSpec.LoadAndAssign.
 type GenVariables struct {
+	Copies     *ebpf.Variable `ebpf:"copies"`
 	Ifindex    *ebpf.Variable `ebpf:"ifindex"`
 	NsPerFrame *ebpf.Variable `ebpf:"ns_per_frame"`
 	PortCount  *ebpf.Variable `ebpf:"port_count"`

@@ -75,15 +75,18 @@ Scenarios (for CPUs 0 and 1):
           asavie-drop
   A-1500  as A with 1500-byte frames: xdp-drop, xsk-drop, dpdk-af-xdp-nobusy
   S       the senders without live frames, one thread on CPU 0 into XDP_DROP
-          (as A): xdp-drop with gen --method packet, trafgen-udp (netsniff-ng's
-          trafgen, where installed)
-  S-xsk   as S, xdp-drop with gen --method xsk, trafgen-udp
+          (as A): xdp-drop with gen --method packet (32 copies), trafgen-udp
+          (netsniff-ng's trafgen, where installed)
+  S-xsk   as S, xdp-drop with gen --method xsk (32 copies), trafgen-udp
+  S-1, S-xsk-1
+          as S and S-xsk with --copies 1: every frame made by the sender
   lat     as A, xdpeng latency at 100000 pps: xdp-tx, xsk-l2fwd (adaptive); the
           target is XDP_TX's median p50 delay below xsk-l2fwd's
 
 With --dut (see compare --help) the scenarios that are not test-bed layouts
-(A, L, A-1500, S, S-xsk, lat) run their paths that run there on the DUT, the generator
-here; B, B-full, L-rps, 1q, 2q, 4q and progbench (this host's CPU) are left out.
+(A, L, A-1500, S, S-xsk, S-1, S-xsk-1, lat) run their paths that run there on
+the DUT, the generator here; B, B-full, L-rps, 1q, 2q, 4q and progbench (this
+host's CPU) are left out.
 
 The peer paths (see compare --help) run each tool as its users do, counted at
 the device; each is ended with SIGINT, then SIGKILL after 5 s, and whatever XDP

@@ -21,6 +21,7 @@ func init() { addCommand(newCompareCmd()) }
 
 type compareFlags struct {
 	genMethod        string
+	genCopies        int
 	iface            string
 	queues           string
 	paths            string
@@ -153,6 +154,7 @@ with the receiver threads.`,
 	fs.IntVar(&f.bedQueues, "bed-queues", 1, "test bed: queues per veth end")
 	fs.StringVar(&f.genCPUs, "gen-cpus", "", "test bed, two hosts: generator CPUs (default: the first CPU)")
 	fs.StringVar(&f.genMethod, "gen-method", "auto", "test bed, two hosts: how the generator sends: live, xsk, packet or auto (see xdpeng gen --help)")
+	fs.IntVar(&f.genCopies, "gen-copies", 0, fmt.Sprintf("test bed, two hosts: with gen methods xsk and packet, the frames sent per frame made, 1-%d (see xdpeng gen --help; default %d)", gen.MaxCopies, gen.DefaultCopies))
 	fs.StringVar(&f.dutCPUs, "dut-cpus", "", "receiver CPUs (the DUT's with --dut), queue 0's receiver on the first, round-robin (default: the last CPU; with --dut, one per queue from the DUT's last CPU down)")
 	fs.BoolVar(&f.json, "json", false, "print JSON lines: a setup line, a row line per path, a summary line")
 	fs.BoolVar(&f.csv, "csv", false, "print CSV: a header and one line per path")
@@ -232,7 +234,7 @@ func (f *compareFlags) config(cmd *cobra.Command) (compare.Config, error) {
 		}
 	}
 	if !f.testbed && !remote {
-		for _, fl := range []string{"rate", "size", "gen-cpus", "gen-method"} {
+		for _, fl := range []string{"rate", "size", "gen-cpus", "gen-method", "gen-copies"} {
 			if cmd.Flags().Changed(fl) {
 				return cfg, fmt.Errorf("--%s is for the generator: --testbed or --dut", fl)
 			}
@@ -243,6 +245,10 @@ func (f *compareFlags) config(cmd *cobra.Command) (compare.Config, error) {
 		return cfg, fmt.Errorf("--gen-method: %w", err)
 	}
 	cfg.GenMethod = m
+	if f.genCopies < 0 || f.genCopies > gen.MaxCopies {
+		return cfg, fmt.Errorf("--gen-copies %d: use 1-%d", f.genCopies, gen.MaxCopies)
+	}
+	cfg.GenCopies = f.genCopies
 	if f.peers != "" && !f.testbed {
 		return cfg, errors.New("--peers is for --testbed: the peer tools run on a test bed's DUT")
 	}

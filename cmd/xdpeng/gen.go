@@ -48,6 +48,7 @@ type genFlags struct {
 	quiet            bool
 	xdpPass          string
 	method           string
+	copies           int
 	watch            watchFlags // --metrics (watch.go)
 }
 
@@ -57,6 +58,7 @@ var genFlagOf = map[string]string{
 	"Frame.Size": "--size", "Frame.VLAN": "-J/--vlan", "Frame.SrcMAC": "-H/--src-mac", "Frame.DstMAC": "-G/--dst-mac",
 	"Frame.SrcIP": "--src-ip", "Frame.DstIP": "--dst-ip", "Ports": "--ports", "Threads": "--threads",
 	"CPUs": "--cpus", "Rate": "--rate", "Duration": "--duration", "Interval": "--interval",
+	"Copies": "--copies",
 }
 
 func newGenCmd() *cobra.Command {
@@ -81,6 +83,13 @@ How the frames are made is --method:
           relay; needs no AF_XDP.
   auto    (default) live where the kernel grants it, else xsk, else packet:
           gen says which, and why, before it starts.
+
+With xsk and packet the relay sends each frame --copies times (32 unless
+told; up to 64): the kernel copies it (a devmap broadcast: a page and a copy
+of the frame each, no skb), which costs the sending CPU far less than a
+frame from the sender does, so the sender makes one frame in 32. The copies
+of a frame are alike (one destination port of --ports) and leave back to
+back; --copies 1 sends every frame as the sender made it.
 
 Every method counts the frames its program redirected to DEV (sent), paces
 to --rate and stops on --count or --duration.
@@ -129,6 +138,7 @@ many were lost before the driver (device down, peer without XDP).`,
 	fs.BoolVarP(&f.quiet, "quiet", "Q", false, "no progress lines: only the summary (and link changes)")
 	xdpPassFlag(fs, &f.xdpPass)
 	fs.StringVar(&f.method, "method", "auto", "how frames are made: live, xsk, packet or auto (see above)")
+	fs.IntVar(&f.copies, "copies", 0, fmt.Sprintf("xsk, packet: the relay sends each frame this many times, 1-%d (see above; default %d)", gen.MaxCopies, gen.DefaultCopies))
 	f.watch.registerMetrics(fs)
 	return cmd
 }
@@ -158,7 +168,7 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 	}
 	cfg := gen.Config{
 		Ports: f.ports, Count: f.count, Duration: f.duration, Rate: f.rate, Threads: f.threads, Interval: f.interval,
-		Frame: packet.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort}, Method: method,
+		Frame: packet.UDPConfig{SrcPort: f.srcPort, DstPort: f.dstPort}, Method: method, Copies: f.copies,
 	}
 	// The exact bounds depend on the frame (IPv6, VLAN) and are checked
 	// again by Validate; this catches the obvious before any lookup.
@@ -229,8 +239,8 @@ func runGen(cmd *cobra.Command, f *genFlags) error {
 		return err
 	}
 	if !f.json {
-		fmt.Fprintf(p.w, "gen %s (method %s): %d-byte frames (%d bytes + FCS), UDP %s:%d -> %s:%d (%s)%s, %d port(s), %d thread(s) on CPU %s, count %s, rate %s\n",
-			info.Name, cfg.Method, wireSize(cfg.Frame.Size), cfg.Frame.Size, cfg.Frame.SrcIP, cfg.Frame.SrcPort, cfg.Frame.DstIP, cfg.Frame.DstPort,
+		fmt.Fprintf(p.w, "gen %s (method %s%s): %d-byte frames (%d bytes + FCS), UDP %s:%d -> %s:%d (%s)%s, %d port(s), %d thread(s) on CPU %s, count %s, rate %s\n",
+			info.Name, cfg.Method, copiesText(cfg.CopiesFor(cfg.Method)), wireSize(cfg.Frame.Size), cfg.Frame.Size, cfg.Frame.SrcIP, cfg.Frame.SrcPort, cfg.Frame.DstIP, cfg.Frame.DstPort,
 			cfg.Frame.DstMAC, frameExtras(cfg.Frame), cfg.Ports, cfg.Threads, cpuset.Format(cfg.CPUs), orUnbounded(cfg.Count), orUnbounded(cfg.Rate))
 		obs.header(p.w)
 	}
@@ -411,6 +421,7 @@ type genSummaryJSON struct {
 	Type        string          `json:"type"`
 	Mode        string          `json:"mode"`
 	Method      gen.Method      `json:"method"`
+	Copies      int             `json:"copies"` // frames sent per frame the sender made
 	Interface   string          `json:"interface"`
 	FrameSize   int             `json:"frame_size"`  // with FCS, as --size
 	FrameBytes  int             `json:"frame_bytes"` // without: what tx_bytes counts
@@ -489,7 +500,7 @@ func (p *genPrinter) summary(s gen.Stats) {
 		pps = float64(s.Sent) / secs
 	}
 	if p.json {
-		out := genSummaryJSON{Type: "summary", Mode: "gen", Method: s.Method, Interface: p.iface, FrameSize: wireSize(p.size), FrameBytes: p.size,
+		out := genSummaryJSON{Type: "summary", Mode: "gen", Method: s.Method, Copies: s.Copies, Interface: p.iface, FrameSize: wireSize(p.size), FrameBytes: p.size,
 			TxPackets: s.Sent, TxBytes: s.Bytes, DurationS: secs, TxPPS: pps, PerThread: threads, XDPPass: p.xdpPass,
 			Rate: p.rate, RateNote: rateNote(p.rate, pps)}
 		if s.DeviceCounters {
@@ -499,8 +510,8 @@ func (p *genPrinter) summary(s gen.Stats) {
 		p.emit(out)
 		return
 	}
-	fmt.Fprintf(p.w, "sent %d %d-byte frames (%d bytes each without FCS, %d bytes) in %.3fs: %s, %s on the wire (method %s)\n",
-		s.Sent, wireSize(p.size), p.size, s.Bytes, secs, units.PPS(pps), units.BPS(pps*float64(units.WireBits(uint64(p.size)))), s.Method)
+	fmt.Fprintf(p.w, "sent %d %d-byte frames (%d bytes each without FCS, %d bytes) in %.3fs: %s, %s on the wire (method %s%s)\n",
+		s.Sent, wireSize(p.size), p.size, s.Bytes, secs, units.PPS(pps), units.BPS(pps*float64(units.WireBits(uint64(p.size)))), s.Method, copiesText(s.Copies))
 	for _, t := range threads {
 		fmt.Fprintf(p.w, "  cpu %d: %d frames in %.3fs, %s\n", t.CPU, t.TxPackets, t.DurationS, units.PPS(t.TxPPS))
 	}
@@ -553,4 +564,13 @@ func chooseGenMethod(w io.Writer, m gen.Method, jsonOut bool) (gen.Method, error
 		fmt.Fprintf(w, "xdpeng: gen: %v; sending with --method %s instead\n", gen.ProbeLiveFrames(), got)
 	}
 	return got, nil
+}
+
+// copiesText names the relay's copies of each frame, where it makes more
+// than one.
+func copiesText(n int) string {
+	if n > 1 {
+		return fmt.Sprintf(", %d copies", n)
+	}
+	return ""
 }

@@ -45,6 +45,9 @@ type Scenario struct {
 	// GenMethod is how xdpeng's generator sends (gen.Auto: what the
 	// kernel grants, fastest first).
 	GenMethod gen.Method `json:"gen_method"`
+	// GenCopies is the copies its relay makes of each frame
+	// (compare.Config.GenCopies: 0 chooses).
+	GenCopies int `json:"gen_copies,omitempty"`
 }
 
 // BRate is the offered rate of scenario B: below what every receiver there
@@ -106,11 +109,19 @@ func Scenarios() []Scenario {
 		{Name: "S", Layout: compare.LayoutA, Queues: 1, Size: 64,
 			Paths:   []string{"xdp-drop", "trafgen-udp"},
 			GenCPUs: []int{0}, DUTCPUs: []int{1}, GenMethod: gen.Packet,
-			Describe: "the senders without live frames, one thread on CPU 0 into XDP_DROP on dut0 (layout A: the DUT's softirq on CPU 0 too): xdpeng gen --method packet (AF_PACKET into its veth relay, so the DUT gets xdp_frames) against netsniff-ng's trafgen (AF_PACKET straight into gen0, so the DUT gets skbs)"},
+			Describe: "the senders without live frames, one thread on CPU 0 into XDP_DROP on dut0 (layout A: the DUT's softirq on CPU 0 too): xdpeng gen --method packet (AF_PACKET into its veth relay, which sends each frame 32 times, the kernel's copies, so the DUT gets xdp_frames) against netsniff-ng's trafgen (AF_PACKET straight into gen0, so the DUT gets skbs)"},
 		{Name: "S-xsk", Layout: compare.LayoutA, Queues: 1, Size: 64,
 			Paths:   []string{"xdp-drop", "trafgen-udp"},
 			GenCPUs: []int{0}, DUTCPUs: []int{1}, GenMethod: gen.XSK,
-			Describe: "as S, xdpeng gen --method xsk (AF_XDP copy-mode transmit into its veth relay)"},
+			Describe: "as S, xdpeng gen --method xsk (AF_XDP copy-mode transmit into its veth relay, 32 copies)"},
+		{Name: "S-1", Layout: compare.LayoutA, Queues: 1, Size: 64,
+			Paths:   []string{"xdp-drop", "trafgen-udp"},
+			GenCPUs: []int{0}, DUTCPUs: []int{1}, GenMethod: gen.Packet, GenCopies: 1,
+			Describe: "as S, one copy: every frame made by the sender, as trafgen's"},
+		{Name: "S-xsk-1", Layout: compare.LayoutA, Queues: 1, Size: 64,
+			Paths:   []string{"xdp-drop", "trafgen-udp"},
+			GenCPUs: []int{0}, DUTCPUs: []int{1}, GenMethod: gen.XSK, GenCopies: 1,
+			Describe: "as S-xsk, one copy: every frame made by the sender, as xdpsock -t's"},
 		{Name: "lat", Layout: compare.LayoutA, Queues: 1, Size: 64,
 			Paths:   []string{"xdp-tx", "xsk-l2fwd"},
 			GenCPUs: []int{0}, DUTCPUs: []int{1}, Latency: true, RatePPS: compare.DefaultLatencyRate,
@@ -133,6 +144,9 @@ func Scenarios() []Scenario {
 			}
 			if sc.GenMethod != gen.Auto {
 				sc.Command += " --gen-method " + sc.GenMethod.String()
+			}
+			if sc.GenCopies != 0 {
+				sc.Command += fmt.Sprintf(" --gen-copies %d", sc.GenCopies)
 			}
 		}
 	}
@@ -183,10 +197,10 @@ func onDUT(sc Scenario, r *compare.Remote) Scenario {
 // on the DUT of remote.
 func compareConfig(sc Scenario, cfg Config) compare.Config {
 	if cfg.Remote != nil {
-		return compare.Config{Paths: sc.Paths, Duration: cfg.Duration, FrameSize: sc.Size, Rate: sc.RatePPS, Remote: cfg.Remote, GenCPUs: sc.GenCPUs, GenMethod: sc.GenMethod}
+		return compare.Config{Paths: sc.Paths, Duration: cfg.Duration, FrameSize: sc.Size, Rate: sc.RatePPS, Remote: cfg.Remote, GenCPUs: sc.GenCPUs, GenMethod: sc.GenMethod, GenCopies: sc.GenCopies}
 	}
 	return compare.Config{Paths: sc.Paths, Duration: cfg.Duration, FrameSize: sc.Size, Testbed: true, Rate: sc.RatePPS,
-		Layout: sc.Layout, Queues: sc.Queues, GenCPUs: sc.GenCPUs, DUTCPUs: sc.DUTCPUs, GenRPS: sc.GenRPS, Peers: cfg.Peers, GenMethod: sc.GenMethod}
+		Layout: sc.Layout, Queues: sc.Queues, GenCPUs: sc.GenCPUs, DUTCPUs: sc.DUTCPUs, GenRPS: sc.GenRPS, Peers: cfg.Peers, GenMethod: sc.GenMethod, GenCopies: sc.GenCopies}
 }
 
 // PathResult is one path of one scenario over the runs.
@@ -611,9 +625,9 @@ func targets(r *Result) []Target {
 	ratio("generator: xdpeng's / xdp-trafficgen udp's, frames into XDP_DROP (B-full)", "B-full", "xdp-drop", "xdp-trafficgen-udp", 1.3,
 		peerRef+" (one thread each, on CPU 0)")
 	ratio("generator without live frames: xdpeng's AF_PACKET way / trafgen, frames into XDP_DROP (S)", "S", "xdp-drop", "trafgen-udp", 1.0,
-		"issue 34: trafgen 1.12-1.35 Mpps on this machine kind; xdpeng's frames cross its veth relay first, which trafgen's do not")
+		"issue 34: trafgen 1.12-1.35 Mpps on this machine kind; xdpeng's frames cross its veth relay first, which trafgen's do not, and the relay sends each 32 times (the kernel's copies: S-1 has one)")
 	ratio("generator without live frames: xdpeng's AF_XDP way / trafgen, frames into XDP_DROP (S-xsk)", "S-xsk", "xdp-drop", "trafgen-udp", 1.5,
-		"issue 34: >= 1.0x xdpsock -t, which measured 1.81-1.98 Mpps beside trafgen's 1.12-1.35 (about 1.5x) on this machine kind; bench does not run xdpsock -t, whose frames carry addresses outside the bed's 198.18.0.0/15, so trafgen, measured in this run, stands in at 1.5x; xdpeng's frames cross its veth relay first, xdpsock's and trafgen's do not")
+		"issue 34: >= 1.0x xdpsock -t, which measured 1.81-1.98 Mpps beside trafgen's 1.12-1.35 (about 1.5x) on this machine kind; bench does not run xdpsock -t, whose frames carry addresses outside the bed's 198.18.0.0/15, so trafgen, measured in this run, stands in at 1.5x; xdpeng's frames cross its veth relay first, xdpsock's and trafgen's do not, and the relay sends each 32 times (S-xsk-1 has one)")
 	if x, ok := mpps("2q", "xsk-drop"); ok {
 		ts = append(ts, Target{Name: "xsk-drop, 2 queues, one process", Value: x, Goal: 6.4, Unit: "Mpps", Met: x >= 6.4,
 			Measured: "median Mpps of xsk-drop in scenario 2q", Reference: "two xdpsock -p processes 6.40 Mpps"})

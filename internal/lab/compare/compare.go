@@ -250,6 +250,10 @@ type Config struct {
 	// GenMethod is how the generator sends (gen.Method); gen.Auto, the
 	// zero value, takes the fastest the kernel grants. Run resolves it.
 	GenMethod gen.Method
+	// GenCopies is, for the relayed methods, how many times the
+	// generator's relay sends each frame its sender makes
+	// (gen.Config.Copies); 0 chooses gen.DefaultCopies. Run resolves it.
+	GenCopies int
 
 	// Testbed makes a test bed for the run and removes it afterwards.
 	Testbed bool
@@ -455,7 +459,10 @@ type Setup struct {
 	// GenMethod is the generator's method (gen.Method), where the run
 	// drove its own traffic.
 	GenMethod *gen.Method `json:"gen_method,omitempty"`
-	Kernel    string      `json:"kernel,omitempty"`
+	// GenCopies is how many frames the generator sent for each its sender
+	// made (gen.Config.Copies), where the run made traffic.
+	GenCopies int    `json:"gen_copies,omitempty"`
+	Kernel    string `json:"kernel,omitempty"`
 	// CPUNote says what the CPU figures include.
 	CPUNote string `json:"cpu_note"`
 	// Env is the environment every row shares; each row's Env adds the
@@ -701,6 +708,9 @@ func markOfferBound(res *Result) {
 	method := ""
 	if m := res.Setup.GenMethod; m != nil {
 		method = ", method " + m.String()
+		if c := res.Setup.GenCopies; c > 1 {
+			method += fmt.Sprintf(", %d copies", c)
+		}
 	}
 	offer := fmt.Sprintf("the generator's full rate (%.2f-%.2f Mpps%s)", lo, hi, method)
 	if res.Setup.Rate > 0 {
@@ -727,6 +737,15 @@ func prepare(ctx context.Context, cfg *Config, setup *Setup) (e *env, done func(
 		}
 		cfg.GenMethod = m
 		setup.GenMethod = &m
+		switch {
+		case !m.Relayed() && cfg.GenCopies > 1:
+			return nil, done, fmt.Errorf("compare: generator: %d copies with method %s: copies are made by the relay of the xsk and packet methods", cfg.GenCopies, m)
+		case !m.Relayed():
+			cfg.GenCopies = 1
+		case cfg.GenCopies == 0:
+			cfg.GenCopies = gen.DefaultCopies
+		}
+		setup.GenCopies = cfg.GenCopies
 	}
 	switch {
 	case cfg.Remote != nil:

@@ -24,7 +24,7 @@ func runEnv(cfg *Config, e *env) labenv.Env {
 		v.Layout = layoutText(cfg.Layout, e.bed.ThreadedNAPI, e.bed.DUTCPUs, cfg.GenCPUs)
 		v.CPUs = fmt.Sprintf("generator %s, receiver %s", cpuset.Format(cfg.GenCPUs), cpuset.Format(cfg.DUTCPUs))
 		v.FrameSize = cfg.FrameSize
-		v.Generator = generatorText(cfg.GenMethod, len(cfg.GenCPUs), cfg.Rate)
+		v.Generator = generatorText(cfg.GenMethod, cfg.GenCopies, len(cfg.GenCPUs), cfg.Rate)
 	} else {
 		v.Layout = "interface: whatever traffic arrives"
 		v.CPUs = "receiver " + cpuset.Format(cfg.DUTCPUs)
@@ -41,13 +41,13 @@ func layoutText(l Layout, threaded bool, dutCPUs, genCPUs []int) string {
 }
 
 // generatorText says what sent the traffic.
-func generatorText(m gen.Method, threads int, rate uint64) string {
+func generatorText(m gen.Method, copies, threads int, rate uint64) string {
 	var s string
 	switch m {
 	case gen.XSK:
-		s = "xdpeng gen --method xsk (AF_XDP into a veth relay, XDP redirect)"
+		s = fmt.Sprintf("xdpeng gen --method xsk --copies %d (AF_XDP into a veth relay, XDP redirect, %d frames out per frame sent in)", copies, copies)
 	case gen.Packet:
-		s = "xdpeng gen --method packet (AF_PACKET into a veth relay, XDP redirect)"
+		s = fmt.Sprintf("xdpeng gen --method packet --copies %d (AF_PACKET into a veth relay, XDP redirect, %d frames out per frame sent in)", copies, copies)
 	default:
 		s = "xdpeng live frames (BPF_PROG_TEST_RUN)"
 	}

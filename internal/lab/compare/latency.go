@@ -289,7 +289,8 @@ func measureLatency(ctx context.Context, e *env, cfg *LatencyConfig, info PathIn
 	row.Receiver = fmt.Sprintf("%s on %s", map[sinkKind]string{xdpFrames: "xdp", skbFrames: "tc ingress"}[h.kind], e.links[h.link].Gen)
 
 	g := e.genConfig(info.Family, &cfg.Config)
-	g.Duration, g.Count, g.Stamp, g.RunID = 0, n, true, run
+	// One copy of each frame: each carries a sequence number of its own.
+	g.Duration, g.Count, g.Stamp, g.RunID, g.Copies = 0, n, true, run, 1
 	if _, err := s.trial(ctx, &g, cfg.Duration, &tr); err != nil {
 		return err
 	}

@@ -270,6 +270,7 @@ func (e *env) genConfig(f Family, cfg *Config) gen.Config {
 		Threads:  len(e.genCPUs),
 		CPUs:     e.genCPUs,
 		Method:   cfg.GenMethod,
+		Copies:   cfg.GenCopies,
 	}
 }
 

@@ -950,6 +950,6 @@ func remoteRunEnv(cfg *Config, e *env) labenv.Env {
 	v.Layout = fmt.Sprintf("two hosts: the generator here, the paths on the DUT %s (%s)", e.remote.cfg.Runner.Target, strings.Join(pairs, ", "))
 	v.CPUs = fmt.Sprintf("generator %s on the tester, receiver %s on the DUT", cpuset.Format(cfg.GenCPUs), cpuset.Format(cfg.DUTCPUs))
 	v.FrameSize = cfg.FrameSize
-	v.Generator = generatorText(cfg.GenMethod, len(cfg.GenCPUs), cfg.Rate) + ", on the tester (Linux " + kernelRelease() + ")"
+	v.Generator = generatorText(cfg.GenMethod, cfg.GenCopies, len(cfg.GenCPUs), cfg.Rate) + ", on the tester (Linux " + kernelRelease() + ")"
 	return v
 }

@@ -169,6 +169,35 @@ type Config struct {
 	// Method is how the frames are made and sent (see Method); Auto
 	// chooses the fastest the kernel grants.
 	Method Method
+	// Copies is, for the relayed methods (XSK, Packet), how many times
+	// the relay's program sends each frame it gets, 1..MaxCopies; 0
+	// chooses DefaultCopies, or 1 with Stamp. The kernel makes the copies
+	// (a devmap broadcast: a page and a copy of the frame each, no skb),
+	// so that a sender makes one frame in Copies: each copy costs the
+	// sending CPU a fraction of what a frame from the sender does. The
+	// copies of a frame are alike (one destination port of Ports) and
+	// leave back to back.
+	Copies int
+}
+
+// MaxCopies is the largest Config.Copies (the relay's devmap).
+const MaxCopies = 64
+
+// DefaultCopies is the Copies that 0 chooses for the relayed methods.
+const DefaultCopies = 32
+
+// CopiesFor is the number of frames a run of c with method m sends for
+// each frame its sender makes (Copies resolved).
+func (c *Config) CopiesFor(m Method) int {
+	switch {
+	case !m.Relayed():
+		return 1
+	case c.Copies > 0:
+		return c.Copies
+	case c.Stamp:
+		return 1
+	}
+	return DefaultCopies
 }
 
 // MaxStampCount is the largest Count of a stamped run: sequence numbers are
@@ -271,6 +300,17 @@ func (c *Config) Validate() error {
 	if c.Method < Auto || c.Method > Packet {
 		return &FieldError{"Method", fmt.Sprintf("%v: use one of %v", c.Method, methodNames)}
 	}
+	if c.Copies < 0 || c.Copies > MaxCopies {
+		return &FieldError{"Copies", fmt.Sprintf("%d: use 1..%d, or 0 to choose", c.Copies, MaxCopies)}
+	}
+	if c.Copies > 1 {
+		if c.Method == Live {
+			return copiesWithout(c.Copies, c.Method)
+		}
+		if c.Stamp {
+			return &FieldError{"Copies", fmt.Sprintf("%d copies of a stamped frame would share its sequence number: one copy with Stamp", c.Copies)}
+		}
+	}
 	if c.Batch < 0 || c.Batch > MaxBatch {
 		return &FieldError{"Batch", fmt.Sprintf("%d frames per flush: use 1..%d, or 0 to choose by rate", c.Batch, MaxBatch)}
 	}
@@ -306,6 +346,9 @@ type ThreadStats struct {
 type Stats struct {
 	// Method is the method the run used (Auto resolved).
 	Method Method
+	// Copies is how many frames went out for each frame the sender made
+	// (Config.Copies resolved; 1 with Live).
+	Copies int
 	// Sent is the number of frames the program ran on and redirected to
 	// the device: repetitions completed by BPF_PROG_TEST_RUN, or frames
 	// the relay's program redirected.
@@ -406,6 +449,10 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 		return Stats{Method: method}, err
 	}
 	relayed := method.Relayed()
+	if cfg.Copies > 1 && !relayed {
+		return Stats{Method: method}, copiesWithout(cfg.Copies, method)
+	}
+	cfg.Copies = cfg.CopiesFor(method)
 	prog, err := load(cfg, relayed)
 	if err != nil {
 		return Stats{Method: method}, err
@@ -415,8 +462,10 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 	if relayed {
 		// The devmap's entry is an ifindex of the namespace of the thread
 		// that writes it: this one's.
-		if err := prog.objs.Out.Put(uint32(0), uint32(cfg.Ifindex)); err != nil {
-			return Stats{Method: method}, fmt.Errorf("gen: relay: put %s in the program's devmap: %w", attrs.Name, err)
+		for k := range max(1, cfg.Copies) {
+			if err := prog.objs.Out.Put(uint32(k), uint32(cfg.Ifindex)); err != nil {
+				return Stats{Method: method}, fmt.Errorf("gen: relay: put %s in the program's devmap: %w", attrs.Name, err)
+			}
 		}
 		queues := cfg.Threads
 		for _, c := range cfg.CPUs {
@@ -431,9 +480,9 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 			var s sender
 			switch method {
 			case XSK:
-				s = &xskSender{r: r, cpu: cfg.CPUs[i], frame: frame, rate: share(cfg.Rate, cfg.Threads, i)}
+				s = &xskSender{r: r, cpu: cfg.CPUs[i], frame: frame, rate: senderRate(cfg, i)}
 			default:
-				if s, err = newPacketSender(r, cfg.CPUs[i], frame, share(cfg.Rate, cfg.Threads, i), &prog.skipped); err != nil {
+				if s, err = newPacketSender(r, cfg.CPUs[i], frame, senderRate(cfg, i), &prog.skipped); err != nil {
 					for _, o := range senders {
 						o.close()
 					}
@@ -444,6 +493,11 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 		}
 	}
 
+	if relayed && cfg.Copies > 1 && cfg.Count > 0 {
+		if err := prog.limit(cfg); err != nil {
+			return Stats{Method: method}, err
+		}
+	}
 	before, haveCounters := xmitCounters(attrs.Name)
 
 	workers := make([]worker, cfg.Threads)
@@ -460,6 +514,7 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 		w.count = share(cfg.Count, cfg.Threads, i)
 		w.rate = share(cfg.Rate, cfg.Threads, i)
 		w.batch = batchSize(cfg, w.rate)
+		w.copies = uint64(max(1, cfg.Copies))
 		if cfg.Count > 0 && w.count == 0 {
 			if relayed {
 				senders[i].close()
@@ -486,7 +541,7 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 	go func() { wg.Wait(); close(done) }()
 
 	snapshot := func() Stats {
-		s := Stats{Method: method, Duration: time.Since(start), PerThread: make([]ThreadStats, len(workers)), Skipped: prog.skipped.Load()}
+		s := Stats{Method: method, Copies: cfg.Copies, Duration: time.Since(start), PerThread: make([]ThreadStats, len(workers)), Skipped: prog.skipped.Load()}
 		counts, skipped, _ := prog.state()
 		for i := range workers {
 			n := workers[i].sent.Load()
@@ -683,6 +738,7 @@ func load(cfg Config, relay bool) (*program, error) {
 		set(bpf.GenVarPortCount, uint16(cfg.Ports)),
 		set(bpf.GenVarUdpOff, uint16(cfg.Frame.L4Offset())),
 		set(bpf.GenVarRelay, boolByte(relay)),
+		set(bpf.GenVarCopies, uint8(max(1, cfg.Copies))),
 		set(bpf.GenVarStamp, boolByte(cfg.Stamp)),
 		set(bpf.GenVarNsPerFrame, nsPerFrameOf(cfg, relay)),
 		set(bpf.GenVarSeqStride, uint32(cfg.Threads)),
@@ -702,6 +758,41 @@ func load(cfg Config, relay bool) (*program, error) {
 		}
 	}
 	return p, nil
+}
+
+// copiesWithout is the error of Copies with a method that has no relay.
+func copiesWithout(copies int, m Method) error {
+	return &FieldError{"Copies", fmt.Sprintf("%d copies with method %v: copies are made by the relay, which only the xsk and packet methods send through", copies, m)}
+}
+
+// senderRate is the rate of relayed thread i's sender: its share of
+// cfg.Rate, in frames that the relay sends cfg.Copies times each.
+func senderRate(cfg Config, i int) uint64 {
+	r := share(cfg.Rate, cfg.Threads, i)
+	if c := uint64(max(1, cfg.Copies)); r > 0 {
+		r = max(1, r/c)
+	}
+	return r
+}
+
+// limit bounds each thread's CPU's frames to its share of cfg.Count: the
+// program sends copies only while they fit, single frames after.
+func (p *program) limit(cfg Config) error {
+	n, err := ebpf.PossibleCPU()
+	if err != nil {
+		return fmt.Errorf("gen: %w", err)
+	}
+	st := make([]bpf.GenGenState, n)
+	for i, cpu := range cfg.CPUs {
+		if cpu >= n {
+			return fmt.Errorf("gen: CPU %d is beyond the %d possible CPUs", cpu, n)
+		}
+		st[cpu].Limit = share(cfg.Count, cfg.Threads, i)
+	}
+	if err := p.objs.State.Put(uint32(0), st); err != nil {
+		return fmt.Errorf("gen: set the frame limits: %w", err)
+	}
+	return nil
 }
 
 // firstSeqs gives the thread on cpus[i] the first sequence number i.
@@ -741,6 +832,7 @@ type worker struct {
 	count   uint64 // 0: unbounded
 	rate    uint64 // 0: unlimited
 	batch   uint32
+	copies  uint64 // relayed: each frame sent goes out this many times
 	err     error
 	_       [64]byte
 }

@@ -632,3 +632,48 @@ func TestRunPeerWithoutXDP(t *testing.T) {
 		}
 	})
 }
+
+// TestRelayCopies has the relay send each frame once and four times: a
+// count that is no multiple of four is still met exactly (copies while
+// they fit, then single frames), every copy is a frame the device took or
+// refused, the DUT drops what the device took, and a rate stays an upper
+// bound that is kept.
+func TestRelayCopies(t *testing.T) {
+	eachMethod(t, []Method{XSK, Packet}, func(t *testing.T, m Method) {
+		for _, copies := range []int{1, 4} {
+			p := newVethPair(t, 1)
+			p.method = m
+			p.attachDUT(t, 1) // XDP_DROP
+			before := netdev.SumVethQueues(p.dutQueues(t))
+			const n = 100_003
+			cfg := p.config(n)
+			cfg.Copies = copies
+			s := p.run(t, context.Background(), cfg)
+			after := netdev.SumVethQueues(p.dutQueues(t))
+			if s.Sent != n || s.Bytes != n*64 || s.Copies != copies {
+				t.Errorf("copies %d: Sent %d Bytes %d Copies %d, want %d %d %d", copies, s.Sent, s.Bytes, s.Copies, n, n*64, copies)
+			}
+			if !s.DeviceCounters || s.Xmit+s.Errors != n || s.Unaccounted() != 0 {
+				t.Errorf("copies %d: device counters %v: xmit %d + errors %d = %d, unaccounted %d; want %d, 0",
+					copies, s.DeviceCounters, s.Xmit, s.Errors, s.Xmit+s.Errors, s.Unaccounted(), n)
+			}
+			if got := after.RxXDPDrops - before.RxXDPDrops; got < s.Xmit || got > s.Xmit+10 {
+				t.Errorf("copies %d: DUT dropped %d frames, want the %d the device transmitted", copies, got, s.Xmit)
+			}
+
+			cfg = p.config(0)
+			cfg.Copies = copies
+			cfg.Duration = 500 * time.Millisecond
+			cfg.Rate = 20000
+			s = p.run(t, context.Background(), cfg)
+			// Copies leave together: at most one group beyond the rate.
+			limit := uint64(s.Duration.Seconds()*float64(cfg.Rate)) + uint64(copies)
+			if s.Sent < limit/2 || s.Sent > limit {
+				t.Errorf("sent %d frames in %v at 20000 pps with %d copies, want %d to %d", s.Sent, s.Duration, copies, limit/2, limit)
+			}
+			if s.Xmit+s.Errors != s.Sent || s.Unaccounted() != 0 {
+				t.Errorf("copies %d: device accepted %d and refused %d of %d frames", copies, s.Xmit, s.Errors, s.Sent)
+			}
+		}
+	})
+}

@@ -50,6 +50,11 @@ func TestValidate(t *testing.T) {
 		{"offline cpu", func(c *Config) { c.CPUs = []int{cpuset.MaxID} }, "CPUs", "not online"},
 		{"rate below threads", func(c *Config) { c.CPUs = online; c.Rate = uint64(len(online)) - 1 }, "Rate", "less than 1 pps per thread"},
 		{"negative duration", func(c *Config) { c.Duration = -1 }, "Duration", "negative"},
+		{"copies beyond the devmap", func(c *Config) { c.Method = Packet; c.Copies = MaxCopies + 1 }, "Copies", "use 1..64"},
+		{"copies without the relay", func(c *Config) { c.Method = Live; c.Copies = 2 }, "Copies", "only the xsk and packet methods"},
+		{"copies, the method chosen by the probe", func(c *Config) { c.Copies = 2 }, "", ""},
+		{"copies of a stamp", func(c *Config) { c.Method = XSK; c.Copies = 2; c.Stamp = true; c.Count = 10; c.RunID = 1 }, "Copies", "sequence number"},
+		{"copies", func(c *Config) { c.Method = XSK; c.Copies = MaxCopies }, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := validConfig()

@@ -220,6 +220,12 @@ func (w *worker) runRelayed(ctx context.Context, prog *program, s sender) error 
 				return nil
 			}
 			n = w.count - counted
+			// The relay sends each frame w.copies times while the
+			// copies fit in the count (the program's limit), then
+			// single frames.
+			if n >= w.copies {
+				n /= w.copies
+			}
 		}
 		if _, err := s.send(ctx, n); err != nil {
 			return err
