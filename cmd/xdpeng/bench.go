@@ -75,9 +75,10 @@ Scenarios (for CPUs 0 and 1):
           asavie-drop
   A-1500  as A with 1500-byte frames: xdp-drop, xsk-drop, dpdk-af-xdp-nobusy
   S       the senders without live frames, one thread on CPU 0 into XDP_DROP
-          (as A): xdp-drop with gen --method packet (32 copies), trafgen-udp
-          (netsniff-ng's trafgen, where installed)
-  S-xsk   as S, xdp-drop with gen --method xsk (32 copies), trafgen-udp
+          (as A): xdp-drop with gen --method packet (64 copies), trafgen-udp
+          (netsniff-ng's trafgen, where installed), and xsk-drop with it;
+          a target sets its xdp-drop against what xsk-drop takes in A
+  S-xsk   as S, xdp-drop with gen --method xsk (64 copies), trafgen-udp
   S-1, S-xsk-1
           as S and S-xsk with --copies 1: every frame made by the sender
   lat     as A, xdpeng latency at 100000 pps: xdp-tx, xsk-l2fwd (adaptive); the

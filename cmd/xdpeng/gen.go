@@ -84,10 +84,10 @@ How the frames are made is --method:
   auto    (default) live where the kernel grants it, else xsk, else packet:
           gen says which, and why, before it starts.
 
-With xsk and packet the relay sends each frame --copies times (32 unless
-told; up to 64): the kernel copies it (a devmap broadcast: a page and a copy
+With xsk and packet the relay sends each frame --copies times (64 unless
+told, the most): the kernel copies it (a devmap broadcast: a page and a copy
 of the frame each, no skb), which costs the sending CPU far less than a
-frame from the sender does, so the sender makes one frame in 32. The copies
+frame from the sender does, so the sender makes one frame in 64. The copies
 of a frame are alike (one destination port of --ports) and leave back to
 back; --copies 1 sends every frame as the sender made it.
 

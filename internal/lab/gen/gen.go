@@ -184,7 +184,7 @@ type Config struct {
 const MaxCopies = 64
 
 // DefaultCopies is the Copies that 0 chooses for the relayed methods.
-const DefaultCopies = 32
+const DefaultCopies = 64
 
 // CopiesFor is the number of frames a run of c with method m sends for
 // each frame its sender makes (Copies resolved).

@@ -419,7 +419,10 @@ func TestRunPortsAndValidFrames(t *testing.T) {
 				p := newVethPair(t, 1)
 				p.method = m
 				p.attachDUT(t, 2) // XDP_PASS: frames reach the packet socket
-				const n, ports = 3000, 3
+				// A whole number of every method's groups per port: the
+				// relay's copies of a frame go to one port.
+				const ports = 3
+				const n = ports * MaxCopies * 16
 				fd := p.capture(t, n+100)
 				cfg := p.config(n)
 				// Paced: every frame goes up the peer's stack to a packet
