@@ -64,29 +64,49 @@ func TestKernelMatrix(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			privtest.Root(t)
 			start := time.Now()
-			ctx, cancel := context.WithTimeout(context.Background(), bootLimit)
-			b, err := Up(ctx, Config{Name: testbed.UniqueName("vm"), Kernel: name, Queues: 2, Links: 3, Loop: true, Hash: true})
-			cancel()
-			var ue *UnavailableError
-			if errors.As(err, &ue) && optional {
-				privtest.Unsupported(t, "%v", err)
-			}
-			if err != nil {
-				t.Fatalf("boot a guest on %s: %v", name, err)
-			}
-			t.Cleanup(func() {
-				if err := b.Down(); err != nil {
-					t.Errorf("remove the VM test bed: %v", err)
+			var (
+				b              *Bed
+				out            []byte
+				err            error
+				booted, tested time.Duration
+			)
+			// A guest whose kernel panics under the emulator is booted
+			// once more; the panic is reported, never passed over.
+			for attempt := 1; ; attempt++ {
+				attemptStart := time.Now()
+				ctx, cancel := context.WithTimeout(context.Background(), bootLimit)
+				b, err = Up(ctx, Config{Name: testbed.UniqueName("vm"), Kernel: name, Queues: 2, Links: 3, Loop: true, Hash: true})
+				cancel()
+				var ue *UnavailableError
+				if errors.As(err, &ue) && optional {
+					privtest.Unsupported(t, "%v", err)
 				}
-			})
-			booted := time.Since(start)
+				if err != nil {
+					t.Fatalf("boot a guest on %s: %v", name, err)
+				}
+				bed := b
+				t.Cleanup(func() {
+					if err := bed.Down(); err != nil {
+						t.Errorf("remove the VM test bed: %v", err)
+					}
+				})
+				booted = time.Since(attemptStart)
 
-			ctx, cancel = context.WithTimeout(context.Background(), guestLimit)
-			defer cancel()
-			cmd := b.Command(ctx, "env", privtest.RequireEnv+"=1", "XDPENG_GUEST_BIN="+xdpeng, "XDPENG_GUEST_PORTS=eth0,eth1", "XDPENG_GUEST_THIRD=eth2",
-				guestTest, "-test.v", "-test.count=1", "-test.run", "^TestGuest", "-test.timeout", (guestLimit - time.Minute).String())
-			out, err := runToFile(t, cmd)
-			tested := time.Since(start) - booted
+				ctx, cancel = context.WithTimeout(context.Background(), guestLimit)
+				cmd := b.Command(ctx, "env", privtest.RequireEnv+"=1", "XDPENG_GUEST_BIN="+xdpeng, "XDPENG_GUEST_PORTS=eth0,eth1", "XDPENG_GUEST_THIRD=eth2",
+					guestTest, "-test.v", "-test.count=1", "-test.run", "^TestGuest", "-test.timeout", (guestLimit - time.Minute).String())
+				out, err = runToFile(t, cmd)
+				cancel()
+				tested = time.Since(attemptStart) - booted
+				panicked := guestPanic(b.ConsoleTail(200))
+				if err == nil || panicked == "" || attempt > 1 {
+					break
+				}
+				report(t, fmt.Sprintf("vmtest %s: the guest's kernel panicked during the guest tests (%s), booted once more; console:\n%s\n", name, panicked, b.ConsoleTail(40)))
+				if derr := b.Down(); derr != nil {
+					t.Fatalf("remove the VM test bed after its kernel panicked: %v", derr)
+				}
+			}
 			line := regexp.MustCompile(`(?m)^privtest (\S+): (.*)$`).FindSubmatch(out)
 			if line == nil {
 				t.Fatalf("the guest tests on Linux %s printed no privtest line (%v):\n%s\nconsole:\n%s", b.Kernel.Version, err, out, b.ConsoleTail(20))
@@ -113,6 +133,17 @@ func TestKernelMatrix(t *testing.T) {
 				delStart.Sub(compareStart).Seconds(), time.Since(delStart).Seconds(), time.Since(start).Seconds()))
 		})
 	}
+}
+
+// guestPanic returns the line of console that says the guest's kernel
+// panicked, or "".
+func guestPanic(console string) string {
+	for _, l := range strings.Split(console, "\n") {
+		if i := strings.Index(l, "Kernel panic"); i >= 0 {
+			return strings.TrimSpace(l[i:])
+		}
+	}
+	return ""
 }
 
 // runToFile runs cmd with its output in a file, not a pipe (see
