@@ -211,6 +211,8 @@ func TestCLIFlagErrors(t *testing.T) {
 		{name: "stats interval in seconds", args: []string{"stats", "-i", "lo", "-n", "0"}, want: []string{"-n/--interval 0s: must be positive"}},
 		{name: "testbed MTU", args: []string{"testbed", "up", "--name", "x", "--mtu", "70000"},
 			want: []string{"--mtu 70000: use 68-65535 (9000 for jumbo frames)"}},
+		{name: "demo unknown generator method", args: []string{"demo", "--gen-method", "foo"},
+			want: []string{`--gen-method: unknown method "foo": use auto, live, xsk, packet`}},
 		{name: "compare bogus path", args: []string{"compare", "-i", "dut0", "--paths", "bogus", "--duration", "1s"},
 			want: []string{"bogus"}},
 		{name: "compare peers without a bed", args: []string{"compare", "-i", "dut0", "--peers", "/", "--paths", "xdpsock-drop"},

@@ -4,11 +4,13 @@ package main
 // bed removed again, in one command.
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/xdpeng/xdpeng/internal/lab/compare"
+	"github.com/xdpeng/xdpeng/internal/lab/gen"
 )
 
 func init() { addCommand(newDemoCmd()) }
@@ -21,16 +23,19 @@ func newDemoCmd() *cobra.Command {
 	var (
 		duration time.Duration
 		layout   string
+		method   string
 		quiet    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Make a test bed, compare every path on the same traffic, print the table, remove the bed",
-		Long: `demo makes a veth test bed, drives the live-frames generator, runs every path of
-the drop and forward families against the same offered load (about 3 seconds
-each, under a minute and a half in all), prints the table and a bar chart with
-a short guide to reading them, and removes the bed. Ctrl-C or SIGTERM stops
-it and removes everything it set up.`,
+		Long: `demo makes a veth test bed, drives xdpeng's generator into it (live frames
+where the kernel grants them, else AF_XDP transmit through a relay that the
+kernel copies each frame from: see xdpeng gen --help; it says which before
+it starts), runs every path of the drop and forward families against the same
+offered load (about 3 seconds each, under a minute and a half in all), prints
+the table and a bar chart with a short guide to reading them, and removes the
+bed. Ctrl-C or SIGTERM stops it and removes everything it set up.`,
 		Example: `  sudo xdpeng demo
   sudo make demo`,
 		Args: cobra.NoArgs,
@@ -39,7 +44,11 @@ it and removes everything it set up.`,
 			if err != nil {
 				return err
 			}
-			cfg := compare.Config{Testbed: true, Layout: l, Duration: duration, FrameSize: 64}
+			m, err := gen.ParseMethod(method)
+			if err != nil {
+				return fmt.Errorf("--gen-method: %w", err)
+			}
+			cfg := compare.Config{Testbed: true, Layout: l, Duration: duration, FrameSize: 64, GenMethod: m}
 			for _, p := range compare.Paths("") {
 				cfg.Paths = append(cfg.Paths, p.Name)
 			}
@@ -49,6 +58,7 @@ it and removes everything it set up.`,
 	}
 	secondsVarP(cmd.Flags(), &duration, "duration", "d", demoPerPath, "measurement time per path (seconds, or a duration like 500ms)")
 	cmd.Flags().StringVar(&layout, "layout", "A", "test bed layout, A or B (see xdpeng compare --help)")
+	cmd.Flags().StringVar(&method, "gen-method", "auto", "how the generator sends: live, xsk, packet or auto (see xdpeng gen --help)")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
 	return cmd
 }
