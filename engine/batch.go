@@ -225,9 +225,20 @@ func (b *Batch) last(i int) (addr uint64, length uint32, before int) {
 
 // Headroom is how many bytes frame i may grow at the front (AdjustHead with
 // a negative delta): the kernel leaves 256 in front of every received
-// frame, and the UMEM headroom (Config.FrameHeadroom) more.
+// frame, and the UMEM headroom (Config.FrameHeadroom) more; with
+// Config.TxChecksum the TX metadata area in front of each frame
+// (xsk.TxMetadataLen bytes) is not headroom: the kernel rejects a frame
+// sent with less in front of it.
 func (b *Batch) Headroom(i int) int {
-	return int(b.umem.DataAddr(b.addrs[i]) - b.umem.FrameBase(b.addrs[i]))
+	return int(b.umem.DataAddr(b.addrs[i])-b.umem.FrameBase(b.addrs[i])) - b.txMetaLen()
+}
+
+// txMetaLen is what the kernel keeps in front of every transmitted frame.
+func (b *Batch) txMetaLen() int {
+	if b.umem.HasTxMetadata() {
+		return xsk.TxMetadataLen
+	}
+	return 0
 }
 
 // Tailroom is how many bytes frame i may grow at the end (SetLen): what its
@@ -241,30 +252,31 @@ func (b *Batch) Tailroom(i int) int {
 // AdjustHead moves frame i's start by delta bytes, as bpf_xdp_adjust_head
 // does: a negative delta grows the frame at the front (to push a header,
 // written into Frame(i)[:-delta] afterwards), a positive one shrinks it (to
-// pop one). It reports whether the new start lies within the UMEM frame and
-// before the end of the first segment (a first segment of several may not
-// become empty); if not, nothing changes.
+// pop one). It reports whether the new start leaves the frame at least one
+// byte and lies within its Headroom; if not, nothing changes. Every frame
+// it allows is one the kernel takes for transmission.
 func (b *Batch) AdjustHead(i, delta int) bool {
-	base := b.umem.FrameBase(b.addrs[i])
+	base := int64(b.umem.FrameBase(b.addrs[i]))
 	start := int64(b.umem.DataAddr(b.addrs[i])) + int64(delta)
 	n := int64(b.lens[i]) - int64(delta)
-	if start < int64(base) || n < 0 || n == 0 && b.Segments(i) > 1 {
+	if start < base+int64(b.txMetaLen()) || n <= 0 {
 		return false
 	}
-	b.addrs[i], b.lens[i] = b.umem.Addr(base, uint32(start-int64(base))), uint32(n)
+	b.addrs[i], b.lens[i] = b.umem.Addr(uint64(base), uint32(start-base)), uint32(n)
 	return true
 }
 
 // SetLen changes frame i's length, to trim it or to use bytes after it up to
 // the end of its UMEM frame. It reports whether the length fits; if not,
-// nothing changes. A frame of several segments changes in its last segment
-// only: n must leave that segment at least one byte and fit in its UMEM
-// frame.
+// nothing changes. A frame keeps at least one byte (the kernel rejects an
+// empty descriptor). A frame of several segments changes in its last
+// segment only: n must leave that segment at least one byte and fit in its
+// UMEM frame.
 func (b *Batch) SetLen(i, n int) bool {
 	a, _, before := b.last(i)
 	end := b.umem.FrameBase(a) + uint64(b.umem.FrameSize())
 	l := n - before
-	if l < 0 || l == 0 && before > 0 || b.umem.DataAddr(a)+uint64(l) > end {
+	if l <= 0 || b.umem.DataAddr(a)+uint64(l) > end {
 		return false
 	}
 	if before == 0 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/packet"
+	"github.com/xdpeng/xdpeng/internal/xsk"
 )
 
 // splitter sends frames to even UDP ports out of port a and the rest out of
@@ -128,17 +129,19 @@ func TestSimUnknownPort(t *testing.T) {
 }
 
 // TestBatchHeadAndLength moves frames' starts and ends within their UMEM
-// frames and checks what is sent, and that moves out of bounds are refused
-// and change nothing: in aligned and unaligned chunk mode, with and without
-// a UMEM headroom, whose addresses differ.
+// frames and checks what is sent, and that moves out of bounds, or to an
+// empty frame, are refused and change nothing: in aligned and unaligned
+// chunk mode, with and without a UMEM headroom, whose addresses differ, and
+// with the TX metadata area (TxChecksum), which is not headroom.
 func TestBatchHeadAndLength(t *testing.T) {
 	for _, sim := range []engine.Sim{
 		{},
 		{Unaligned: true},
 		{FrameHeadroom: 300},
 		{Unaligned: true, FrameHeadroom: 300, FrameSize: 4096},
+		{TxChecksum: true},
 	} {
-		t.Run(fmt.Sprintf("unaligned=%v,headroom=%d,frame=%d", sim.Unaligned, sim.FrameHeadroom, sim.FrameSize), func(t *testing.T) {
+		t.Run(fmt.Sprintf("unaligned=%v,headroom=%d,frame=%d,txmeta=%v", sim.Unaligned, sim.FrameHeadroom, sim.FrameSize, sim.TxChecksum), func(t *testing.T) {
 			testBatchHeadAndLength(t, sim)
 		})
 	}
@@ -150,14 +153,19 @@ func testBatchHeadAndLength(t *testing.T, sim engine.Sim) {
 		fs = int(sim.FrameSize)
 	}
 	wantHead := 256 + int(sim.FrameHeadroom)
+	txMeta := 0
+	if sim.TxChecksum {
+		txMeta = xsk.TxMetadataLen
+		wantHead -= txMeta
+	}
 	var checks []string
 	h := engine.HandlerFunc(func(b *engine.Batch) {
 		for i := 0; i < b.Len(); i++ {
 			hr, tr, n := b.Headroom(i), b.Tailroom(i), len(b.Frame(i))
-			if hr != wantHead || hr+n+tr != fs || b.Segments(i) != 1 || b.PacketLen(i) != n {
+			if hr != wantHead || txMeta+hr+n+tr != fs || b.Segments(i) != 1 || b.PacketLen(i) != n {
 				checks = append(checks, fmt.Sprintf("frame %d: headroom %d, tailroom %d, length %d, %d segments", i, hr, tr, n, b.Segments(i)))
 			}
-			if b.AdjustHead(i, -hr-1) || b.AdjustHead(i, n+1) || b.SetLen(i, n+tr+1) || b.SetLen(i, -1) {
+			if b.AdjustHead(i, -hr-1) || b.AdjustHead(i, n+1) || b.AdjustHead(i, n) || b.SetLen(i, n+tr+1) || b.SetLen(i, -1) || b.SetLen(i, 0) {
 				checks = append(checks, fmt.Sprintf("frame %d: a move out of bounds was accepted", i))
 			}
 			if b.Headroom(i) != hr || len(b.Frame(i)) != n {
@@ -198,7 +206,7 @@ func testBatchHeadAndLength(t *testing.T, sim engine.Sim) {
 			t.Errorf("frame %d sent %v:\n %x\nwant\n %x", i, f.Sent, f.Data, w)
 		}
 	}
-	if f := res.Frames[3]; !f.Sent || len(f.Data) != fs-wantHead || !bytes.Equal(f.Data[:64], frames[3]) {
+	if f := res.Frames[3]; !f.Sent || len(f.Data) != fs-txMeta-wantHead || !bytes.Equal(f.Data[:64], frames[3]) {
 		t.Errorf("frame 3 sent %v, %d bytes, want the UMEM frame after the headroom starting with the frame", f.Sent, len(f.Data))
 	}
 	if f := res.Frames[4]; !f.Sent || !bytes.Equal(f.Data, frames[4]) {

@@ -141,3 +141,79 @@ func TestTxChecksumHandlerRefused(t *testing.T) {
 		})
 	}
 }
+
+// growAll asks each frame for an empty length (which must be refused), then
+// grows it at the front by all of its headroom, and sends it back.
+type growAll struct{ refusedEmpty, grew, frames int }
+
+func (h *growAll) Handle(b *engine.Batch) {
+	for i := 0; i < b.Len(); i++ {
+		h.frames++
+		if !b.SetLen(i, 0) && !b.AdjustHead(i, len(b.Frame(i))) {
+			h.refusedEmpty++
+		}
+		if b.AdjustHead(i, -b.Headroom(i)) {
+			h.grew++
+		}
+		b.Transmit(i)
+	}
+}
+
+// TestBatchMakesNoInvalidDescriptor: a handler cannot make a descriptor
+// the kernel rejects. An empty frame is refused at the call, and a frame
+// grown by all of Headroom, which with TxChecksum leaves the TX metadata
+// area in front of it, is sent: the kernel's tx_invalid_descs stays 0
+// and every frame counted as sent arrives.
+func TestBatchMakesNoInvalidDescriptor(t *testing.T) {
+	for _, txMeta := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "TxChecksum"}[txMeta], func(t *testing.T) {
+			bed := testbedtest.New(t, 1, 1)
+			l := bed.Links[0]
+			const count = 2000
+			frame := packet.UDPConfig{
+				SrcMAC: l.GenMAC, DstMAC: l.DUTMAC,
+				SrcIP: netip.MustParseAddr(l.GenIP.String()), DstIP: netip.MustParseAddr(l.DUTIP.String()),
+				SrcPort: 1234, DstPort: 9, Size: 64,
+			}
+			ps := openPacketSocket(t, bed, 0)
+			capt := ps.capture()
+			cfg := rxdropConfig(bed)
+			cfg.TxChecksum = txMeta
+			cfg.BindMode = engine.BindCopy
+			cfg.FillSize, cfg.RxSize = 8192, 8192
+			h := &growAll{}
+			cfg.Handler = func(int) engine.Handler { return h }
+			var e *engine.Engine
+			if err := bed.InDUT(func() (err error) { e, err = engine.New(cfg); return err }); err != nil {
+				if txMeta && errors.Is(err, engine.ErrTxMetadata) && errors.Is(err, unix.EINVAL) {
+					privtest.Unsupported(t, "%v", err) // a kernel without AF_XDP TX metadata
+				}
+				t.Fatalf("engine.New: %v", err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			r := &running{t: t, eng: e, stop: cancel, done: make(chan error, 1)}
+			go func() { r.done <- e.Run(ctx) }()
+			t.Cleanup(func() {
+				cancel()
+				<-r.done
+				e.Close()
+			})
+			send(t, bed, 0, gen.Config{Frame: frame, Count: count, Rate: 50_000, Threads: 1})
+			s := r.finish(count)
+			tot := s.Total()
+			capt.waitFor(int(tot.TxPackets))
+			got, _ := capt.stop(t)
+			t.Logf("rx %d: refused empty %d, grown %d; tx completed %d, tx_invalid_descs %d; captured %d",
+				tot.RxPackets, h.refusedEmpty, h.grew, tot.TxPackets, tot.XDP.TxInvalidDescs, len(got))
+			if h.frames == 0 || h.refusedEmpty != h.frames || h.grew != h.frames {
+				t.Errorf("%d frames: empty refused %d, grown by all of Headroom %d: want all", h.frames, h.refusedEmpty, h.grew)
+			}
+			if tot.XDP.TxInvalidDescs != 0 {
+				t.Errorf("the kernel rejected %d descriptors", tot.XDP.TxInvalidDescs)
+			}
+			if tot.TxPackets == 0 || uint64(len(got)) != tot.TxPackets {
+				t.Errorf("captured %d frames, the engine counted %d sent", len(got), tot.TxPackets)
+			}
+		})
+	}
+}
