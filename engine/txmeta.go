@@ -24,7 +24,7 @@ const txMetaOffset = 64
 func l4Checksum(frame []byte) (start, offset uint16, err error) {
 	var s packet.Summary
 	if !packet.Parse(frame, &s) || s.L3 == 0 || s.Fragment || s.L4Off == 0 {
-		return 0, 0, errors.New("not a whole UDP or TCP packet over IPv4 or IPv6")
+		return 0, 0, errNotL4
 	}
 	switch s.Proto {
 	case packet.ProtoUDP:
@@ -32,7 +32,7 @@ func l4Checksum(frame []byte) (start, offset uint16, err error) {
 	case packet.ProtoTCP:
 		return s.L4Off, 16, nil
 	}
-	return 0, 0, fmt.Errorf("IP protocol %d: only UDP and TCP checksums are filled", s.Proto)
+	return 0, 0, errNotUDPOrTCP
 }
 
 // pseudoSeed is what the checksum field of frame's L4 header must hold for
@@ -175,9 +175,17 @@ func (g *txGen) setTxMeta(tx *xsk.TxRing, idx, got uint32, at uint64) (next, v u
 	return next, v
 }
 
-// ErrNoTxChecksum: Batch.SetTxChecksum on an engine made without
-// Config.TxChecksum.
-var ErrNoTxChecksum = errors.New("the engine was made without Config.TxChecksum")
+// ErrNoTxChecksum is what Batch.SetTxChecksum's errors wrap: the frame's
+// checksum cannot be asked for (an engine made without Config.TxChecksum,
+// or a frame that is not a whole UDP or TCP packet over IP).
+var ErrNoTxChecksum = errors.New("no TX checksum")
+
+// The errors of SetTxChecksum, made once: a refusal allocates nothing.
+var (
+	errTxChecksumOff = fmt.Errorf("%w: the engine was made without Config.TxChecksum", ErrNoTxChecksum)
+	errNotL4         = fmt.Errorf("%w: not a whole UDP or TCP packet over IPv4 or IPv6", ErrNoTxChecksum)
+	errNotUDPOrTCP   = fmt.Errorf("%w: only UDP and TCP checksums are filled", ErrNoTxChecksum)
+)
 
 // SetTxChecksum asks that frame i's UDP or TCP checksum be filled as the
 // frame is sent, by its next Transmit or Forward of this batch (see
@@ -185,21 +193,22 @@ var ErrNoTxChecksum = errors.New("the engine was made without Config.TxChecksum"
 // pseudo-header and writes the request into the TX metadata in front of
 // the frame, which overwrites the frame's receive metadata: read RxHash
 // and the others first, and call it after the last change to the frame's
-// headers and length. It fails, leaving the frame as it was, with
-// ErrNoTxChecksum, for a frame that is not a whole UDP or TCP packet over
-// IPv4 or IPv6, or when AdjustHead left less than the metadata's room in
-// front of the frame.
+// headers and length. It fails, leaving the frame as it was, with an error
+// that wraps ErrNoTxChecksum, on an engine made without Config.TxChecksum
+// and for a frame that is not a whole UDP or TCP packet over IPv4 or IPv6;
+// such a refusal allocates nothing.
 func (b *Batch) SetTxChecksum(i int) error {
 	if b.txMeta == nil {
-		return ErrNoTxChecksum
+		return errTxChecksumOff
 	}
 	f := b.Frame(i)
 	start, off, err := l4Checksum(f)
 	if err != nil {
-		return fmt.Errorf("frame %d: %w", i, err)
+		return err
 	}
 	if err := b.umem.SetTxRequest(b.addrs[i], xsk.TxChecksum, start, off, 0); err != nil {
-		return fmt.Errorf("frame %d: %w", i, err)
+		// AdjustHead keeps the metadata's room: not reached from a handler.
+		return fmt.Errorf("frame %d: %w: %w", i, ErrNoTxChecksum, err)
 	}
 	binary.BigEndian.PutUint16(f[start+off:], pseudoSeed(f))
 	b.txMeta[i], b.anyTxMeta = true, true

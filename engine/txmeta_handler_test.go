@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/xdpeng/xdpeng/engine/packet"
@@ -107,7 +108,8 @@ func TestSetTxChecksumMarks(t *testing.T) {
 }
 
 // TestSetTxChecksumRefuses: a frame that is not UDP or TCP over IP, and an
-// engine made without Config.TxChecksum.
+// engine made without Config.TxChecksum: each error wraps ErrNoTxChecksum,
+// and the refusal allocates nothing.
 func TestSetTxChecksumRefuses(t *testing.T) {
 	arp := make([]byte, 64)
 	arp[12], arp[13] = 0x08, 0x06
@@ -125,8 +127,18 @@ func TestSetTxChecksumRefuses(t *testing.T) {
 	}
 	b := Batch{txMeta: make([]bool, 1), n: 1, addrs: []uint64{256}, lens: []uint32{64}, mem: make([]byte, 4096)}
 	copy(b.mem[256:], arp)
-	if err := b.SetTxChecksum(0); err == nil || b.anyTxMeta {
-		t.Fatalf("ARP frame: %v (marked %v), want an error and no mark", err, b.anyTxMeta)
+	if err := b.SetTxChecksum(0); !errors.Is(err, ErrNoTxChecksum) || b.anyTxMeta {
+		t.Fatalf("ARP frame: %v (marked %v), want ErrNoTxChecksum and no mark", err, b.anyTxMeta)
+	}
+	icmp := make([]byte, 64)
+	icmp[12], icmp[13] = 0x08, 0x00
+	icmp[14], icmp[16], icmp[17], icmp[23] = 0x45, 0, 50, 1 // IPv4, total length 50, protocol ICMP
+	copy(b.mem[256:], icmp)
+	if err := b.SetTxChecksum(0); !errors.Is(err, ErrNoTxChecksum) || !strings.Contains(err.Error(), "only UDP and TCP") || b.anyTxMeta {
+		t.Fatalf("ICMP frame: %v (marked %v), want ErrNoTxChecksum for its protocol and no mark", err, b.anyTxMeta)
+	}
+	if a := testing.AllocsPerRun(100, func() { _ = b.SetTxChecksum(0) }); a != 0 {
+		t.Errorf("a refused SetTxChecksum allocates %.0f times", a)
 	}
 }
 
