@@ -161,6 +161,14 @@ func newBatch(queue, size int, umem *xsk.Umem, multiBuffer bool, maxSegs int) Ba
 	return b
 }
 
+// resize makes the batch n frames long: its per-frame slices have length
+// n (within the capacity newBatch gave them), so that an index beyond the
+// batch panics as a slice's does.
+func (b *Batch) resize(n int) {
+	b.n = n
+	b.addrs, b.lens, b.dests = b.addrs[:n], b.lens[:n], b.dests[:n]
+}
+
 // Len is the number of frames in the batch.
 func (b *Batch) Len() int { return b.n }
 

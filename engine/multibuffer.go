@@ -80,6 +80,7 @@ func (w *rxWorker) rxHandleMB() uint32 {
 		return 0
 	}
 	b := &w.batch
+	b.resize(cap(b.addrs))
 	var bytes uint64
 	frames, segs := 0, uint32(0)
 	for i := uint32(0); i < n; {
@@ -99,7 +100,7 @@ func (w *rxWorker) rxHandleMB() uint32 {
 	}
 	b.segStart[frames] = segs
 	s.Rx.Release(n)
-	b.n = frames
+	b.resize(frames)
 	w.c.rxPackets += uint64(frames)
 	w.c.rxBytes += bytes
 	w.c.batches++

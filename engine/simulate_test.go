@@ -380,3 +380,38 @@ func TestPortText(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchIndexOutOfRange: an index beyond the batch panics, as a slice's
+// does, in every method that takes one, though the batch's buffers are
+// longer than the batch; with multi-buffer too.
+func TestBatchIndexOutOfRange(t *testing.T) {
+	calls := map[string]func(b *engine.Batch, i int){
+		"Frame":      func(b *engine.Batch, i int) { b.Frame(i) },
+		"Transmit":   func(b *engine.Batch, i int) { b.Transmit(i) },
+		"Drop":       func(b *engine.Batch, i int) { b.Drop(i) },
+		"Forward":    func(b *engine.Batch, i int) { b.Forward(i, engine.PortIn) },
+		"SetLen":     func(b *engine.Batch, i int) { b.SetLen(i, 10) },
+		"AdjustHead": func(b *engine.Batch, i int) { b.AdjustHead(i, 1) },
+		"Headroom":   func(b *engine.Batch, i int) { b.Headroom(i) },
+		"Tailroom":   func(b *engine.Batch, i int) { b.Tailroom(i) },
+		"Verdict":    func(b *engine.Batch, i int) { b.Verdict(i) },
+		"PacketLen":  func(b *engine.Batch, i int) { b.PacketLen(i) },
+	}
+	for _, sim := range []engine.Sim{{}, {MultiBuffer: true}} {
+		for name, call := range calls {
+			t.Run(fmt.Sprintf("%s,multibuffer=%v", name, sim.MultiBuffer), func(t *testing.T) {
+				var got any
+				h := engine.HandlerFunc(func(b *engine.Batch) {
+					defer func() { got = recover() }()
+					call(b, b.Len()+3)
+				})
+				if _, err := sim.Run(h, [][]byte{udpFrame(1, 64)}); err != nil {
+					t.Fatal(err)
+				}
+				if got == nil {
+					t.Errorf("%s(4) on a batch of 1 did not panic", name)
+				}
+			})
+		}
+	}
+}

@@ -237,8 +237,10 @@ func (w *rxWorker) rxHandle() uint32 {
 		return 0
 	}
 	b := &w.batch
-	// Slicing to n once lets the compiler drop the per-frame bounds checks.
-	addrs, lens := b.addrs[:n], b.lens[:n]
+	b.resize(int(n))
+	// One length for both lets the compiler drop the per-frame bounds
+	// checks.
+	addrs, lens := b.addrs, b.lens
 	lens = lens[:len(addrs)]
 	var bytes uint64
 	rx, rmask := s.Rx.Slots()
@@ -248,10 +250,10 @@ func (w *rxWorker) rxHandle() uint32 {
 		addrs[i], lens[i] = d.Addr, d.Len
 		bytes += uint64(d.Len)
 	}
-	clear(b.dests[:n])
+	clear(b.dests)
 	s.Rx.Release(n)
 	w.fillGap += n
-	b.n, b.back, b.forwarded = int(n), false, false
+	b.back, b.forwarded = false, false
 	b.clearTxMeta()
 	w.c.rxPackets += uint64(n)
 	w.c.rxBytes += bytes
