@@ -375,11 +375,20 @@ func (c *Config) Validate() error {
 	if uint32(c.Batch) > c.RxSize || uint32(c.Batch) > c.FillSize {
 		return fmt.Errorf("batch size %d is larger than the rx ring (%d) or fill ring (%d): a batch must fit in the rings", c.Batch, c.RxSize, c.FillSize)
 	}
+	for _, q := range c.Queues {
+		if q < 0 || q >= MaxQueues {
+			return fmt.Errorf("queue %d: an engine serves queues 0 to %d (its steering program's XSKMAP)", q, MaxQueues-1)
+		}
+	}
 	if c.CPUs != nil && c.Queues != nil && len(c.CPUs) != len(c.Queues) {
 		return cpuCountError(len(c.CPUs), len(c.Queues))
 	}
 	return nil
 }
+
+// MaxQueues bounds the queue ids an engine serves: its steering program's
+// XSKMAP has room for queues 0 to MaxQueues-1.
+const MaxQueues = 256
 
 // checkSockets checks what an engine and a generator share: frame and ring
 // sizes, batch, CPUs, waiting. rx says whether the fill and rx rings are

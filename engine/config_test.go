@@ -85,6 +85,21 @@ func TestZeroConfig(t *testing.T) {
 }
 
 // Validate changes nothing: New and NewGenerator fill in the defaults.
+// TestValidateQueueBeyondXSKMAP: a queue the steering program's XSKMAP has
+// no room for is refused before anything is set up, naming the range.
+func TestValidateQueueBeyondXSKMAP(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Interface = "eth0"
+	cfg.Queues = []int{0, MaxQueues}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "queue 256: an engine serves queues 0 to 255") {
+		t.Fatalf("Validate() = %v, want queue 256 refused", err)
+	}
+	cfg.Queues = []int{MaxQueues - 1}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("queue %d: %v", MaxQueues-1, err)
+	}
+}
+
 func TestValidateIsPure(t *testing.T) {
 	c := DefaultConfig()
 	c.Interface, c.PollTimeout = "eth0", 0

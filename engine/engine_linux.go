@@ -16,6 +16,10 @@ type steerProg = bpf.XskRedirect
 // New validates cfg, binds a socket to every queue (and to the same queue
 // of every output), and attaches the steering program. On error nothing is
 // left attached or open.
+// MaxQueues is the room of the steering program's XSKMAP: the build fails
+// if the two differ.
+const _ = uint(MaxQueues-bpf.MaxQueues) + uint(bpf.MaxQueues-MaxQueues)
+
 func New(cfg Config) (_ *Engine, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -28,6 +32,9 @@ func New(cfg Config) (_ *Engine, err error) {
 	}
 	info, plan := &facts.Info, facts.Plan()
 	if cfg.Queues == nil {
+		if info.RxQueues > MaxQueues {
+			return nil, fmt.Errorf("%s has %d receive queues, and an engine serves queues 0 to %d (its steering program's XSKMAP): name the queues to serve", cfg.Interface, info.RxQueues, MaxQueues-1)
+		}
 		for q := 0; q < info.RxQueues; q++ {
 			cfg.Queues = append(cfg.Queues, q)
 		}
@@ -158,13 +165,6 @@ func (e *Engine) bindAll() error {
 		if cfg.Handler != nil {
 			h = cfg.Handler(q)
 		}
-		mode, wakeup := cfg.BindMode.xsk(), cfg.NeedWakeup
-		if i > 0 && shared != nil {
-			// The kernel refuses bind flags on a socket that shares a
-			// UMEM (EINVAL): it inherits copy/zero-copy and need_wakeup
-			// from the UMEM's first socket.
-			mode, wakeup = xsk.Auto, false
-		}
 		txSize := cfg.TxSize
 		if hintsOf(h).ReceiveOnly && len(e.outs) == 0 {
 			// A socket that never transmits gets no tx ring, so poll()
@@ -178,8 +178,8 @@ func (e *Engine) bindAll() error {
 			CompletionSize: cfg.CompletionSize,
 			RxSize:         cfg.RxSize,
 			TxSize:         txSize,
-			Mode:           mode,
-			NeedWakeup:     wakeup,
+			Mode:           cfg.BindMode.xsk(),
+			NeedWakeup:     cfg.NeedWakeup,
 			FirstFrame:     first,
 			NumFrames:      per,
 			MultiBuffer:    cfg.MultiBuffer,

@@ -194,6 +194,12 @@ func TestKnobs(t *testing.T) {
 					if a.FD() == b.FD() {
 						t.Errorf("both queues have socket %d", a.FD())
 					}
+					// A socket that shares the UMEM is bound as asked,
+					// which it inherits from the first (the kernel refuses
+					// the flags themselves on it).
+					if b.Config().NeedWakeup != tc.needWakeup || b.Config().Mode != a.Config().Mode {
+						t.Errorf("second socket bound with need_wakeup %v, mode %v; want %v, %v", b.Config().NeedWakeup, b.Config().Mode, tc.needWakeup, a.Config().Mode)
+					}
 					if !shared {
 						return
 					}

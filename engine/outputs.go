@@ -55,13 +55,13 @@ func (e *Engine) bindOutput(w *rxWorker, k int, fillFrame uint32) error {
 		FillSize:       outFillSize,
 		CompletionSize: cfg.CompletionSize,
 		TxSize:         cfg.TxSize,
-		MultiBuffer:    cfg.MultiBuffer, // inherited from the UMEM when shared
+		Mode:           cfg.BindMode.xsk(),
+		NeedWakeup:     cfg.NeedWakeup,
+		MultiBuffer:    cfg.MultiBuffer,
 	}
 	if !o.copy {
 		shared := sc
 		shared.FirstFrame, shared.NumFrames = fillFrame, outFrames
-		// Bind flags are refused on a socket that shares a UMEM: copy
-		// or zero-copy and need_wakeup come from the UMEM's first socket.
 		s, err := xsk.NewSocket(w.umem, shared)
 		if err == nil {
 			o.sharedOnce = true
@@ -83,7 +83,6 @@ func (e *Engine) bindOutput(w *rxWorker, k int, fillFrame uint32) error {
 	if err != nil {
 		return fmt.Errorf("queue %d: UMEM for %s: %w", w.queue, o.info.Name, err)
 	}
-	sc.Mode, sc.NeedWakeup, sc.MultiBuffer = cfg.BindMode.xsk(), cfg.NeedWakeup, cfg.MultiBuffer
 	s, err := xsk.NewSocket(u, sc)
 	if err != nil {
 		return fmt.Errorf("queue %d: output socket on %s: %w", w.queue, o.info.Name, err)

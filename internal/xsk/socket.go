@@ -42,7 +42,12 @@ type SocketConfig struct {
 	Queue   int
 	// Ring sizes, each a power of two.
 	FillSize, CompletionSize, RxSize, TxSize uint32
-	Mode                                     BindMode
+	// Mode chooses copy or zero-copy. A socket that shares its UMEM
+	// (not the UMEM's first) inherits the first socket's mode, need_wakeup
+	// and MultiBuffer, and the kernel refuses bind flags on it: NewSocket
+	// binds it without any, and fails if Mode (other than Auto),
+	// NeedWakeup or MultiBuffer ask otherwise than the first socket has.
+	Mode BindMode
 	// NeedWakeup asks the kernel to set a flag when it needs a system call
 	// (XDP_USE_NEED_WAKEUP) instead of expecting one every time.
 	NeedWakeup bool
@@ -333,4 +338,30 @@ func (s *Socket) Close() error {
 	}
 	s.fd = -1
 	return errors.Join(errs...)
+}
+
+// ErrSharedBind: a socket that shares a UMEM asked for a mode,
+// need_wakeup or multi-buffer other than the UMEM's first socket has,
+// which it inherits.
+var ErrSharedBind = errors.New("a socket that shares a UMEM inherits its first socket's bind")
+
+// sharedBindCheck returns an error unless cfg, for a socket that shares
+// the UMEM whose first socket was bound as first, asks for nothing else.
+func sharedBindCheck(first boundAs, cfg SocketConfig) error {
+	want := boundAs{zeroCopy: first.zeroCopy, needWakeup: cfg.NeedWakeup, multiBuffer: cfg.MultiBuffer}
+	switch cfg.Mode {
+	case Copy:
+		want.zeroCopy = false
+	case ZeroCopy:
+		want.zeroCopy = true
+	}
+	if cfg.SharePool {
+		// Its rings are the first socket's: nothing to agree on but
+		// the mode.
+		want.needWakeup, want.multiBuffer = first.needWakeup, first.multiBuffer
+	}
+	if want != first {
+		return fmt.Errorf("%w: the first is bound %s; this one asks %s", ErrSharedBind, first, want)
+	}
+	return nil
 }

@@ -84,17 +84,18 @@ func NewSocket(u *Umem, cfg SocketConfig) (_ *Socket, err error) {
 	if cfg.NeedWakeup {
 		sa.Flags |= unix.XDP_USE_NEED_WAKEUP
 	}
-	if cfg.MultiBuffer && !shared {
+	if cfg.MultiBuffer {
 		sa.Flags |= unix.XDP_USE_SG
 	}
 	if shared {
-		sa.Flags |= unix.XDP_SHARED_UMEM
-		sa.SharedUmemFD = uint32(u.fd)
-	}
-	if cfg.SharePool {
-		// The pool's socket chose copy or zero-copy and need_wakeup;
-		// the kernel refuses them on a socket that joins its pool.
+		// The first socket chose copy or zero-copy, need_wakeup and
+		// multi-buffer for every socket of the UMEM; the kernel refuses
+		// the flags on one that shares it (EINVAL).
+		if err := sharedBindCheck(u.first, cfg); err != nil {
+			return nil, err
+		}
 		sa.Flags = unix.XDP_SHARED_UMEM
+		sa.SharedUmemFD = uint32(u.fd)
 	}
 	if err := bind(s.fd, sa); err != nil {
 		return nil, bindError(cfg, err)
@@ -102,6 +103,9 @@ func NewSocket(u *Umem, cfg SocketConfig) (_ *Socket, err error) {
 	var opts struct{ Flags uint32 }
 	if err := getsockopt(s.fd, unix.SOL_XDP, unix.XDP_OPTIONS, &opts); err == nil {
 		s.zeroCopy = opts.Flags&unix.XDP_OPTIONS_ZEROCOPY != 0
+	}
+	if !shared {
+		u.first = boundAs{zeroCopy: s.zeroCopy, needWakeup: cfg.NeedWakeup, multiBuffer: cfg.MultiBuffer}
 	}
 	u.sockets++
 	return s, nil

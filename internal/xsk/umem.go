@@ -156,6 +156,23 @@ type Umem struct {
 	shift    uint // log2(frameSize), when it is a power of two
 	divide   bool // frameSize is not a power of two: FrameIndex divides
 	sockets  int  // sockets created on it so far
+	// first is how the first socket was bound, which every socket that
+	// shares the UMEM inherits.
+	first boundAs
+}
+
+// boundAs is what a socket's bind chose: copy or zero-copy, need_wakeup,
+// multi-buffer.
+type boundAs struct {
+	zeroCopy, needWakeup, multiBuffer bool
+}
+
+func (b boundAs) String() string {
+	mode := "copy"
+	if b.zeroCopy {
+		mode = "zero-copy"
+	}
+	return fmt.Sprintf("%s, need_wakeup %v, multi-buffer %v", mode, b.needWakeup, b.multiBuffer)
 }
 
 func newUmem(cfg UmemConfig, fd int, area mapping) *Umem {
