@@ -47,6 +47,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -127,14 +128,17 @@ func (e *Engine) Stats() (Snapshot, error) { return e.stats() }
 
 // Close stops a Run that is running and waits for its workers to end, then
 // detaches the program and closes the sockets. It may be called from any
-// goroutine, at any time, more than once, and after a failed New; but not
-// from OnLinkChange, which Run calls and Close would wait for. After
-// Close, Run and Stats fail with os.ErrClosed.
-func (e *Engine) Close() error {
-	if !e.shutdown() {
-		return nil
-	}
-	defer e.life.Unlock()
+// goroutine, at any time, more than once, and after a failed New. Called
+// from within the run (a handler's Handle or Idle, OnLinkChange), which
+// cannot end while Close waits for it, it ends the run and returns at
+// once, and Run detaches and closes everything before it returns (its
+// error then includes what that failed with). After Close, Run, Stats and
+// OutputStats fail with os.ErrClosed; the other methods go on answering
+// as before.
+func (e *Engine) Close() error { return e.shutdown(e.release) }
+
+// release detaches the program and closes the sockets; c.life is held.
+func (e *Engine) release() error {
 	e.closeLinks()
 	var errs []error
 	if e.link != nil {
@@ -168,10 +172,18 @@ type core struct {
 	closing bool
 	quit    chan struct{}
 	running chan struct{} // closed when the Run under way returns; nil while none is
+	// release frees what the run holds, when Close was called from
+	// within it (see inRun); Run calls it as it ends. Under state.
+	release func() error
 	// life guards the sockets and UMEMs: Stats holds it for reading,
 	// Close for writing while it frees them, once no Run is under way.
 	life   sync.RWMutex
 	closed bool // under life
+
+	// runThread and each worker's thread (workerBase.thread) are the
+	// threads a Run under way runs on, its goroutines locked to them:
+	// Close compares the caller's against them (inRun). 0: none.
+	runThread atomic.Int64
 }
 
 // quitLocked is the channel Close closes; c.state must be held.
@@ -182,32 +194,62 @@ func (c *core) quitLocked() chan struct{} {
 	return c.quit
 }
 
-// shutdown begins Close: it ends a Run under way and waits for it to
-// return, then takes c.life for writing and marks c closed. It reports
-// false, holding nothing, when Close was called before; otherwise the
-// caller frees what c holds and unlocks c.life.
-func (c *core) shutdown() bool {
+// shutdown is Close: it ends a Run under way and waits for it to return,
+// then takes c.life for writing, marks c closed and calls free, which
+// frees what c holds. Called from within the run (inRun), it leaves free
+// to the run's end instead. It does nothing when Close was called before.
+func (c *core) shutdown(free func() error) error {
 	c.state.Lock()
 	if c.closing {
 		c.state.Unlock()
-		return false
+		return nil
 	}
 	c.closing = true
 	close(c.quitLocked())
 	running := c.running
+	if running != nil && c.inRun() {
+		c.release = free
+		c.state.Unlock()
+		return nil
+	}
 	c.state.Unlock()
 	if running != nil {
 		<-running
 	}
+	return c.free(free)
+}
+
+// free takes c.life for writing, marks c closed and calls free.
+func (c *core) free(free func() error) error {
 	c.life.Lock()
+	defer c.life.Unlock()
 	c.closed = true
-	return true
+	return free()
+}
+
+// inRun reports whether the calling goroutine is one of the run's: a
+// worker (in its handler) or Run's own (in OnLinkChange).
+func (c *core) inRun() bool {
+	t := int64(cpuset.ThreadID())
+	if t <= 0 {
+		return false
+	}
+	if c.runThread.Load() == t {
+		return true
+	}
+	for _, w := range c.workers {
+		if w.base().thread.Load() == t {
+			return true
+		}
+	}
+	return false
 }
 
 // begin marks a Run under way and returns the channel that Close closes
-// to end it, and the function that marks the Run's end; it fails after
-// Close and while another Run runs.
-func (c *core) begin() (quit <-chan struct{}, end func(), err error) {
+// to end it, and the function that marks the Run's end (and frees what c
+// holds if Close was called from within the run); it fails after Close
+// and while another Run runs.
+func (c *core) begin() (quit <-chan struct{}, end func() error, err error) {
 	c.state.Lock()
 	defer c.state.Unlock()
 	if c.closing {
@@ -218,11 +260,17 @@ func (c *core) begin() (quit <-chan struct{}, end func(), err error) {
 	}
 	done := make(chan struct{})
 	c.running = done
-	return c.quitLocked(), func() {
+	return c.quitLocked(), func() error {
 		c.state.Lock()
+		free := c.release
+		c.release = nil
 		c.running = nil
 		close(done)
 		c.state.Unlock()
+		if free != nil {
+			return c.free(free)
+		}
+		return nil
 	}, nil
 }
 
@@ -237,12 +285,18 @@ func (c *core) startedAt() time.Time {
 
 // run starts the workers and returns when ctx is done, when every worker
 // has finished (a generator that sent its count), or when a worker fails.
-func (c *core) run(ctx context.Context) error {
+func (c *core) run(ctx context.Context) (err error) {
 	quit, end, err := c.begin()
 	if err != nil {
 		return err
 	}
-	defer end()
+	defer func() { err = errors.Join(err, end()) }()
+	// OnLinkChange runs on this goroutine: locked to its thread, the
+	// thread names it for Close (inRun).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	c.runThread.Store(int64(cpuset.ThreadID()))
+	defer c.runThread.Store(0)
 	c.stop.Store(false)
 	c.started.Store(time.Now().UnixNano())
 	errs := make(chan error, len(c.workers))
@@ -308,6 +362,8 @@ func (c *core) runWorker(w worker) (err error) {
 		c.stop.Store(true)
 		return fmt.Errorf("queue %d: %w", p.queue, err)
 	}
+	p.thread.Store(int64(cpuset.ThreadID()))
+	defer p.thread.Store(0)
 	// Name the thread after its queue so that top -H, ps -L and
 	// /proc/PID/task/TID/comm show which worker is which. Only a label:
 	// a kernel that refuses it changes nothing else.
@@ -330,11 +386,11 @@ func (c *core) closeSockets() error {
 		}
 		errs = append(errs, p.sock.Close())
 	}
-	c.workers = nil
+	// c.workers and c.umems stay: ZeroCopy, Umem, Outputs and TxTimes
+	// read what they were set up with, also after Close.
 	for i := len(c.umems) - 1; i >= 0; i-- {
 		errs = append(errs, c.umems[i].Close())
 	}
-	c.umems = nil
 	return errors.Join(errs...)
 }
 

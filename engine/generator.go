@@ -276,12 +276,10 @@ func (g *Generator) Stats() (Snapshot, error) { return g.stats() }
 // closes the sockets, as Engine.Close does. It is safe to call at any
 // time, more than once and after a failed NewGenerator.
 func (g *Generator) Close() error {
-	if !g.shutdown() {
-		return nil
-	}
-	defer g.life.Unlock()
-	g.closeLinks()
-	return g.closeSockets()
+	return g.shutdown(func() error {
+		g.closeLinks()
+		return g.closeSockets()
+	})
 }
 
 // writeTxFrames writes variant j % len(frames) into slot j of u's first n

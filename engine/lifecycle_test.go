@@ -183,3 +183,116 @@ func TestHandlerPanicStopsWorker(t *testing.T) {
 		t.Fatalf("stats %+v: want 4 received, 3 dropped, one transmitted", st)
 	}
 }
+
+// Each accessor from another goroutine while Close frees the sockets under
+// a running Run (run with -race; one accessor per engine, so that the race
+// detector's history holds its reads): each answers as before Close.
+func TestAccessorsRaceClose(t *testing.T) {
+	for name, read := range map[string]func(e *Engine) any{
+		"ZeroCopy":    func(e *Engine) any { return e.ZeroCopy() },
+		"Umem":        func(e *Engine) any { return e.Umem().HugePages },
+		"Outputs":     func(e *Engine) any { return len(e.Outputs()) },
+		"Config":      func(e *Engine) any { return len(e.Config().Queues) },
+		"Device":      func(e *Engine) any { return e.Device().Name },
+		"OutputStats": func(e *Engine) any { _, err := e.OutputStats(OutputPort(0)); return err == nil },
+	} {
+		t.Run(name, func(t *testing.T) {
+			e, h := simCore(t)
+			done := make(chan error, 1)
+			go func() { done <- e.Run(context.Background()) }()
+			for h.calls.Load() == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			before := read(e)
+			stop, fin := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(fin)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if got := read(e); got != before {
+						t.Errorf("%s = %v, was %v", name, got, before)
+						return
+					}
+				}
+			}()
+			time.Sleep(10 * time.Millisecond)
+			if err := e.Close(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(5 * time.Millisecond)
+			close(stop)
+			<-fin
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// closer is a handler that closes its engine from Idle or Handle.
+type closer struct {
+	e          *Engine
+	fromHandle bool
+	closed     atomic.Bool
+	err        error
+}
+
+func (c *closer) Handle(*Batch) {
+	if c.fromHandle && !c.closed.Swap(true) {
+		c.err = c.e.Close()
+	}
+}
+
+func (c *closer) Idle() {
+	if !c.fromHandle && !c.closed.Swap(true) {
+		c.err = c.e.Close()
+	}
+}
+
+// Close from a handler (Idle, Handle) ends the run instead of waiting for
+// the worker it is called from: Run returns, having freed the sockets,
+// and the engine is closed.
+func TestCloseFromHandler(t *testing.T) {
+	for _, fromHandle := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Idle", true: "Handle"}[fromHandle], func(t *testing.T) {
+			c := &closer{fromHandle: fromHandle}
+			sw, err := Sim{}.setup(c, simRings{segs: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sw.w.wait.pollMs = 1
+			e := &Engine{core: core{dev: &netdev.Info{Name: "sim"}, workers: []worker{sw.w}}}
+			c.e = e
+			if fromHandle {
+				k := sw.kernels[0]
+				k.Headroom = sw.w.umem.RxOffset()
+				if k.Receive(1, 64, nil) != 1 {
+					t.Fatal("the simulated kernel delivered no frame")
+				}
+			}
+			done := make(chan error, 1)
+			go func() { done <- e.Run(context.Background()) }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("Run = %v", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Run did not end within 5 s of Close from the handler")
+			}
+			if !c.closed.Load() || c.err != nil {
+				t.Fatalf("the handler's Close: called %v, error %v", c.closed.Load(), c.err)
+			}
+			if _, err := e.Stats(); !errors.Is(err, os.ErrClosed) {
+				t.Errorf("Stats after Run = %v, want os.ErrClosed", err)
+			}
+			if err := e.Close(); err != nil {
+				t.Errorf("Close after Run = %v", err)
+			}
+		})
+	}
+}

@@ -42,6 +42,10 @@ type port struct {
 
 	// pubBatches and pubTxPackets are c's counts at the last publish.
 	pubBatches, pubTxPackets uint64
+
+	// thread is the thread the worker runs on while it runs, 0 else
+	// (core.inRun).
+	thread atomic.Int64
 }
 
 // newPort is the port of queue on cpu, whose socket is sock.

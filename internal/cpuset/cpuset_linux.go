@@ -35,3 +35,7 @@ func Pin(cpu int) error {
 	}
 	return nil
 }
+
+// ThreadID is the calling thread's id (gettid). It names the goroutine
+// only while the goroutine is locked to its thread (Pin locks it).
+func ThreadID() int { return unix.Gettid() }

@@ -19,3 +19,6 @@ func Online() ([]int, error) {
 
 // Pin fails with ErrNotSupported: pinning a thread to a CPU needs Linux.
 func Pin(cpu int) error { return fmt.Errorf("pin thread to CPU %d: %w", cpu, ErrNotSupported) }
+
+// ThreadID is -1: threads are not told apart here.
+func ThreadID() int { return -1 }
