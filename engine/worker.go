@@ -3,6 +3,7 @@ package engine
 import (
 	"runtime/debug"
 	"sync/atomic"
+	"time"
 
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
@@ -642,10 +643,21 @@ func (w *rxWorker) complete() {
 	w.refill()
 }
 
-// drain waits briefly for frames in flight on tx so that the final counts
-// include them.
+// drainGrace is how long drain waits for a completion before it gives up
+// on the frames still in flight.
+const drainGrace = 100 * time.Millisecond
+
+// drain waits for frames in flight on tx so that the final counts include
+// them: for as long as completions keep coming, and drainGrace after the
+// last (a zero-copy driver completes when its NAPI runs, not at once).
 func (w *rxWorker) drain() {
-	for i := 0; i < 1000 && w.txOutstanding > 0; i++ {
+	for deadline := time.Now().Add(drainGrace); w.txOutstanding > 0 && time.Now().Before(deadline); {
+		before := w.txOutstanding
 		w.complete()
+		if w.txOutstanding < before {
+			deadline = time.Now().Add(drainGrace)
+			continue
+		}
+		time.Sleep(100 * time.Microsecond)
 	}
 }
