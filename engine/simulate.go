@@ -132,6 +132,14 @@ func (c Sim) segments(frames [][]byte) (int, error) {
 // unit-testing handlers. Output sockets share the receiving socket's UMEM,
 // as an Engine's do by default.
 //
+// The simulated kernel is as strict as Linux: it refuses the tx
+// descriptors the kernel refuses (xsk.MemKernel.ValidTx), and it publishes
+// its fill-ring consumer index a round of frames late, so that the worker
+// finds its fill ring full and keeps frames on its free stack meanwhile.
+// After every batch Run checks that every UMEM frame is in a ring or on a
+// free stack, once; a refused descriptor or a lost frame is an engine bug,
+// returned as an error.
+//
 // The frames are copied in, so the caller's slices are not modified. A frame
 // longer than a UMEM frame holds after the headroom is an error without
 // MultiBuffer; a panic in h is returned as a *HandlerPanicError, wrapped.
@@ -145,6 +153,10 @@ func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 		return res, err
 	}
 	w, kernels, k, batch := sw.w, sw.kernels, sw.kernels[0], sw.batch
+	// The kernel publishes its fill-ring consumer index a round late, so
+	// that the worker finds its fill ring full and parks frames on the
+	// free stack, as it does with a real kernel.
+	k.FillLag = uint32(batch * segs)
 
 	res.Frames = make([]SimFrame, len(frames))
 	for start := 0; start < len(frames); start += batch {
@@ -188,10 +200,16 @@ func (c Sim) Run(h Handler, frames [][]byte) (res SimResult, err error) {
 				for i := range n {
 					res.Frames[next+i] = SimFrame{Data: append([]byte(nil), frames[next+i]...)}
 				}
+				if w.fillGap > 0 {
+					w.refill() // as step does
+				}
 			} else {
 				sw.record(res.Frames[next:next+n], before)
 			}
 			if err := w.checkBatch(counted, res.Frames[next:next+n], c.Outputs); err != nil {
+				return res, err
+			}
+			if err := sw.audit(); err != nil {
 				return res, err
 			}
 			next += n
@@ -260,6 +278,24 @@ func (sw *simWorld) record(frames []SimFrame, before []uint64) {
 		}
 	}
 	w.complete()
+}
+
+// audit checks, after a batch's transmits have completed, that the
+// simulated kernels took every tx descriptor the worker queued (they check
+// each as the kernel does) and that every UMEM frame of every socket is
+// in one of its rings or on its free stack, none missing and none twice.
+func (sw *simWorld) audit() error {
+	for p, k := range sw.kernels {
+		if n := k.Stats.TxInvalidDescs; n != 0 {
+			return fmt.Errorf("simulate: engine bug: the kernel refused %d tx descriptors of port %v", n, Port(p))
+		}
+	}
+	for p, s := range sw.w.ports {
+		if err := s.CountFrames().Check(); err != nil {
+			return fmt.Errorf("simulate: engine bug: port %v: %w", Port(p), err)
+		}
+	}
+	return nil
 }
 
 // checkBatch checks, after a batch's transmits have completed, that every

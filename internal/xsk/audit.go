@@ -4,16 +4,25 @@ import "fmt"
 
 // FrameCount says where a socket's UMEM frames are: in one of its four
 // rings (between the shared producer and consumer indices) or on its free
-// stack. Total is the number of frames the socket owns.
+// stack, or, for an in-memory socket, kept by its simulated kernel. Total
+// is the number of frames the socket owns.
 type FrameCount struct {
 	Fill, Rx, Tx, Completion int
 	Free                     int
-	Total                    int
-	ZeroCopy                 bool
+	// Kernel is how many of the socket's frames an in-memory socket's
+	// kernel kept: tx descriptors it refused without giving them back
+	// (MemKernel.ReclaimInvalid off). The application has lost them.
+	Kernel   int
+	Total    int
+	ZeroCopy bool
+	// InMemory is set for an in-memory socket: its kernel holds no frame
+	// that CountFrames cannot see, so Check wants every frame found.
+	InMemory bool
 }
 
-// Accounted is the number of frames found in the rings and on the stack.
-func (c FrameCount) Accounted() int { return c.Fill + c.Rx + c.Tx + c.Completion + c.Free }
+// Accounted is the number of frames found in the rings, on the stack and
+// kept by an in-memory socket's kernel.
+func (c FrameCount) Accounted() int { return c.Fill + c.Rx + c.Tx + c.Completion + c.Free + c.Kernel }
 
 // Missing is the number of frames found nowhere; negative if frames were
 // counted twice.
@@ -28,19 +37,30 @@ const CopyModeParked = 1
 
 // Check returns an error unless every frame the socket owns is accounted
 // for: none counted twice, and none missing beyond what the kernel may
-// legitimately hold (CopyModeParked in copy mode; in zero-copy mode the
-// driver's own rx ring holds frames, so only duplicates are caught).
+// legitimately hold (none for an in-memory socket; CopyModeParked in copy
+// mode; in zero-copy mode the driver's own rx ring holds frames, so only
+// duplicates are caught). Frames an in-memory socket's kernel kept
+// (Kernel) are an error too, a leak: a test that has the kernel refuse
+// descriptors on purpose checks Missing and Kernel instead.
 func (c FrameCount) Check() error {
 	miss := c.Missing()
-	ok := miss >= 0 && (c.ZeroCopy || miss <= CopyModeParked)
+	ok := miss == 0 || miss > 0 && !c.InMemory && (c.ZeroCopy || miss <= CopyModeParked)
 	if !ok {
-		return fmt.Errorf("%d of %d UMEM frames accounted for: fill %d + rx %d + tx %d + completion %d + free %d",
-			c.Accounted(), c.Total, c.Fill, c.Rx, c.Tx, c.Completion, c.Free)
+		return fmt.Errorf("%d of %d UMEM frames accounted for: fill %d + rx %d + tx %d + completion %d + free %d + kept by the kernel %d",
+			c.Accounted(), c.Total, c.Fill, c.Rx, c.Tx, c.Completion, c.Free, c.Kernel)
+	}
+	if c.Kernel > 0 {
+		return fmt.Errorf("%d of %d UMEM frames lost: the kernel refused their tx descriptors and kept them", c.Kernel, c.Total)
 	}
 	return nil
 }
 
-// CountFrames reads where the socket's frames are. It is only meaningful
+// CountFrames reads where the socket's frames are. For an in-memory socket
+// the fill ring counts from the simulated kernel's own consumer index,
+// since the entries it used are elsewhere whether or not it published the
+// index past them (MemKernel.FillLag), and Kernel counts the frames of this
+// socket that its kernel kept (not those its kernel kept of another socket
+// on the UMEM: they count nowhere). It is only meaningful
 // when nobody uses the socket (its worker has stopped, nothing has been
 // reserved or peeked and not yet submitted or released) and the kernel is
 // quiet (no traffic arriving, transmissions completed); the counts are
@@ -58,23 +78,43 @@ func (s *Socket) CountFrames() FrameCount {
 	if s.Frames != nil {
 		c.Free = s.Frames.Len()
 	}
+	if k := s.kernel; k != nil {
+		c.InMemory = true
+		if s.Fill.producer != nil {
+			// Entries the kernel used are elsewhere now, whether or
+			// not it published the consumer index past them (FillLag).
+			c.Fill = int(s.Fill.producer.Load() - k.fill.cachedCons)
+		}
+		first, end := s.frameRange()
+		for _, a := range k.lost {
+			if b := s.umem.FrameBase(a); b >= first && b < end {
+				c.Kernel++
+			}
+		}
+	}
 	return c
+}
+
+// frameRange is the UMEM addresses of the socket's own frames.
+func (s *Socket) frameRange() (first, end uint64) {
+	fs := uint64(s.umem.frameSize)
+	first = uint64(s.cfg.FirstFrame) * fs
+	return first, first + uint64(s.cfg.NumFrames)*fs
 }
 
 // Audit reads every frame address in the socket's four rings (the entries
 // between each ring's shared consumer and producer indices) and on its free
-// stack, and returns where the frames are. The error names the first frame
-// found in two places, or an address outside the socket's own frames (a
-// descriptor's offset into its frame is allowed). A frame of another
+// stack, and those an in-memory socket's kernel kept, and returns where the
+// frames are (the fill ring as CountFrames reads it). The error names the
+// first frame found in two places, or an address outside the socket's own
+// frames (a descriptor's offset into its frame is allowed). A frame of another
 // socket that shares the UMEM counts as outside. Like CountFrames it is
 // only meaningful when nobody uses the socket and the kernel is quiet, and
 // it is meant for tests and diagnostics. Frames found nowhere are not an
 // error here: FrameCount.Check decides how many the kernel may hold.
 func (s *Socket) Audit() (FrameCount, error) {
 	c := s.CountFrames()
-	fs := uint64(s.umem.frameSize)
-	first := uint64(s.cfg.FirstFrame) * fs
-	end := first + uint64(s.cfg.NumFrames)*fs
+	first, end := s.frameRange()
 	where := make(map[uint64]string, s.cfg.NumFrames)
 	put := func(addr uint64, place string) error {
 		base := s.umem.FrameBase(addr)
@@ -100,7 +140,11 @@ func (s *Socket) Audit() (FrameCount, error) {
 		if r.r.producer == nil {
 			continue // the socket has no such ring
 		}
-		for i, p := r.r.consumer.Load(), r.r.producer.Load(); i != p; i++ {
+		i := r.r.consumer.Load()
+		if k := s.kernel; k != nil && r.r == &s.Fill.ring {
+			i = k.fill.cachedCons // see CountFrames
+		}
+		for p := r.r.producer.Load(); i != p; i++ {
 			if err := put(r.addr(i), r.name); err != nil {
 				return c, err
 			}
@@ -109,6 +153,16 @@ func (s *Socket) Audit() (FrameCount, error) {
 	if s.Frames != nil {
 		for _, a := range s.Frames.addrs[:s.Frames.n] {
 			if err := put(a, "free stack"); err != nil {
+				return c, err
+			}
+		}
+	}
+	if k := s.kernel; k != nil {
+		for _, a := range k.lost {
+			if b := s.umem.FrameBase(a); b < first || b >= end {
+				continue // not this socket's frame: CountFrames leaves it out too
+			}
+			if err := put(a, "kernel (a refused tx descriptor it kept)"); err != nil {
 				return c, err
 			}
 		}

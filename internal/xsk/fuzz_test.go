@@ -41,7 +41,7 @@ func FuzzRings(f *testing.F) {
 }
 
 var opNames = []string{"kernel receive", "app rx", "kernel transmit", "app completion", "app refill",
-	"app fill partial", "app tx reserve+cancel", "app wake tx"}
+	"app fill partial", "app tx reserve+cancel", "app wake tx, fill lag"}
 
 // ringModel is an in-memory socket and what should be true of it.
 type ringModel struct {
@@ -132,6 +132,8 @@ func (m *ringModel) step(op, arg uint8) {
 	case 7:
 		k.AutoTransmit = arg&1 != 0
 		k.SetNeedWakeup(arg&2 != 0, arg&4 != 0)
+		// The kernel may publish its fill-ring consumer index late.
+		k.FillLag = []uint32{0, 1, m.size / 2, m.size}[arg>>3&3]
 		if err := s.WakeTx(); err != nil {
 			m.t.Fatal(err)
 		}

@@ -32,7 +32,11 @@ func NewMemSocket(u *Umem, cfg SocketConfig) (*Socket, error) {
 	}
 	s.setup()
 	k := &MemKernel{s: s, fill: s.Fill.ring, comp: s.Completion.ring, rx: s.Rx.ring, tx: s.Tx.ring,
-		multiBuffer: cfg.MultiBuffer, frameSize: u.frameSize, offShift: u.offShift}
+		multiBuffer: cfg.MultiBuffer, frameSize: u.frameSize, offShift: u.offShift,
+		unaligned: u.unaligned, umemSize: uint64(u.frameSize) * uint64(u.numFrames)}
+	if u.txMetadata {
+		k.txMetaLen = TxMetadataLen
+	}
 	// The kernel's views share the rings' memory, with their own cursors.
 	k.fill.cachedProd, k.fill.cachedCons = 0, 0
 	k.comp.cachedProd, k.comp.cachedCons = 0, 0
@@ -68,14 +72,48 @@ type MemKernel struct {
 	// (Umem.RxOffset), which a simulation sets; it is 0 to begin with, for
 	// benchmarks that prepare the frames at the start of each buffer.
 	Headroom uint32
+	// ReclaimInvalid gives every tx descriptor Transmit refuses back on
+	// the completion ring, in its place among the others, as kernels with
+	// the 2026 series "xsk: reclaim invalid Tx descriptors" do (Linux 7.2,
+	// and stable kernels that took it). It is off to begin with, as in
+	// every kernel before: a refused descriptor is consumed and never comes
+	// back, so the application loses its frame (Lost, FrameCount.Kernel).
+	// A multi-buffer packet with a refused descriptor is dropped whole in
+	// either case, each of its descriptors counted in TxInvalidDescs; see
+	// Transmit for where such a packet ends.
+	ReclaimInvalid bool
+	// FillLag is how many fill-ring entries the kernel may have used
+	// without publishing the ring's consumer index: the application then
+	// sees its fill ring fuller than it is, and may find it full while the
+	// kernel has taken its frames, as it does with a real kernel, which
+	// publishes the index only now and then (xskq_cons_release only
+	// counts; xskq_cons_get_entries and xsk_flush publish). Whenever it
+	// finds fewer entries than it needs, the kernel publishes all it has
+	// used. 0, to begin with, publishes every entry at once, for
+	// benchmarks that want the application's refill to find room.
+	FillLag uint32
 
 	s                    *Socket
 	fill, comp, rx, tx   ring
 	fillAddrs, compAddrs []uint64
 	rxDescs, txDescs     []Desc
 	multiBuffer          bool   // the socket was bound with XDP_USE_SG
+	unaligned            bool   // the UMEM is in unaligned chunk mode
 	frameSize            uint32 // of the UMEM
 	offShift             uint   // of the UMEM: where an address keeps its offset
+	umemSize             uint64 // of the UMEM, in bytes
+	txMetaLen            uint64 // TxMetadataLen where the UMEM has TX metadata, else 0
+
+	// fillUnpublished is how many of the fill entries the kernel used
+	// (k.fill.cachedCons) it has not yet published (FillLag).
+	fillUnpublished uint32
+	// draining is set, with ReclaimInvalid, while Transmit drops the
+	// rest of a refused multi-buffer packet: the descriptors up to one
+	// without PacketContinues.
+	draining bool
+	// lost are the addresses of the refused tx descriptors kept without
+	// ReclaimInvalid, in the order the kernel refused them.
+	lost []uint64
 }
 
 // Receive delivers up to n frames of length bytes into the rx ring, taking
@@ -109,10 +147,11 @@ func (k *MemKernel) delivered(n int, got, room uint32) int {
 	// by consuming fewer: only room entries leave the fill ring.
 	k.fill.cachedCons -= got - room
 	if room > 0 {
-		k.fill.release(room)
+		k.usedFill(room)
 		k.rx.submit(room)
 	}
 	if short := uint32(n) - got; short > 0 {
+		k.publishFill()
 		k.Stats.RxFillRingEmptyDescs += uint64(short)
 		k.Stats.RxDropped += uint64(short)
 	}
@@ -148,6 +187,31 @@ func (k *MemKernel) ReceiveFrames(n int, frames [][]byte) int {
 	return k.delivered(n, got, room)
 }
 
+// usedFill accounts for n more fill entries the kernel used: it publishes
+// the ring's consumer index past them, or, with FillLag, past all but the
+// last FillLag entries it used.
+func (k *MemKernel) usedFill(n uint32) {
+	if k.FillLag == 0 && k.fillUnpublished == 0 {
+		k.fill.release(n)
+		return
+	}
+	k.fillUnpublished += n
+	if k.fillUnpublished > k.FillLag {
+		k.fill.release(k.fillUnpublished - k.FillLag)
+		k.fillUnpublished = k.FillLag
+	}
+}
+
+// publishFill publishes the fill ring's consumer index past every entry
+// the kernel used: what it does when it finds fewer entries than it needs,
+// so that the application can refill.
+func (k *MemKernel) publishFill() {
+	if k.fillUnpublished > 0 {
+		k.fill.release(k.fillUnpublished)
+		k.fillUnpublished = 0
+	}
+}
+
 // Fits reports whether a frame of length bytes fits in one buffer after
 // Headroom.
 func (k *MemKernel) Fits(length uint32) bool { return length+k.Headroom <= k.frameSize }
@@ -173,6 +237,7 @@ func (k *MemKernel) ReceiveLong(n int, length uint32, payload []byte) int {
 		fidx, got := k.fill.peek(segs)
 		if got < segs {
 			k.fill.cachedCons -= got
+			k.publishFill()
 			k.Stats.RxFillRingEmptyDescs++
 			k.Stats.RxDropped++
 			continue
@@ -200,7 +265,7 @@ func (k *MemKernel) ReceiveLong(n int, length uint32, payload []byte) int {
 				d.Options = PacketContinues
 			}
 		}
-		k.fill.release(segs)
+		k.usedFill(segs)
 		k.rx.submit(segs)
 		k.Received += uint64(segs)
 		delivered++
@@ -208,27 +273,188 @@ func (k *MemKernel) ReceiveLong(n int, length uint32, payload []byte) int {
 	return delivered
 }
 
-// Transmit consumes up to n descriptors from the tx ring and posts their
-// frames to the completion ring; it returns how many it completed (none on
-// a socket without a tx ring). Each descriptor of a multi-buffer packet is
-// completed on its own, as the kernel does.
+// Transmit takes up to n descriptors off the tx ring, whole packets only,
+// checks each as the kernel does (ValidTx), and puts the frames of the
+// packets it sends on the completion ring, one entry per descriptor in
+// ring order; it returns how many descriptors it sent (none on a socket
+// without a tx ring). A packet stays on the tx ring while its last
+// descriptor is not there yet, or while the completion ring has no room
+// for what it would post.
+//
+// A packet ends at a descriptor without PacketContinues, and may have up
+// to MaxTxDescs descriptors. Every descriptor the kernel refuses, and
+// every descriptor of a packet it drops, counts in Stats.TxInvalidDescs.
+// Where a dropped packet ends, and what becomes of its frames, are the
+// two readings of net/xdp/xsk.c (__xsk_generic_xmit, xsk_build_skb,
+// xsk_drop_skb) that docs/selftest.md describes:
+//   - without ReclaimInvalid (kernels before the reclaim series): a refused
+//     descriptor ends its packet, which is dropped with the descriptors
+//     before it, and a packet dropped for its length ends at the descriptor
+//     it could not take; the next descriptor begins a packet. None of the
+//     dropped descriptors comes back: the kernel keeps them (Lost).
+//   - with ReclaimInvalid: a dropped packet still ends only at a
+//     descriptor without PacketContinues, and every descriptor of it comes
+//     back on the completion ring in its place.
 func (k *MemKernel) Transmit(n int) int {
 	if k.txDescs == nil {
 		return 0
 	}
-	tidx, got := k.tx.peek(uint32(n))
-	cidx, room := k.comp.reserve(got)
-	for i := uint32(0); i < room; i++ {
-		k.compAddrs[(cidx+i)&k.comp.mask] = k.txDescs[(tidx+i)&k.tx.mask].Addr
+	tidx, avail := k.tx.peek(uint32(n))
+	cidx, croom := k.comp.reserve(avail)
+	descs, tmask := k.txDescs, k.tx.mask
+	comp, cmask := k.compAddrs, k.comp.mask
+	var (
+		used  uint32 // completion slots written
+		start uint32 // the first descriptor of the packet being read
+		sent  uint32
+		j     uint32
+	)
+	if !k.unaligned && !k.draining {
+		// Valid descriptors in aligned mode: ValidTx's checks in a loop
+		// that does nothing else, each completion written as it goes.
+		// At the first descriptor it does not take, the loop below
+		// reads on from the start of that descriptor's packet, whose
+		// completions it writes again.
+		meta, fs, size := k.txMetaLen, uint64(k.frameSize), k.umemSize
+		opts := uint32(TxMetadataOption)
+		if k.multiBuffer {
+			opts |= PacketContinues
+		}
+		ended := used // the completions of the packets read whole
+		for ; j < avail && used < croom; j++ {
+			d := &descs[(tidx+j)&tmask]
+			a := d.Addr - meta // an address below meta wraps past size
+			more := d.Options&PacketContinues != 0
+			if d.Options&^opts != 0 || d.Len == 0 || a >= size || a&(fs-1)+meta+uint64(d.Len) > fs ||
+				more && j-start+1 >= MaxTxDescs {
+				break
+			}
+			comp[(cidx+used)&cmask] = d.Addr
+			used++
+			if !more {
+				start, ended = j+1, used
+			}
+		}
+		used, sent = ended, ended
 	}
-	k.tx.cachedCons -= got - room
-	if room > 0 {
-		k.tx.release(room)
-		k.comp.submit(room)
+	for ; j < avail; j++ {
+		d := &descs[(tidx+j)&tmask]
+		if k.draining {
+			// The rest of a packet dropped before: refused with it
+			// and given back.
+			if used == croom {
+				break
+			}
+			comp[(cidx+used)&cmask] = d.Addr
+			used++
+			k.Stats.TxInvalidDescs++
+			k.draining = d.Options&PacketContinues != 0
+			start = j + 1
+			continue
+		}
+		valid := k.ValidTx(*d)
+		more := d.Options&PacketContinues != 0
+		if valid && more && j-start+1 < MaxTxDescs {
+			continue // the packet goes on
+		}
+		count := j - start + 1
+		if valid && !more {
+			if croom-used < count {
+				break
+			}
+			for i := start; i <= j; i++ {
+				comp[(cidx+used)&cmask] = descs[(tidx+i)&tmask].Addr
+				used++
+			}
+			sent += count
+			start = j + 1
+			continue
+		}
+		// A refused descriptor, or one more than a packet may have:
+		// the packet is dropped.
+		if k.ReclaimInvalid {
+			if croom-used < count {
+				break
+			}
+			for i := start; i <= j; i++ {
+				comp[(cidx+used)&cmask] = descs[(tidx+i)&tmask].Addr
+				used++
+			}
+			k.draining = more
+		} else {
+			for i := start; i <= j; i++ {
+				k.lost = append(k.lost, descs[(tidx+i)&tmask].Addr)
+			}
+		}
+		k.Stats.TxInvalidDescs += uint64(count)
+		start = j + 1
 	}
-	k.Transmitted += uint64(room)
-	return int(room)
+	// The descriptors from start on wait on the ring: a packet whose end
+	// is not there yet, or that found no room.
+	k.tx.cachedCons = tidx + start
+	if start > 0 {
+		k.tx.release(start)
+	}
+	k.comp.cancel(croom - used)
+	if used > 0 {
+		k.comp.submit(used)
+	}
+	k.Transmitted += uint64(sent)
+	return int(sent)
 }
+
+// MaxTxDescs is the most descriptors a multi-buffer packet may have on the
+// tx ring in copy mode: a linear part and MAX_SKB_FRAGS (17) fragments
+// (xsk_build_skb refuses more, -EOVERFLOW).
+const MaxTxDescs = 18
+
+// ValidTx reports whether the kernel takes tx descriptor d on this socket,
+// as xp_validate_desc in net/xdp/xsk_queue.h (Linux 6.18) checks it, with
+// the socket's multi-buffer setting:
+//   - a length of at least 1, and no option but PacketContinues and
+//     TxMetadataOption; PacketContinues only on a socket bound with
+//     MultiBuffer;
+//   - where the UMEM has TX metadata (UmemConfig.TxMetadata), the
+//     TxMetadataLen bytes in front of the data count in, whether or not
+//     the descriptor asks for metadata: the data must start at least that
+//     far into the UMEM;
+//   - in aligned mode, the metadata and the data inside one frame and the
+//     frame inside the UMEM (xp_aligned_validate_desc);
+//   - in unaligned mode, the address's offset (upper 16 bits) added to its
+//     base, the metadata and the data no longer than a frame and inside
+//     the UMEM, wherever they start (xp_unaligned_validate_desc; the page
+//     check there matters only for zero-copy DMA, which an in-memory
+//     socket has not).
+func (k *MemKernel) ValidTx(d Desc) bool {
+	if d.Len == 0 || d.Options&^(PacketContinues|TxMetadataOption) != 0 ||
+		d.Options&PacketContinues != 0 && !k.multiBuffer {
+		return false
+	}
+	meta, length, fs := k.txMetaLen, uint64(d.Len), uint64(k.frameSize)
+	addr := d.Addr
+	if k.unaligned {
+		if length+meta > fs {
+			return false
+		}
+		addr = DataAddr(addr)
+	}
+	if addr < meta {
+		return false
+	}
+	addr -= meta
+	if addr >= k.umemSize {
+		return false
+	}
+	if k.unaligned {
+		return addr+meta+length <= k.umemSize
+	}
+	return addr&(fs-1)+meta+length <= fs
+}
+
+// Lost returns the addresses of the tx descriptors the kernel refused and
+// kept (without ReclaimInvalid), in the order it refused them: frames the
+// application never gets back.
+func (k *MemKernel) Lost() []uint64 { return append([]uint64(nil), k.lost...) }
 
 // TxDesc returns the descriptor the application put in tx slot idx, for
 // tests that check what would have been sent.
