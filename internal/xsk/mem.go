@@ -62,8 +62,19 @@ type MemKernel struct {
 	// Stats are the counters the socket reports as its XDP_STATISTICS.
 	Stats Statistics
 	// AutoTransmit makes WakeTx transmit everything on the tx ring, like a
-	// copy-mode sendto.
+	// copy-mode sendto (see TxBudget).
 	AutoTransmit bool
+	// TxBudget, if not 0, is the most descriptors one WakeTx transmits,
+	// as a copy-mode sendto transmits at most 32 (TX_BATCH_SIZE in
+	// net/xdp/xsk.c).
+	TxBudget int
+	// TxConsumerLate makes WakeTx write the tx ring's consumer index as
+	// kernels before Linux 6.17 do ("net: xsk: update tx queue consumer
+	// immediately after transmission"): only when the kernel's cache of
+	// tx entries runs out, in the call that finds it empty, so a call that
+	// stops at TxBudget with entries left shows none of what it took. It
+	// takes single-descriptor packets; with it, set TxBudget.
+	TxConsumerLate bool
 	// Received, Transmitted count descriptors delivered to rx and completed
 	// (a frame split over several buffers counts once per buffer).
 	Received, Transmitted uint64
@@ -487,4 +498,52 @@ func (s *Socket) startAt(start uint32) {
 	}
 	s.Frames = NewFrameStack(uint64(s.cfg.FirstFrame)*uint64(s.umem.frameSize), s.umem.frameSize, int(s.cfg.NumFrames))
 	s.Refill()
+}
+
+// wakeTx is what WakeTx does on an in-memory socket with AutoTransmit.
+func (k *MemKernel) wakeTx() {
+	switch {
+	case k.TxConsumerLate && k.TxBudget > 0:
+		k.transmitLate()
+	case k.TxBudget > 0:
+		k.Transmit(k.TxBudget)
+	default:
+		k.Transmit(int(k.tx.size))
+	}
+}
+
+// transmitLate is a copy-mode sendto of a kernel before Linux 6.17: it
+// takes up to TxBudget descriptors from its cache of the tx ring and
+// writes the consumer index, and reads the producer's, only when that
+// cache runs out.
+func (k *MemKernel) transmitLate() {
+	budget := k.TxBudget
+	for {
+		if k.tx.cachedCons == k.tx.cachedProd {
+			k.tx.consumer.Store(k.tx.cachedCons)
+			k.tx.cachedProd = k.tx.producer.Load()
+			if k.tx.cachedCons == k.tx.cachedProd {
+				return
+			}
+		}
+		if budget == 0 {
+			return
+		}
+		cidx, room := k.comp.reserve(1)
+		if room == 0 {
+			return
+		}
+		d := k.txDescs[k.tx.cachedCons&k.tx.mask]
+		k.tx.cachedCons++
+		if !k.ValidTx(d) || d.Options&PacketContinues != 0 {
+			k.comp.cancel(1)
+			k.Stats.TxInvalidDescs++
+			k.lost = append(k.lost, d.Addr)
+			continue
+		}
+		k.compAddrs[cidx&k.comp.mask] = d.Addr
+		k.comp.submit(1)
+		k.Transmitted++
+		budget--
+	}
 }

@@ -234,7 +234,7 @@ func (s *Socket) WakeTx() error {
 	}
 	if s.kernel != nil {
 		if s.kernel.AutoTransmit {
-			s.kernel.Transmit(int(s.Tx.size))
+			s.kernel.wakeTx()
 		}
 		return nil
 	}
