@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
@@ -292,6 +293,54 @@ func TestCloseFromHandler(t *testing.T) {
 			}
 			if err := e.Close(); err != nil {
 				t.Errorf("Close after Run = %v", err)
+			}
+		})
+	}
+}
+
+// A generator's accessors (TxTimes, Umem, ZeroCopy) from another
+// goroutine while Close frees its sockets under a running Run (run with
+// -race).
+func TestGeneratorAccessorsRaceClose(t *testing.T) {
+	frames, err := packet.UDPVariants(testUDP(64), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, read := range map[string]func(g *Generator) any{
+		"TxTimes":  func(g *Generator) any { _ = g.TxTimes(); return nil },
+		"Umem":     func(g *Generator) any { return g.Umem().HugePages },
+		"ZeroCopy": func(g *Generator) any { return g.ZeroCopy() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			w, _ := memTxWorker(t, GeneratorConfig{Frames: frames, TxTimestamp: true}, 1)
+			g := &Generator{core: core{dev: &netdev.Info{Name: "sim"}, workers: []worker{w}}}
+			done := make(chan error, 1)
+			go func() { done <- g.Run(context.Background()) }()
+			before := read(g)
+			stop, fin := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(fin)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if got := read(g); got != before {
+						t.Errorf("%s = %v, was %v", name, got, before)
+						return
+					}
+				}
+			}()
+			time.Sleep(10 * time.Millisecond)
+			if err := g.Close(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(5 * time.Millisecond)
+			close(stop)
+			<-fin
+			if err := <-done; err != nil {
+				t.Fatal(err)
 			}
 		})
 	}
