@@ -199,38 +199,55 @@ func TestAccessorsRaceClose(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			e, h := simCore(t)
-			done := make(chan error, 1)
-			go func() { done <- e.Run(context.Background()) }()
-			for h.calls.Load() == 0 {
-				time.Sleep(time.Millisecond)
-			}
-			before := read(e)
-			stop, fin := make(chan struct{}), make(chan struct{})
-			go func() {
-				defer close(fin)
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					if got := read(e); got != before {
-						t.Errorf("%s = %v, was %v", name, got, before)
-						return
-					}
-				}
-			}()
-			time.Sleep(10 * time.Millisecond)
-			if err := e.Close(); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(5 * time.Millisecond)
-			close(stop)
-			<-fin
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
+			readsAgainstClose(t, e.Run, e.Close, func() any { return read(e) }, func() bool { return h.calls.Load() > 0 })
 		})
+	}
+}
+
+// readsAgainstClose runs run, waits until started says it has, and calls
+// read over and over from another goroutine while closeIt frees what run
+// used; the test fails if read's answer changes (and, under -race, on a
+// data race).
+func readsAgainstClose(t *testing.T, run func(context.Context) error, closeIt func() error, read func() any, started func() bool) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- run(context.Background()) }()
+	for !started() {
+		time.Sleep(time.Millisecond)
+	}
+	before := read()
+	var reads atomic.Int64
+	stop, fin := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(fin)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if got := read(); got != before {
+				t.Errorf("%v, was %v", got, before)
+				return
+			}
+			reads.Add(1)
+		}
+	}()
+	// Reads before Close and after it, whatever the scheduler does.
+	waitReads := func(n int64) {
+		for deadline := time.Now().Add(5 * time.Second); reads.Load() < n && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	waitReads(1)
+	if err := closeIt(); err != nil {
+		t.Fatal(err)
+	}
+	waitReads(reads.Load() + 1)
+	close(stop)
+	<-fin
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -314,34 +331,7 @@ func TestGeneratorAccessorsRaceClose(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			w, _ := memTxWorker(t, GeneratorConfig{Frames: frames, TxTimestamp: true}, 1)
 			g := &Generator{core: core{dev: &netdev.Info{Name: "sim"}, workers: []worker{w}}}
-			done := make(chan error, 1)
-			go func() { done <- g.Run(context.Background()) }()
-			before := read(g)
-			stop, fin := make(chan struct{}), make(chan struct{})
-			go func() {
-				defer close(fin)
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					if got := read(g); got != before {
-						t.Errorf("%s = %v, was %v", name, got, before)
-						return
-					}
-				}
-			}()
-			time.Sleep(10 * time.Millisecond)
-			if err := g.Close(); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(5 * time.Millisecond)
-			close(stop)
-			<-fin
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
+			readsAgainstClose(t, g.Run, g.Close, func() any { return read(g) }, func() bool { return !g.Started().IsZero() })
 		})
 	}
 }
