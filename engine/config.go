@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
@@ -281,8 +283,27 @@ type Config struct {
 	// replaced.
 	Force bool
 	// UDPPort, if not zero, steers only UDP frames to this port to the
-	// sockets; the rest goes to the stack.
+	// sockets; the rest goes to the stack. Not with XSKMap.
 	UDPPort uint16
+	// XSKMap, if set, is the caller's XSKMAP (BPF_MAP_TYPE_XSKMAP), in
+	// which New puts each queue's socket at the queue's id, in place of
+	// the engine's own steering program. Its program must redirect each
+	// frame it wants in userspace to the map at the frame's
+	// rx_queue_index and let the others go on (bpf_redirect_map(&map,
+	// ctx->rx_queue_index, XDP_PASS)): a frame redirected to a queue
+	// without a socket is lost. The map needs an entry for every queue
+	// served (MaxEntries above the highest). Without Program the engine
+	// attaches nothing: the program is the caller's to attach (before or
+	// after New) and to remove, and it may serve other users too. Close
+	// deletes the entries New put, and leaves the map (and the caller's
+	// program) to the caller. Not with UDPPort or RxMetadata, which are
+	// the engine's program's.
+	XSKMap *ebpf.Map
+	// Program, with XSKMap, is the caller's XDP program, which New
+	// attaches to the device as it attaches its own (a bpf_link, in
+	// XDPMode, refused where another program is attached unless Force
+	// allows it) and Close detaches; the program stays the caller's.
+	Program *ebpf.Program
 	// RxMetadata asks the driver for each frame's RX hash, timestamp or
 	// VLAN tag, for the handler (Batch.RxHash, RxTimestamp, RxVLAN); see
 	// RxMetadata. The zero value asks for none.
@@ -375,6 +396,9 @@ func (c *Config) Validate() error {
 	if uint32(c.Batch) > c.RxSize || uint32(c.Batch) > c.FillSize {
 		return fmt.Errorf("batch size %d is larger than the rx ring (%d) or fill ring (%d): a batch must fit in the rings", c.Batch, c.RxSize, c.FillSize)
 	}
+	if err := c.checkXSKMap(); err != nil {
+		return err
+	}
 	for _, q := range c.Queues {
 		if q < 0 || q >= MaxQueues {
 			return fmt.Errorf("queue %d: an engine serves queues 0 to %d (its steering program's XSKMAP)", q, MaxQueues-1)
@@ -389,6 +413,36 @@ func (c *Config) Validate() error {
 // MaxQueues bounds the queue ids an engine serves: its steering program's
 // XSKMAP has room for queues 0 to MaxQueues-1.
 const MaxQueues = 256
+
+// checkXSKMap checks what can be checked of XSKMap and Program without the
+// device: the map's type, its room for the queues named, the program's
+// type, and the settings that belong to the engine's own program.
+func (c *Config) checkXSKMap() error {
+	if c.XSKMap == nil {
+		if c.Program != nil {
+			return errors.New("a Program needs its XSKMap: the map the program redirects to, in which the engine puts its sockets")
+		}
+		return nil
+	}
+	if t := c.XSKMap.Type(); t != ebpf.XSKMap {
+		return fmt.Errorf("XSKMap is a map of type %v: it must be an XSKMAP (BPF_MAP_TYPE_XSKMAP)", t)
+	}
+	for _, q := range c.Queues {
+		if q >= 0 && uint32(q) >= c.XSKMap.MaxEntries() {
+			return fmt.Errorf("queue %d: XSKMap has room for queues 0 to %d only", q, c.XSKMap.MaxEntries()-1)
+		}
+	}
+	if c.Program != nil && c.Program.Type() != ebpf.XDP {
+		return fmt.Errorf("Program is of type %v: it must be an XDP program", c.Program.Type())
+	}
+	switch {
+	case c.UDPPort != 0:
+		return errors.New("UDPPort is the engine's own program's: with XSKMap, the program that redirects to the map chooses what reaches the sockets")
+	case c.RxMetadata != 0:
+		return errors.New("RxMetadata is written by the engine's own program: not with XSKMap")
+	}
+	return nil
+}
 
 // checkSockets checks what an engine and a generator share: frame and ring
 // sizes, batch, CPUs, waiting. rx says whether the fill and rx rings are

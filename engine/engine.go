@@ -22,6 +22,10 @@
 // busy threads (a NAPI thread, a generator) it stops spinning altogether and
 // naps between batches, so the other threads keep their CPU time.
 //
+// An engine lives beside other XDP users when given their program's XSKMAP
+// (Config.XSKMap): it then puts its sockets in that map, and attaches
+// nothing unless given the program too (Config.Program).
+//
 // Setup is all or nothing: New either returns an engine ready to run or
 // leaves the device as it found it. Close detaches the program and closes
 // the sockets; the program is attached with a bpf_link, so the kernel
@@ -52,6 +56,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/xsk"
@@ -61,9 +67,43 @@ import (
 type Engine struct {
 	core
 	cfg  Config
-	prog *steerProg
+	prog steering
 	link io.Closer
 	outs []output
+}
+
+// steering puts each queue's socket where the XDP program on the device
+// finds it: the XSKMAP of the engine's own program, or the caller's
+// (Config.XSKMap). Close undoes what it did.
+type steering interface {
+	SetSocket(queue, fd int) error
+	Close() error
+}
+
+// userMap is the caller's XSKMAP as steering: Close deletes the entries
+// SetSocket put, and leaves the map open.
+type userMap struct {
+	m    *ebpf.Map
+	keys []uint32
+}
+
+func (u *userMap) SetSocket(queue, fd int) error {
+	if err := u.m.Put(uint32(queue), uint32(fd)); err != nil {
+		return fmt.Errorf("put queue %d's socket in XSKMap: %w", queue, err)
+	}
+	u.keys = append(u.keys, uint32(queue))
+	return nil
+}
+
+func (u *userMap) Close() error {
+	var errs []error
+	for _, k := range u.keys {
+		if err := u.m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			errs = append(errs, fmt.Errorf("delete queue %d from XSKMap: %w", k, err))
+		}
+	}
+	u.keys = nil
+	return errors.Join(errs...)
 }
 
 // frameOverhead is what a frame adds to the MTU: an Ethernet header and one
@@ -145,11 +185,13 @@ func (e *Engine) release() error {
 		errs = append(errs, e.link.Close())
 		e.link = nil
 	}
-	errs = append(errs, e.closeSockets())
+	// The map entries go before the sockets, so that no entry of a
+	// socket bound after one of these closed is deleted.
 	if e.prog != nil {
 		errs = append(errs, e.prog.Close())
 		e.prog = nil
 	}
+	errs = append(errs, e.closeSockets())
 	return errors.Join(errs...)
 }
 

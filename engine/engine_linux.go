@@ -10,12 +10,10 @@ import (
 	"github.com/xdpeng/xdpeng/internal/xsk"
 )
 
-// steerProg is the XDP program that steers each queue into its socket.
-type steerProg = bpf.XskRedirect
-
 // New validates cfg, binds a socket to every queue (and to the same queue
-// of every output), and attaches the steering program. On error nothing is
-// left attached or open.
+// of every output), and attaches the steering program; with Config.XSKMap
+// it puts the sockets in that map instead, and attaches Config.Program if
+// set. On error nothing is left attached or open, and no entry in the map.
 // MaxQueues is the room of the steering program's XSKMAP: the build fails
 // if the two differ.
 const _ = uint(MaxQueues-bpf.MaxQueues) + uint(bpf.MaxQueues-MaxQueues)
@@ -68,8 +66,13 @@ func New(cfg Config) (_ *Engine, err error) {
 	if err := cfg.resolveCPUs(); err != nil {
 		return nil, err
 	}
-	if err := attachedError(foreignXDP(facts, cfg.Force)); err != nil {
-		return nil, err
+	// With the caller's XSKMap and no Program, the program on the
+	// device is the caller's: the engine attaches nothing.
+	attach := cfg.XSKMap == nil || cfg.Program != nil
+	if attach {
+		if err := attachedError(foreignXDP(facts, cfg.Force)); err != nil {
+			return nil, err
+		}
 	}
 
 	e := &Engine{core: core{dev: info}, cfg: cfg, outs: outs}
@@ -81,14 +84,23 @@ func New(cfg Config) (_ *Engine, err error) {
 			e.Close()
 		}
 	}()
-	if e.prog, err = e.newSteering(); err != nil {
-		return nil, err
+	prog := cfg.Program
+	if cfg.XSKMap != nil {
+		e.prog = &userMap{m: cfg.XSKMap}
+	} else {
+		own, err := e.newSteering()
+		if err != nil {
+			return nil, err
+		}
+		e.prog, prog = own, own.Program
 	}
 	if err := e.bindAll(); err != nil {
 		return nil, err
 	}
-	if e.link, err = hook.AttachXDP(e.prog.Program, info.Index, hookMode(cfg.XDPMode), cfg.Force); err != nil {
-		return nil, attachedError(err)
+	if attach {
+		if e.link, err = hook.AttachXDP(prog, info.Index, hookMode(cfg.XDPMode), cfg.Force); err != nil {
+			return nil, attachedError(err)
+		}
 	}
 	devs := []*netdev.Info{info}
 	for _, o := range outs {

@@ -32,11 +32,6 @@ func LookupDevice(name string) (Device, error) {
 	return Device{}, fmt.Errorf("look up %s: %w", name, ErrNotSupported)
 }
 
-// steerProg stands for the steering program, which only Linux has.
-type steerProg struct{}
-
-func (*steerProg) Close() error { return nil }
-
 // NextHopMAC fails with ErrNotSupported: neighbours and veth peers are
 // Linux's.
 func NextHopMAC(device string, dst netip.Addr) (net.HardwareAddr, error) {

@@ -1,0 +1,130 @@
+//go:build linux
+
+package engine_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/internal/lab/gen"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/netdev"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
+)
+
+// userXSKMap makes an XSKMAP of entries queues, and an XDP program that
+// redirects every frame to it by rx_queue_index and passes what finds no
+// socket: what a caller of Config.XSKMap brings.
+func userXSKMap(t *testing.T, entries uint32) (*ebpf.Map, *ebpf.Program) {
+	t.Helper()
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Name: "user_xsks", Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: entries})
+	if err != nil {
+		t.Fatalf("create an XSKMAP: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "user_redirect", Type: ebpf.XDP, License: "GPL", Instructions: asm.Instructions{
+		asm.LoadMem(asm.R2, asm.R1, 16, asm.Word), // ctx->rx_queue_index
+		asm.LoadMapPtr(asm.R1, m.FD()),
+		asm.Mov.Imm(asm.R3, 2), // XDP_PASS where the queue has no socket
+		asm.FnRedirectMap.Call(),
+		asm.Return(),
+	}})
+	if err != nil {
+		t.Fatalf("load the redirect program: %v", err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return m, p
+}
+
+// TestUserXSKMap: an engine given the caller's XSKMAP puts its socket in
+// it and receives what the caller's program redirects there, with the
+// program attached by the engine (Config.Program) or by the caller (map
+// alone: the engine attaches nothing). Close detaches what the engine
+// attached and leaves the caller's program on, and the map serves the
+// next engine.
+func TestUserXSKMap(t *testing.T) {
+	for _, engineAttaches := range []bool{true, false} {
+		t.Run(map[bool]string{true: "program and map", false: "map alone"}[engineAttaches], func(t *testing.T) {
+			bed := testbedtest.New(t, 1, 1)
+			l := bed.Links[0]
+			m, p := userXSKMap(t, 4)
+			cfg := rxdropConfig(bed)
+			cfg.XSKMap = m
+			if engineAttaches {
+				cfg.Program = p
+			} else {
+				if err := bed.InDUT(func() error {
+					lk, err := link.AttachXDP(link.XDPOptions{Program: p, Interface: l.DUTIndex})
+					if err == nil {
+						t.Cleanup(func() { lk.Close() })
+					}
+					return err
+				}); err != nil {
+					t.Fatalf("attach the caller's program: %v", err)
+				}
+			}
+			const count = 20_000
+			r := start(t, bed, cfg)
+			send(t, bed, 0, gen.Config{Count: count, Threads: 1, Rate: 200_000})
+			tot := r.finish(count).Total()
+			if tot.RxPackets != count || tot.Dropped != count {
+				t.Errorf("received %d, dropped %d: want %d each", tot.RxPackets, tot.Dropped, count)
+			}
+			if err := r.eng.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			var st netdev.XDPState
+			if err := bed.InDUT(func() (err error) { st, err = netdev.XDPAttached(l.DUTIndex); return err }); err != nil {
+				t.Fatal(err)
+			}
+			info, _ := p.Info()
+			id, _ := info.ID()
+			switch {
+			case engineAttaches && st.ProgID != 0:
+				t.Errorf("program %d still attached after Close", st.ProgID)
+			case !engineAttaches && st.ProgID != uint32(id):
+				t.Errorf("after Close the device has program %d attached, want the caller's %d", st.ProgID, id)
+			}
+			// The map serves the next engine as it served this one.
+			r = start(t, bed, cfg)
+			send(t, bed, 0, gen.Config{Count: count, Threads: 1, Rate: 200_000})
+			if tot := r.finish(count).Total(); tot.RxPackets != count {
+				t.Errorf("a second engine on the map received %d of %d", tot.RxPackets, count)
+			}
+		})
+	}
+}
+
+// TestUserXSKMapRefused: what New refuses of a caller's map before
+// anything is set up.
+func TestUserXSKMapRefused(t *testing.T) {
+	privtest.Root(t)
+	xsks, _ := userXSKMap(t, 2)
+	hash, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hash.Close()
+	for _, tc := range []struct {
+		name string
+		set  func(*engine.Config)
+		want string
+	}{
+		{"not an XSKMAP", func(c *engine.Config) { c.XSKMap = hash }, "it must be an XSKMAP"},
+		{"no room for the queue", func(c *engine.Config) { c.XSKMap, c.Queues = xsks, []int{2} }, "queue 2: XSKMap has room for queues 0 to 1 only"},
+		{"UDPPort", func(c *engine.Config) { c.XSKMap, c.UDPPort = xsks, 9 }, "UDPPort is the engine's own program's"},
+		{"program without its map", func(c *engine.Config) { c.XSKMap = nil; c.Program = &ebpf.Program{} }, "a Program needs its XSKMap"},
+	} {
+		cfg := engine.DefaultConfig()
+		cfg.Interface = "xdpeng-none0"
+		tc.set(&cfg)
+		if _, err := engine.New(cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: New = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
