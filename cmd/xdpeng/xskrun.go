@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -49,10 +50,13 @@ type xskFlags struct {
 	sharedUmem                         bool
 	force                              bool
 	udpPort                            uint16
-	duration, interval                 time.Duration
-	json, extraStats, appStats         bool
-	quiet                              bool
-	watch                              watchFlags // --metrics, -e, --irq, -w (watch.go)
+	// xskMap and program are --xsk-map and --program; steering says, for
+	// the header, what they set up.
+	xskMap, program, steering  string
+	duration, interval         time.Duration
+	json, extraStats, appStats bool
+	quiet                      bool
+	watch                      watchFlags // --metrics, -e, --irq, -w (watch.go)
 
 	fs *pflag.FlagSet // to tell an empty -q "" from no -q
 }
@@ -92,6 +96,8 @@ func (f *xskFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.sharedUmem, "shared-umem", false, "one UMEM shared by all queues' sockets (XDP_SHARED_UMEM)")
 	fs.BoolVar(&f.force, "force", false, "replace an XDP program someone else attached")
 	fs.Uint16Var(&f.udpPort, "udp-port", 0, "steer only UDP to this destination port to userspace; the rest goes to the stack")
+	fs.StringVar(&f.xskMap, "xsk-map", "", "put the sockets in this pinned XSKMAP (a bpffs path) instead of attaching xdpeng's program: the XDP program on DEV that redirects to it by rx_queue_index, and passes what finds no socket, is yours, and stays")
+	fs.StringVar(&f.program, "program", "", "attach this XDP program instead of xdpeng's: OBJ or OBJ:NAME, an ELF object and the program's name or section (default: its only XDP program), with the object's XSKMAP (or --xsk-map's); detached at exit")
 	secondsVarP(fs, &f.duration, "duration", "d", 0, "run this long, then exit (seconds, or a duration like 500ms; default: until Ctrl-C)")
 	intervalFlags(fs, &f.interval, "statistics interval")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per line")
@@ -196,6 +202,9 @@ func (f *xskFlags) config() (engine.Config, error) {
 	cfg.SharedUmem = f.sharedUmem
 	cfg.Force = f.force
 	cfg.UDPPort = f.udpPort
+	if err := f.steer(&cfg); err != nil {
+		return cfg, err
+	}
 	if f.interval <= 0 {
 		return cfg, fmt.Errorf("-n/--interval %v: must be positive", f.interval)
 	}
@@ -432,6 +441,9 @@ func (p *xskPrinter) header() {
 		cfg.FrameSize, cfg.FillSize, cfg.CompletionSize, cfg.RxSize, cfg.TxSize, cfg.NeedWakeup, cfg.Wait)
 	p.watch.header(p.w)
 	fmt.Fprint(p.w, umemLine(p.eng.Umem()))
+	if p.f.steering != "" {
+		fmt.Fprintf(p.w, "  steering: %s\n", p.f.steering)
+	}
 	if cfg.Wait == engine.WaitBusyPoll {
 		fmt.Fprint(p.w, busyPollNote(cfg.Interface, p.eng.Device().Driver))
 	}
@@ -781,4 +793,86 @@ func writeJSON(w io.Writer, v any) {
 		return
 	}
 	w.Write(append(b, '\n'))
+}
+
+// steer sets cfg's XSKMap and Program from --xsk-map and --program.
+func (f *xskFlags) steer(cfg *engine.Config) error {
+	if f.xskMap == "" && f.program == "" {
+		return nil
+	}
+	if f.udpPort != 0 {
+		return errors.New("--udp-port is xdpeng's program's: with --xsk-map or --program, the program that redirects to the XSKMAP chooses what reaches the sockets")
+	}
+	var pinned *ebpf.Map
+	if f.xskMap != "" {
+		m, err := ebpf.LoadPinnedMap(f.xskMap, nil)
+		if err != nil {
+			return fmt.Errorf("--xsk-map %s: %w (a pinned XSKMAP: bpftool map pin, or the loader that made it)", f.xskMap, err)
+		}
+		if m.Type() != ebpf.XSKMap {
+			m.Close()
+			return fmt.Errorf("--xsk-map %s is a map of type %v, not an XSKMAP", f.xskMap, m.Type())
+		}
+		pinned = m
+		cfg.XSKMap = m
+		f.steering = fmt.Sprintf("the sockets in the XSKMAP pinned at %s, the program on %s yours", f.xskMap, cfg.Interface)
+	}
+	if f.program == "" {
+		return nil
+	}
+	prog, m, desc, err := loadProgram(f.program, pinned)
+	if err != nil {
+		return fmt.Errorf("--program %s: %w", f.program, err)
+	}
+	cfg.Program, cfg.XSKMap = prog, m
+	f.steering = desc
+	return nil
+}
+
+// loadProgram loads the XDP program that spec (OBJ or OBJ:NAME) names and
+// its XSKMAP, or pinned in its place, and describes them.
+func loadProgram(spec string, pinned *ebpf.Map) (*ebpf.Program, *ebpf.Map, string, error) {
+	obj, name, _ := strings.Cut(spec, ":")
+	cs, err := ebpf.LoadCollectionSpec(obj)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	var pick []string
+	for n, ps := range cs.Programs {
+		if ps.Type == ebpf.XDP && (name == "" || n == name || ps.SectionName == name) {
+			pick = append(pick, n)
+		}
+	}
+	slices.Sort(pick)
+	switch {
+	case len(pick) == 0 && name != "":
+		return nil, nil, "", fmt.Errorf("no XDP program named %s, or in section %s", name, name)
+	case len(pick) == 0:
+		return nil, nil, "", errors.New("no XDP program in it")
+	case len(pick) > 1:
+		return nil, nil, "", fmt.Errorf("%d XDP programs (%s): name one, %s:NAME", len(pick), strings.Join(pick, ", "), obj)
+	}
+	var xsks []string
+	for n, ms := range cs.Maps {
+		if ms.Type == ebpf.XSKMap {
+			xsks = append(xsks, n)
+		}
+	}
+	if len(xsks) != 1 {
+		return nil, nil, "", fmt.Errorf("%d XSKMAPs in it: the program must redirect to one", len(xsks))
+	}
+	opts := ebpf.CollectionOptions{}
+	if pinned != nil {
+		opts.MapReplacements = map[string]*ebpf.Map{xsks[0]: pinned}
+	}
+	coll, err := ebpf.NewCollectionWithOptions(cs, opts)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	desc := fmt.Sprintf("program %s of %s, attached by xdpeng, its sockets in the object's XSKMAP %s", pick[0], obj, xsks[0])
+	if pinned != nil {
+		desc = fmt.Sprintf("program %s of %s, attached by xdpeng, its sockets in the pinned XSKMAP", pick[0], obj)
+	}
+	// The collection's other programs and maps go with the process.
+	return coll.Programs[pick[0]], coll.Maps[xsks[0]], desc, nil
 }
