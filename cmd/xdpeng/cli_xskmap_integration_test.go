@@ -79,6 +79,11 @@ func TestCLIXskMapAndProgram(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer prog.Close()
+		// Before the caller's program is on: rxdrop says that nothing
+		// reaches its sockets yet.
+		if r := runIn(t, 20*time.Second, bed.DUTNS, bin, "rxdrop", "-i", "dut0", "--xsk-map", pin, "-d", "500ms"); r.code != 0 || !strings.Contains(r.stdout, "dut0 has no XDP program yet") {
+			t.Errorf("rxdrop --xsk-map with no program on dut0: want a note that frames wait for one:\n%s", r)
+		}
 		var lk link.Link
 		if err := testbed.Do(bed.DUTNS, func() (err error) {
 			lk, err = link.AttachXDP(link.XDPOptions{Program: prog, Interface: bed.Links[0].DUTIndex})

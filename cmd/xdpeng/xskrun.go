@@ -443,6 +443,11 @@ func (p *xskPrinter) header() {
 	fmt.Fprint(p.w, umemLine(p.eng.Umem()))
 	if p.f.steering != "" {
 		fmt.Fprintf(p.w, "  steering: %s\n", p.f.steering)
+		if cfg.Program == nil {
+			if st, err := netdev.XDPAttached(p.eng.Device().Index); err == nil && st.ProgID == 0 {
+				fmt.Fprintf(p.w, "  note: %s has no XDP program yet: frames reach the sockets once yours, redirecting to the map, is attached\n", cfg.Interface)
+			}
+		}
 	}
 	if cfg.Wait == engine.WaitBusyPoll {
 		fmt.Fprint(p.w, busyPollNote(cfg.Interface, p.eng.Device().Driver))
