@@ -15,7 +15,8 @@
 
 // is_wanted reports whether the frame is UDP over IPv4 or IPv6 (without
 // extension headers) to destination port filter_udp_port, a load-time
-// constant that the file including this one declares.
+// constant that the file including this one declares. An IPv4 fragment
+// after the first has no UDP header, whatever its bytes there say: never.
 static __always_inline int is_wanted(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
@@ -29,6 +30,8 @@ static __always_inline int is_wanted(struct xdp_md *ctx)
 	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
 		struct iphdr *ip = (void *)(eth + 1);
 		if ((void *)(ip + 1) > end || ip->ihl < 5)
+			return 0;
+		if (ip->frag_off & bpf_htons(0x1fff)) // IP_OFFSET
 			return 0;
 		proto = ip->protocol;
 		udp = (void *)ip + ip->ihl * 4;

@@ -27,8 +27,9 @@ type xdpMd struct {
 // veth and sends it frames from its peer (AF_PACKET). With a UDP port filter, exactly the UDP frames to
 // that port, IPv4 and IPv6, must land in the socket; frames to the port
 // with its bytes swapped (what a filter comparing in the wrong byte order
-// would take), TCP to the port and UDP elsewhere go to the stack. Without
-// a filter, everything lands in the socket.
+// would take), TCP to the port, UDP elsewhere and IPv4 fragments after the
+// first (whose bytes where a UDP header would be say the port) go to the
+// stack. Without a filter, everything lands in the socket.
 func TestXskRedirectSteersUDPPort(t *testing.T) {
 	bed := testbedtest.New(t, 1, 1)
 	l := bed.Links[0]
@@ -45,16 +46,18 @@ func TestXskRedirectSteersUDPPort(t *testing.T) {
 		cfg   packet.UDPConfig
 		port  uint16
 		tcp   bool
+		frag  bool // an IPv4 fragment after the first
 		count uint32
 	}
 	// Different counts per kind, so that frames counted under the wrong one
 	// show.
 	kinds := []kind{
-		{"IPv4 UDP to the port", v4, port, false, 300},
-		{"IPv4 UDP to the swapped port", v4, swapped, false, 200},
-		{"IPv6 UDP to the port", v6, port, false, 150},
-		{"IPv6 UDP to the swapped port", v6, swapped, false, 100},
-		{"IPv4 TCP to the port", v4, port, true, 50},
+		{"IPv4 UDP to the port", v4, port, false, false, 300},
+		{"IPv4 UDP to the swapped port", v4, swapped, false, false, 200},
+		{"IPv6 UDP to the port", v6, port, false, false, 150},
+		{"IPv6 UDP to the swapped port", v6, swapped, false, false, 100},
+		{"IPv4 TCP to the port", v4, port, true, false, 50},
+		{"IPv4 fragment after the first", v4, port, false, true, 25},
 	}
 	for _, filter := range []uint16{port, 0} {
 		t.Run(fmt.Sprintf("filter=%d", filter), func(t *testing.T) {
@@ -66,7 +69,7 @@ func TestXskRedirectSteersUDPPort(t *testing.T) {
 			want := map[string]uint32{} // what the socket must get, by kind
 			var toSocket, toStack uint64
 			for _, k := range kinds {
-				if filter == 0 || (!k.tcp && k.port == filter) {
+				if filter == 0 || (!k.tcp && !k.frag && k.port == filter) {
 					want[k.name] = k.count
 					toSocket += uint64(k.count)
 				} else {
@@ -108,6 +111,9 @@ func TestXskRedirectSteersUDPPort(t *testing.T) {
 					if _, err := build(f, c); err != nil {
 						return err
 					}
+					if k.frag {
+						f[14+6], f[14+7] = 0x00, 0xb9 // fragment offset 185 (1480 bytes), no more fragments
+					}
 					for range k.count {
 						frames = append(frames, f)
 					}
@@ -139,7 +145,7 @@ func TestXskRedirectSteersUDPPort(t *testing.T) {
 					}
 					name := "unknown"
 					for _, k := range kinds {
-						if sum.DstPort == k.port && (sum.L3 == 6) == k.cfg.IPv6() && (sum.Proto == packet.ProtoTCP) == k.tcp {
+						if k.frag && sum.Fragment || !k.frag && !sum.Fragment && sum.DstPort == k.port && (sum.L3 == 6) == k.cfg.IPv6() && (sum.Proto == packet.ProtoTCP) == k.tcp {
 							name = k.name
 						}
 					}
