@@ -15,11 +15,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cilium/ebpf"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
@@ -808,76 +808,26 @@ func (f *xskFlags) steer(cfg *engine.Config) error {
 	if f.udpPort != 0 {
 		return errors.New("--udp-port is xdpeng's program's: with --xsk-map or --program, the program that redirects to the XSKMAP chooses what reaches the sockets")
 	}
-	var pinned *ebpf.Map
 	if f.xskMap != "" {
-		m, err := ebpf.LoadPinnedMap(f.xskMap, nil)
+		m, err := bpf.LoadPinnedXSKMap(f.xskMap)
 		if err != nil {
 			return fmt.Errorf("--xsk-map %s: %w (a pinned XSKMAP: bpftool map pin, or the loader that made it)", f.xskMap, err)
 		}
-		if m.Type() != ebpf.XSKMap {
-			m.Close()
-			return fmt.Errorf("--xsk-map %s is a map of type %v, not an XSKMAP", f.xskMap, m.Type())
-		}
-		pinned = m
 		cfg.XSKMap = m
 		f.steering = fmt.Sprintf("the sockets in the XSKMAP pinned at %s, the program on %s yours", f.xskMap, cfg.Interface)
 	}
 	if f.program == "" {
 		return nil
 	}
-	prog, m, desc, err := loadProgram(f.program, pinned)
+	obj, name, _ := strings.Cut(f.program, ":")
+	p, err := bpf.LoadUserProgram(obj, name, cfg.XSKMap)
 	if err != nil {
 		return fmt.Errorf("--program %s: %w", f.program, err)
 	}
-	cfg.Program, cfg.XSKMap = prog, m
-	f.steering = desc
+	f.steering = fmt.Sprintf("program %s of %s, attached by xdpeng, its sockets in the object's XSKMAP %s", p.Name, obj, p.MapName)
+	if cfg.XSKMap != nil {
+		f.steering = fmt.Sprintf("program %s of %s, attached by xdpeng, its sockets in the XSKMAP pinned at %s", p.Name, obj, f.xskMap)
+	}
+	cfg.Program, cfg.XSKMap = p.Program, p.XSKMap
 	return nil
-}
-
-// loadProgram loads the XDP program that spec (OBJ or OBJ:NAME) names and
-// its XSKMAP, or pinned in its place, and describes them.
-func loadProgram(spec string, pinned *ebpf.Map) (*ebpf.Program, *ebpf.Map, string, error) {
-	obj, name, _ := strings.Cut(spec, ":")
-	cs, err := ebpf.LoadCollectionSpec(obj)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	var pick []string
-	for n, ps := range cs.Programs {
-		if ps.Type == ebpf.XDP && (name == "" || n == name || ps.SectionName == name) {
-			pick = append(pick, n)
-		}
-	}
-	slices.Sort(pick)
-	switch {
-	case len(pick) == 0 && name != "":
-		return nil, nil, "", fmt.Errorf("no XDP program named %s, or in section %s", name, name)
-	case len(pick) == 0:
-		return nil, nil, "", errors.New("no XDP program in it")
-	case len(pick) > 1:
-		return nil, nil, "", fmt.Errorf("%d XDP programs (%s): name one, %s:NAME", len(pick), strings.Join(pick, ", "), obj)
-	}
-	var xsks []string
-	for n, ms := range cs.Maps {
-		if ms.Type == ebpf.XSKMap {
-			xsks = append(xsks, n)
-		}
-	}
-	if len(xsks) != 1 {
-		return nil, nil, "", fmt.Errorf("%d XSKMAPs in it: the program must redirect to one", len(xsks))
-	}
-	opts := ebpf.CollectionOptions{}
-	if pinned != nil {
-		opts.MapReplacements = map[string]*ebpf.Map{xsks[0]: pinned}
-	}
-	coll, err := ebpf.NewCollectionWithOptions(cs, opts)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	desc := fmt.Sprintf("program %s of %s, attached by xdpeng, its sockets in the object's XSKMAP %s", pick[0], obj, xsks[0])
-	if pinned != nil {
-		desc = fmt.Sprintf("program %s of %s, attached by xdpeng, its sockets in the pinned XSKMAP", pick[0], obj)
-	}
-	// The collection's other programs and maps go with the process.
-	return coll.Programs[pick[0]], coll.Maps[xsks[0]], desc, nil
 }
