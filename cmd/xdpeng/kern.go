@@ -151,6 +151,10 @@ func (f *kernFlags) kernConfig(path string) (kern.Config, error) {
 	switch f.hook {
 	case "", "xdp":
 	case "tc":
+		if !auto {
+			// -S, -N and -m choose the XDP attach mode, which tc has not.
+			return cfg, errors.New("-S, -N and -m choose how XDP is attached, and mean nothing with --hook tc: leave them out")
+		}
 		h = kern.TC
 	default:
 		return cfg, fmt.Errorf("--hook %q: want xdp or tc", f.hook)
