@@ -155,7 +155,7 @@ Where a tool is absent its rows and targets are left out, with a note.`,
 				printBench(cmd.OutOrStdout(), res)
 			}
 			if err != nil {
-				return stoppedAfter(cmd, err, len(res.Scenarios), "scenario", res.Unfinished)
+				return stoppedAfter(cmd, err, len(res.Scenarios), len(res.Scenarios), "scenario", res.Unfinished)
 			}
 			return nil
 		},

@@ -376,7 +376,7 @@ func runCompare(cmd *cobra.Command, cfg compare.Config, dut *dutFlags, asJSON, a
 		}
 	}
 	if err != nil {
-		return stoppedAfter(cmd, err, len(res.Rows), "row", res.Unfinished)
+		return stoppedAfter(cmd, err, len(res.Rows), len(res.Rows)-len(res.Failed()), "row", res.Unfinished)
 	}
 	if bad := res.Failed(); len(bad) > 0 {
 		return fmt.Errorf("%d path(s) failed: %s", len(bad), strings.Join(bad, ", "))

@@ -174,12 +174,12 @@ func measureErr(ctx context.Context, err error) error {
 
 // stoppedAfter is what a measuring command returns for the error of a run
 // that Ctrl-C or SIGTERM stopped after some of it finished, once it has
-// printed those rows (done of them, each a what; unfinished, the rest): a note on
-// stderr and success, as every long-running command ends on Ctrl-C, or
-// interrupted when anything besides the cancel failed (removing a test
-// bed).
-func stoppedAfter(cmd *cobra.Command, err error, done int, what string, unfinished []string) error {
-	if !onlyCanceled(err) {
+// printed those rows (done of them, each a what, measured of them with a
+// measurement; unfinished, the rest): a note on stderr and success, as
+// every long-running command ends on Ctrl-C, or interrupted when anything
+// besides the cancel failed (removing a test bed) or nothing was measured.
+func stoppedAfter(cmd *cobra.Command, err error, done, measured int, what string, unfinished []string) error {
+	if !onlyCanceled(err) || measured == 0 {
 		return interrupted{err}
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "xdpeng: %s interrupted: %d %s(s) finished and printed, not finished: %s; everything the run set up has been removed\n",

@@ -208,7 +208,7 @@ func runLatency(cmd *cobra.Command, cfg compare.LatencyConfig, dut *dutFlags, as
 		compare.WriteLatencyTable(out, &res)
 	}
 	if err != nil {
-		return stoppedAfter(cmd, err, len(res.Rows), "row", res.Unfinished)
+		return stoppedAfter(cmd, err, len(res.Rows), len(res.Rows)-len(res.Failed()), "row", res.Unfinished)
 	}
 	if bad := res.Failed(); len(bad) > 0 {
 		return fmt.Errorf("%d row(s) failed: %s", len(bad), strings.Join(bad, ", "))
