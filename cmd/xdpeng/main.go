@@ -140,6 +140,11 @@ func run(args []string, stderr io.Writer) int {
 	if errors.As(err, &pe) {
 		return int(pe)
 	}
+	if s := xdpsockHint(args); c == rootCmd && s != "" {
+		// Cobra's own words ("unknown command "0"") would mislead.
+		fmt.Fprintf(stderr, "xdpeng: %s\n", s)
+		return 1
+	}
 	fmt.Fprintf(stderr, "xdpeng: %v\n", err)
 	if s := bedAdvice(err, args); s != "" {
 		fmt.Fprintf(stderr, "xdpeng: %s\n", s)
@@ -158,4 +163,38 @@ func run(args []string, stderr io.Writer) int {
 		return ec.ExitCode()
 	}
 	return 1
+}
+
+// xdpsockModes are xdpsock's mode flags and the xdpeng command of each.
+var xdpsockModes = map[string]string{
+	"-r": "rxdrop", "--rxdrop": "rxdrop",
+	"-t": "txonly", "--txonly": "txonly",
+	"-l": "l2fwd", "--l2fwd": "l2fwd",
+}
+
+// xdpsockHint answers a command line that starts with flags, as xdpsock's
+// does (xdpsock -i dut0 -r), with the xdpeng command that does the same;
+// "" for one that names no interface.
+func xdpsockHint(args []string) string {
+	if len(args) == 0 || !strings.HasPrefix(args[0], "-") {
+		return ""
+	}
+	mode, rest, iface := "", []string{}, false
+	for _, a := range args {
+		if m, ok := xdpsockModes[a]; ok && mode == "" {
+			mode = m
+			continue
+		}
+		if a == "-i" || strings.HasPrefix(a, "--interface") || strings.HasPrefix(a, "-i") {
+			iface = true
+		}
+		rest = append(rest, a)
+	}
+	if !iface {
+		return ""
+	}
+	if mode == "" {
+		return fmt.Sprintf("the command comes first, then its flags: xdpeng rxdrop|txonly|l2fwd %s (xdpsock's -r, -t, -l)", strings.Join(rest, " "))
+	}
+	return fmt.Sprintf("xdpsock's spelling; in xdpeng the mode is the command: xdpeng %s %s", mode, strings.Join(rest, " "))
 }
