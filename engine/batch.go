@@ -234,8 +234,8 @@ func (b *Batch) last(i int) (addr uint64, length uint32, before int) {
 // Headroom is how many bytes frame i may grow at the front (AdjustHead with
 // a negative delta): the kernel leaves 256 in front of every received
 // frame, and the UMEM headroom (Config.FrameHeadroom) more; with
-// Config.TxChecksum the TX metadata area in front of each frame
-// (xsk.TxMetadataLen bytes) is not headroom: the kernel rejects a frame
+// Config.TxChecksum the TX metadata area in front of each frame (struct
+// xsk_tx_metadata, 24 bytes) is not headroom: the kernel rejects a frame
 // sent with less in front of it.
 func (b *Batch) Headroom(i int) int {
 	return int(b.umem.DataAddr(b.addrs[i])-b.umem.FrameBase(b.addrs[i])) - b.txMetaLen()

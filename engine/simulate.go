@@ -133,12 +133,12 @@ func (c Sim) segments(frames [][]byte) (int, error) {
 // as an Engine's do by default.
 //
 // The simulated kernel is as strict as Linux: it refuses the tx
-// descriptors the kernel refuses (xsk.MemKernel.ValidTx), and it publishes
-// its fill-ring consumer index a round of frames late, so that the worker
-// finds its fill ring full and keeps frames on its free stack meanwhile.
-// After every batch Run checks that every UMEM frame is in a ring or on a
-// free stack, once; a refused descriptor or a lost frame is an engine bug,
-// returned as an error.
+// descriptors the kernel refuses (the checks of net/xdp/xsk_queue.h), and
+// it publishes its fill-ring consumer index a round of frames late, so
+// that the worker finds its fill ring full and keeps frames on its free
+// stack meanwhile. After every batch Run checks that every UMEM frame is
+// in a ring or on a free stack, once; a refused descriptor or a lost frame
+// is an engine bug, returned as an error.
 //
 // The frames are copied in, so the caller's slices are not modified. A frame
 // longer than a UMEM frame holds after the headroom is an error without
