@@ -19,7 +19,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
@@ -809,7 +808,7 @@ func (f *xskFlags) steer(cfg *engine.Config) error {
 		return errors.New("--udp-port is xdpeng's program's: with --xsk-map or --program, the program that redirects to the XSKMAP chooses what reaches the sockets")
 	}
 	if f.xskMap != "" {
-		m, err := bpf.LoadPinnedXSKMap(f.xskMap)
+		m, err := engine.LoadPinnedXSKMap(f.xskMap)
 		if err != nil {
 			return fmt.Errorf("--xsk-map %s: %w (a pinned XSKMAP: bpftool map pin, or the loader that made it)", f.xskMap, err)
 		}
@@ -820,7 +819,7 @@ func (f *xskFlags) steer(cfg *engine.Config) error {
 		return nil
 	}
 	obj, name, _ := strings.Cut(f.program, ":")
-	p, err := bpf.LoadUserProgram(obj, name, cfg.XSKMap)
+	p, err := engine.LoadUserProgram(obj, name, cfg.XSKMap)
 	if err != nil {
 		return fmt.Errorf("--program %s: %w", f.program, err)
 	}

@@ -1,4 +1,4 @@
-package bpf
+package engine
 
 import (
 	"encoding/binary"
@@ -6,13 +6,13 @@ import (
 	"testing"
 )
 
-// obj is the file name of one of the package's objects for this machine's
+// obj is the path of one of package bpf's objects for this machine's
 // byte order.
 func obj(name string) string {
 	if binary.NativeEndian.Uint16([]byte{0, 1}) == 1 {
-		return name + "_bpfeb.o"
+		return "../bpf/" + name + "_bpfeb.o"
 	}
-	return name + "_bpfel.o"
+	return "../bpf/" + name + "_bpfel.o"
 }
 
 // TestLoadUserProgramRefuses: what LoadUserProgram refuses before it loads

@@ -1,4 +1,4 @@
-package bpf
+package engine
 
 import (
 	"errors"
@@ -9,7 +9,8 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-// LoadPinnedXSKMap opens the XSKMAP pinned at path (in a bpffs).
+// LoadPinnedXSKMap opens the XSKMAP pinned at path (in a bpffs), for
+// Config.XSKMap.
 func LoadPinnedXSKMap(path string) (*ebpf.Map, error) {
 	m, err := ebpf.LoadPinnedMap(path, nil)
 	if err != nil {
@@ -22,8 +23,9 @@ func LoadPinnedXSKMap(path string) (*ebpf.Map, error) {
 	return m, nil
 }
 
-// UserProgram is an XDP program of the user's, loaded from an ELF object,
-// and the XSKMAP it redirects to.
+// UserProgram is an XDP program of the caller's, loaded from an ELF
+// object, and the XSKMAP it redirects to: Config.Program and
+// Config.XSKMap.
 type UserProgram struct {
 	Program *ebpf.Program
 	XSKMap  *ebpf.Map
