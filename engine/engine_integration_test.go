@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/packet"
@@ -35,6 +36,8 @@ type running struct {
 
 // start creates an engine inside the DUT namespace (its sockets and
 // program stay there) and runs it until the test ends or finish is called.
+// With TxChecksum, a kernel without AF_XDP TX metadata makes the test not
+// supported here.
 func start(t *testing.T, bed *testbed.Bed, cfg engine.Config) *running {
 	t.Helper()
 	var eng *engine.Engine
@@ -42,6 +45,9 @@ func start(t *testing.T, bed *testbed.Bed, cfg engine.Config) *running {
 		eng, err = engine.New(cfg)
 		return err
 	}); err != nil {
+		if cfg.TxChecksum && errors.Is(err, engine.ErrTxMetadata) && errors.Is(err, unix.EINVAL) {
+			privtest.Unsupported(t, "%v", err) // a kernel without AF_XDP TX metadata
+		}
 		t.Fatalf("engine.New: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -10,17 +10,8 @@ import "testing"
 func TestKickLateTxConsumer(t *testing.T) {
 	for _, late := range []bool{false, true} {
 		t.Run(map[bool]string{false: "at once", true: "late"}[late], func(t *testing.T) {
-			h := HandlerFunc(func(b *Batch) {
-				for i := 0; i < b.Len(); i++ {
-					b.Transmit(i)
-				}
-			})
-			sw, err := Sim{}.setup(h, simRings{segs: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
+			sw := transmitAll(t)
 			k, w := sw.kernels[0], sw.w
-			k.Headroom = w.umem.RxOffset()
 			k.AutoTransmit, k.TxBudget, k.TxConsumerLate = true, copyTxBudget, late
 			k.SetNeedWakeup(false, true)
 			const rounds = 200

@@ -4,18 +4,14 @@ package engine_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"net/netip"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
-	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
 // rewriteUDP rewrites every UDP frame's payload, which leaves its checksum
@@ -74,21 +70,7 @@ func TestTxChecksumHandler(t *testing.T) {
 	cfg.FillSize, cfg.RxSize = 8192, 8192
 	h := &rewriteUDP{fill: 0x5a}
 	cfg.Handler = func(int) engine.Handler { return h }
-	var e *engine.Engine
-	if err := bed.InDUT(func() (err error) { e, err = engine.New(cfg); return err }); err != nil {
-		if errors.Is(err, engine.ErrTxMetadata) && errors.Is(err, unix.EINVAL) {
-			privtest.Unsupported(t, "%v", err) // a kernel without AF_XDP TX metadata
-		}
-		t.Fatalf("engine.New: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{t: t, eng: e, stop: cancel, done: make(chan error, 1)}
-	go func() { r.done <- e.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-r.done
-		e.Close()
-	})
+	r := start(t, bed, cfg)
 	st := send(t, bed, 0, gen.Config{Frame: frame, Count: count, Rate: 50_000, Threads: 1})
 	s := r.finish(count)
 	tot := s.Total()
@@ -183,21 +165,7 @@ func TestBatchMakesNoInvalidDescriptor(t *testing.T) {
 			cfg.FillSize, cfg.RxSize = 8192, 8192
 			h := &growAll{}
 			cfg.Handler = func(int) engine.Handler { return h }
-			var e *engine.Engine
-			if err := bed.InDUT(func() (err error) { e, err = engine.New(cfg); return err }); err != nil {
-				if txMeta && errors.Is(err, engine.ErrTxMetadata) && errors.Is(err, unix.EINVAL) {
-					privtest.Unsupported(t, "%v", err) // a kernel without AF_XDP TX metadata
-				}
-				t.Fatalf("engine.New: %v", err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			r := &running{t: t, eng: e, stop: cancel, done: make(chan error, 1)}
-			go func() { r.done <- e.Run(ctx) }()
-			t.Cleanup(func() {
-				cancel()
-				<-r.done
-				e.Close()
-			})
+			r := start(t, bed, cfg)
 			send(t, bed, 0, gen.Config{Frame: frame, Count: count, Rate: 50_000, Threads: 1})
 			s := r.finish(count)
 			tot := s.Total()

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 
 	"github.com/xdpeng/xdpeng/engine"
@@ -15,31 +14,8 @@ import (
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
+	"github.com/xdpeng/xdpeng/internal/testutil/xskmaptest"
 )
-
-// userXSKMap makes an XSKMAP of entries queues, and an XDP program that
-// redirects every frame to it by rx_queue_index and passes what finds no
-// socket: what a caller of Config.XSKMap brings.
-func userXSKMap(t *testing.T, entries uint32) (*ebpf.Map, *ebpf.Program) {
-	t.Helper()
-	m, err := ebpf.NewMap(&ebpf.MapSpec{Name: "user_xsks", Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: entries})
-	if err != nil {
-		t.Fatalf("create an XSKMAP: %v", err)
-	}
-	t.Cleanup(func() { m.Close() })
-	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "user_redirect", Type: ebpf.XDP, License: "GPL", Instructions: asm.Instructions{
-		asm.LoadMem(asm.R2, asm.R1, 16, asm.Word), // ctx->rx_queue_index
-		asm.LoadMapPtr(asm.R1, m.FD()),
-		asm.Mov.Imm(asm.R3, 2), // XDP_PASS where the queue has no socket
-		asm.FnRedirectMap.Call(),
-		asm.Return(),
-	}})
-	if err != nil {
-		t.Fatalf("load the redirect program: %v", err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return m, p
-}
 
 // TestUserXSKMap: an engine given the caller's XSKMAP puts its socket in
 // it and receives what the caller's program redirects there, with the
@@ -52,7 +28,7 @@ func TestUserXSKMap(t *testing.T) {
 		t.Run(map[bool]string{true: "program and map", false: "map alone"}[engineAttaches], func(t *testing.T) {
 			bed := testbedtest.New(t, 1, 1)
 			l := bed.Links[0]
-			m, p := userXSKMap(t, 4)
+			m, p := xskmaptest.New(t, 4)
 			cfg := rxdropConfig(bed)
 			cfg.XSKMap = m
 			if engineAttaches {
@@ -104,7 +80,7 @@ func TestUserXSKMap(t *testing.T) {
 // anything is set up.
 func TestUserXSKMapRefused(t *testing.T) {
 	privtest.Root(t)
-	xsks, _ := userXSKMap(t, 2)
+	xsks, _ := xskmaptest.New(t, 2)
 	hash, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 2})
 	if err != nil {
 		t.Fatal(err)

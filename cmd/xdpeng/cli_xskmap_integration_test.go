@@ -9,13 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/testutil/xskmaptest"
 )
 
 // TestCLIXskMapAndProgram: rxdrop beside a program of the caller's. With
@@ -53,11 +52,7 @@ func TestCLIXskMapAndProgram(t *testing.T) {
 	}
 
 	t.Run("xsk-map", func(t *testing.T) {
-		m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: 4})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
+		m, prog := xskmaptest.New(t, 4)
 		// A bpffs of the test's own, which the CLI's namespace sees too.
 		fs := t.TempDir()
 		if err := unix.Mount("bpf", fs, "bpf", 0, ""); err != nil {
@@ -68,17 +63,6 @@ func TestCLIXskMapAndProgram(t *testing.T) {
 		if err := m.Pin(pin); err != nil {
 			t.Fatalf("pin the XSKMAP: %v", err)
 		}
-		prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.XDP, License: "GPL", Instructions: asm.Instructions{
-			asm.LoadMem(asm.R2, asm.R1, 16, asm.Word), // ctx->rx_queue_index
-			asm.LoadMapPtr(asm.R1, m.FD()),
-			asm.Mov.Imm(asm.R3, 2), // XDP_PASS where the queue has no socket
-			asm.FnRedirectMap.Call(),
-			asm.Return(),
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer prog.Close()
 		// Before the caller's program is on: rxdrop says that nothing
 		// reaches its sockets yet.
 		if r := runIn(t, 20*time.Second, bed.DUTNS, bin, "rxdrop", "-i", "dut0", "--xsk-map", pin, "-d", "500ms"); r.code != 0 || !strings.Contains(r.stdout, "dut0 has no XDP program yet") {
