@@ -222,7 +222,7 @@ type core struct {
 	life   sync.RWMutex
 	closed bool // under life
 
-	// runThread and each worker's thread (workerBase.thread) are the
+	// runThread and each worker's thread (port.thread) are the
 	// threads a Run under way runs on, its goroutines locked to them:
 	// Close compares the caller's against them (inRun). 0: none.
 	runThread atomic.Int64

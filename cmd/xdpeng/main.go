@@ -185,7 +185,7 @@ func xdpsockHint(args []string) string {
 			mode = m
 			continue
 		}
-		if a == "-i" || strings.HasPrefix(a, "--interface") || strings.HasPrefix(a, "-i") {
+		if strings.HasPrefix(a, "-i") || strings.HasPrefix(a, "--interface") {
 			iface = true
 		}
 		rest = append(rest, a)
