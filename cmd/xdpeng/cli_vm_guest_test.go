@@ -555,15 +555,6 @@ func guardPIDs() []int {
 	return pids
 }
 
-// emulatorLoss tells the one failure the matrix logs instead of failing:
-// frames missing in zero-copy HW_SW_MAX_RING_SIZE (batches of 2048 at the
-// largest rings), seen once in two matrix runs under the emulator (160 of
-// 4096 frames) and not yet explained; any other check of that test, and
-// every other test, still fails.
-func emulatorLoss(s selftestLine) bool {
-	return s.Mode == "zc" && s.Test == "HW_SW_MAX_RING_SIZE" && strings.Contains(s.Got, "missing before it")
-}
-
 // TestGuestSelftest runs xdpeng selftest on virtio-net, the sender port to
 // the port under test, in each mode: no test may fail, each skip names
 // what the driver or the kernel lacks, and each mode's counts add up to
@@ -632,8 +623,7 @@ func guestSelftest(t *testing.T, g *guest, modes, only []string, label string) {
 	tests := map[string]int{}
 	sums := map[string]selftestLine{}
 	var failed []string
-	failedIn, lostIn := map[string][]string{}, map[string][]string{}
-	lost := 0
+	failedIn := map[string][]string{}
 	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
 		var s selftestLine
 		if err := json.Unmarshal([]byte(l), &s); err != nil {
@@ -650,12 +640,6 @@ func guestSelftest(t *testing.T, g *guest, modes, only []string, label string) {
 				}
 				t.Logf("skip %s %s: %s", s.Mode, s.Test, s.Detail)
 			case "fail":
-				if emulatorLoss(s) {
-					lost++
-					lostIn[s.Mode] = append(lostIn[s.Mode], s.Test)
-					t.Logf("frames lost under the emulator, not counted as a failure: %s %s: %s: expected %s, got %s", s.Mode, s.Test, s.Detail, s.Expected, s.Got)
-					continue
-				}
 				failed = append(failed, fmt.Sprintf("%s %s: %s: expected %s, got %s", s.Mode, s.Test, s.Detail, s.Expected, s.Got))
 				failedIn[s.Mode] = append(failedIn[s.Mode], s.Test)
 			default:
@@ -668,7 +652,7 @@ func guestSelftest(t *testing.T, g *guest, modes, only []string, label string) {
 	for _, f := range failed {
 		t.Errorf("selftest failed: %s", f)
 	}
-	if r.code != 0 && len(failed) == 0 && lost == 0 {
+	if r.code != 0 && len(failed) == 0 {
 		t.Errorf("selftest ended with no test failed:\n%s", r)
 	}
 	for _, m := range modes {
@@ -683,9 +667,6 @@ func guestSelftest(t *testing.T, g *guest, modes, only []string, label string) {
 		which := ""
 		if len(failedIn[m]) > 0 {
 			which = " (" + strings.Join(failedIn[m], ", ") + ")"
-		}
-		if len(lostIn[m]) > 0 {
-			which += " (frames lost under the emulator, logged, not failed: " + strings.Join(lostIn[m], ", ") + ")"
 		}
 		fmt.Printf("vmselftest %s%s: %d passed, %d failed%s, %d skipped (%.0f s)\n", m, label, s.Pass, s.Fail, which, s.Skip, s.Seconds)
 	}

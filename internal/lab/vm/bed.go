@@ -47,6 +47,14 @@ const (
 // 1500).
 const TapMTU = 9000
 
+// TapQueueLen is the transmit queue of the ports' taps: the frames a tap
+// holds for the guest while the guest's receive ring has no room (QEMU
+// stops reading the tap), beyond which the tap drops them (its TX
+// dropped). It holds more than the most a test in the guest keeps in
+// flight between its looped ports (selftest: batches of 2048), so that the
+// bed, as a link with flow control, loses nothing a test sent.
+const TapQueueLen = 8192
+
 // Config describes a bed.
 type Config struct {
 	Name   string // the bed; its generator namespace is NAME-gen
@@ -314,7 +322,7 @@ func (b *Bed) makeNetwork(ctx context.Context) error {
 		} else {
 			steps = append(steps, []string{"addr", "add", p.TapIP, "dev", p.Tap})
 		}
-		steps = append(steps, []string{"link", "set", p.Tap, "mtu", strconv.Itoa(TapMTU), "up"})
+		steps = append(steps, []string{"link", "set", p.Tap, "mtu", strconv.Itoa(TapMTU), "txqueuelen", strconv.Itoa(TapQueueLen), "up"})
 	}
 	for _, s := range steps {
 		if err := ipCmd(ctx, append([]string{"-n", ns}, s...)...); err != nil {
@@ -525,6 +533,31 @@ func (b *Bed) Monitor(cmd string) (string, error) {
 		out = out[i+1:]
 	}
 	return strings.TrimSpace(out), nil
+}
+
+// TapDrops is each port tap's TX dropped count: the frames it could not
+// hand the guest (its queue of TapQueueLen full while the guest's receive
+// ring had no room), keyed by the guest's port name.
+func (b *Bed) TapDrops(ctx context.Context) (map[string]uint64, error) {
+	drops := map[string]uint64{}
+	for _, p := range b.Ports {
+		out, err := exec.CommandContext(ctx, "ip", "-n", b.GenNS, "-j", "-s", "link", "show", "dev", p.Tap).Output()
+		if err != nil {
+			return nil, fmt.Errorf("the statistics of %s in %s: %w", p.Tap, b.GenNS, err)
+		}
+		var links []struct {
+			Stats struct {
+				TX struct {
+					Dropped uint64 `json:"dropped"`
+				} `json:"tx"`
+			} `json:"stats64"`
+		}
+		if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
+			return nil, fmt.Errorf("the statistics of %s in %s: unexpected answer %q", p.Tap, b.GenNS, out)
+		}
+		drops[p.Guest] = links[0].Stats.TX.Dropped
+	}
+	return drops, nil
 }
 
 // SetLink takes port k's link down (up false) or up, as a cable pulled and

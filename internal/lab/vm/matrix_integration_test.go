@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -117,7 +118,7 @@ func TestKernelMatrix(t *testing.T) {
 				report(t, fmt.Sprintf("vmselftest %s %s: %s\n", name, m[1], m[2]))
 			}
 			if err != nil {
-				t.Errorf("guest tests on Linux %s: %v:\n%s", b.Kernel.Version, err, failures(out))
+				t.Errorf("guest tests on Linux %s: %v:\n%s%s", b.Kernel.Version, err, failures(out), tapDrops(b))
 			} else {
 				t.Logf("guest tests on Linux %s:\n%s", b.Kernel.Version, output(out))
 			}
@@ -260,6 +261,27 @@ func report(t *testing.T, line string) {
 // failures is go test -v's output without the lines of the top-level
 // tests that passed: what each failed or skipped test logged, and the
 // lines after the last test (FAIL, the exit status).
+// tapDrops says which of the bed's taps dropped frames for the guest (a
+// test that missed frames then knows where they went), or why it cannot.
+func tapDrops(b *Bed) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	drops, err := b.TapDrops(ctx)
+	if err != nil {
+		return "taps' drops: " + err.Error() + "\n"
+	}
+	var s []string
+	for _, p := range b.Ports {
+		if n := drops[p.Guest]; n > 0 {
+			s = append(s, fmt.Sprintf("%s %d", p.Tap, n))
+		}
+	}
+	if len(s) == 0 {
+		return "the bed's taps dropped no frame for the guest\n"
+	}
+	return "frames the bed's taps dropped for the guest (TX dropped, queue of " + strconv.Itoa(TapQueueLen) + "): " + strings.Join(s, ", ") + "\n"
+}
+
 func failures(out []byte) string {
 	var b, block strings.Builder
 	sc := bufio.NewScanner(bytes.NewReader(out))
