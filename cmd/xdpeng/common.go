@@ -13,10 +13,16 @@ import (
 // needRoot is what every command that loads programs or opens sockets does
 // first, after its flags are checked: refuse without the capabilities need
 // asks for, naming the command, and lift RLIMIT_MEMLOCK for kernels that
-// still charge BPF maps and UMEMs against it.
+// still charge BPF maps and UMEMs against it (not for privilege.Sockets,
+// a worker that loads nothing and may run without root).
 func needRoot(command string, need privilege.Need) error {
 	if err := privilege.Check(command, need); err != nil {
 		return err
+	}
+	if need == privilege.Sockets {
+		// It loads nothing; its UMEM is charged to RLIMIT_MEMLOCK
+		// unless it holds CAP_IPC_LOCK, and it may not raise the limit.
+		return nil
 	}
 	return privilege.RaiseMemlock()
 }

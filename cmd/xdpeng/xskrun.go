@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +22,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/engine/devplugin"
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/metrics"
@@ -95,7 +98,7 @@ func (f *xskFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.sharedUmem, "shared-umem", false, "one UMEM shared by all queues' sockets (XDP_SHARED_UMEM)")
 	fs.BoolVar(&f.force, "force", false, "replace an XDP program someone else attached")
 	fs.Uint16Var(&f.udpPort, "udp-port", 0, "steer only UDP to this destination port to userspace; the rest goes to the stack")
-	fs.StringVar(&f.xskMap, "xsk-map", "", "put the sockets in this pinned XSKMAP (a bpffs path) instead of attaching xdpeng's program: the XDP program on DEV that redirects to it by rx_queue_index, and passes what finds no socket, is yours, and stays")
+	fs.StringVar(&f.xskMap, "xsk-map", "", "put the sockets in this XSKMAP instead of attaching xdpeng's program: a pinned map (a bpffs path), or a Unix socket that hands it over (xdpeng steer --socket, or the AF_XDP device plugin's: /tmp/afxdp.sock in a pod); the XDP program on DEV that redirects to it by rx_queue_index, and passes what finds no socket, is someone else's and stays. Needs only CAP_NET_RAW (and CAP_IPC_LOCK or a memlock limit for the UMEM), not root")
 	fs.StringVar(&f.program, "program", "", "attach this XDP program instead of xdpeng's: OBJ or OBJ:NAME, an ELF object and the program's name or section (default: its only XDP program), with the object's XSKMAP (or --xsk-map's); detached at exit")
 	secondsVarP(fs, &f.duration, "duration", "d", 0, "run this long, then exit (seconds, or a duration like 500ms; default: until Ctrl-C)")
 	intervalFlags(fs, &f.interval, "statistics interval")
@@ -315,7 +318,12 @@ func openEngine(f *xskFlags, cfg engine.Config) (eng *engine.Engine, links <-cha
 
 // runXskWith is runXsk with a mode's own output added by hooks.
 func runXskWith(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config, hooks xskHooks) error {
-	if err := needRoot(typed(cmd), privilege.AFXDP); err != nil {
+	need, command := privilege.AFXDP, typed(cmd)
+	if f.xskMap != "" && f.program == "" {
+		// Its sockets go into a map it is handed: no BPF privilege.
+		need, command = privilege.Sockets, command+" --xsk-map"
+	}
+	if err := needRoot(command, need); err != nil {
 		return err
 	}
 	eng, links, w, done, err := openEngine(f, cfg)
@@ -799,6 +807,10 @@ func writeJSON(w io.Writer, v any) {
 	w.Write(append(b, '\n'))
 }
 
+// noUnprivilegedBPF is the advice for a worker without root that the
+// kernel refuses a map it was handed (Debian's 5.10).
+const noUnprivilegedBPF = "this kernel refuses bpf() to a process without CAP_BPF while kernel.unprivileged_bpf_disabled is set: give the worker CAP_BPF too"
+
 // steer sets cfg's XSKMap and Program from --xsk-map and --program.
 func (f *xskFlags) steer(cfg *engine.Config) error {
 	if f.xskMap == "" && f.program == "" {
@@ -808,9 +820,33 @@ func (f *xskFlags) steer(cfg *engine.Config) error {
 		return errors.New("--udp-port is xdpeng's program's: with --xsk-map or --program, the program that redirects to the XSKMAP chooses what reaches the sockets")
 	}
 	if f.xskMap != "" {
+		if st, err := os.Stat(f.xskMap); err == nil && st.Mode().Type() == fs.ModeSocket {
+			if f.program != "" {
+				return fmt.Errorf("--xsk-map %s is a socket: --program takes a pinned XSKMAP, or its object's own", f.xskMap)
+			}
+			pod, err := os.Hostname()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			m, err := devplugin.RequestXSKMap(ctx, f.xskMap, pod, cfg.Interface)
+			cancel()
+			if errors.Is(err, syscall.EPERM) && os.Geteuid() != 0 {
+				return fmt.Errorf("--xsk-map %s: %w (%s)", f.xskMap, err, noUnprivilegedBPF)
+			}
+			if err != nil {
+				return fmt.Errorf("--xsk-map %s: %w (the socket of xdpeng steer --socket, or of the AF_XDP device plugin)", f.xskMap, err)
+			}
+			cfg.XSKMap = m
+			f.steering = fmt.Sprintf("the sockets in the XSKMAP of %s handed over at %s (as pod %s)", cfg.Interface, f.xskMap, pod)
+			return nil
+		}
 		m, err := engine.LoadPinnedXSKMap(f.xskMap)
+		if errors.Is(err, syscall.EPERM) && os.Geteuid() != 0 {
+			return fmt.Errorf("--xsk-map %s: %w (%s)", f.xskMap, err, noUnprivilegedBPF)
+		}
 		if err != nil {
-			return fmt.Errorf("--xsk-map %s: %w (a pinned XSKMAP: bpftool map pin, or the loader that made it)", f.xskMap, err)
+			return fmt.Errorf("--xsk-map %s: %w (a pinned XSKMAP: xdpeng steer --pin, bpftool map pin, or the loader that made it; or the Unix socket of xdpeng steer --socket or the AF_XDP device plugin)", f.xskMap, err)
 		}
 		cfg.XSKMap = m
 		f.steering = fmt.Sprintf("the sockets in the XSKMAP pinned at %s, the program on %s yours", f.xskMap, cfg.Interface)

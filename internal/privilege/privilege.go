@@ -31,6 +31,9 @@ const (
 	Namespaces
 	// Links: create and configure interfaces (CAP_NET_ADMIN).
 	Links
+	// Sockets: open AF_XDP sockets and put them in an XSKMAP someone
+	// else made and handed over (CAP_NET_RAW alone).
+	Sockets
 )
 
 // Check returns an error naming the command and the missing capabilities
@@ -50,11 +53,14 @@ func Check(command string, need Need) error {
 	if need&(BPF|AFXDP) != 0 && !has(capBPF) && !has(capSysAdmin) {
 		missing = append(missing, "CAP_BPF")
 	}
-	if need&AFXDP != 0 && !has(capNetRaw) {
+	if need&(AFXDP|Sockets) != 0 && !has(capNetRaw) {
 		missing = append(missing, "CAP_NET_RAW")
 	}
 	if need&Namespaces != 0 && !has(capSysAdmin) {
 		missing = append(missing, "CAP_SYS_ADMIN")
+	}
+	if len(missing) > 0 && need == Sockets {
+		return fmt.Errorf("%s needs CAP_NET_RAW for its AF_XDP sockets (and CAP_IPC_LOCK, or a memlock limit that holds its UMEM)", command)
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%s needs root (missing %v): run it with sudo", command, missing)
