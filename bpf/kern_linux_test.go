@@ -7,6 +7,8 @@ import (
 	"os"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
@@ -72,7 +74,7 @@ func TestLoadKernEvery(t *testing.T) {
 func TestXskRedirectOptions(t *testing.T) {
 	privtest.Root(t)
 	const xdpPass = 2
-	x, err := NewXskRedirect(XskOptions{Counters: true, UDPPort: 9999})
+	x, err := NewXskRedirect(XskOptions{Counters: true, Match: XskMatch{IPProto: unix.IPPROTO_UDP, DstPort: 9999}})
 	if err != nil {
 		t.Fatal(err)
 	}

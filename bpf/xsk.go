@@ -14,9 +14,9 @@ import (
 type XskOptions struct {
 	// Counters turns on the per rx queue, per CPU redirected/passed counters.
 	Counters bool
-	// UDPPort, if not zero, sends only UDP frames to this destination port
-	// to the sockets; everything else goes to the stack.
-	UDPPort uint16
+	// Match chooses what goes to the sockets; everything else goes to the
+	// stack. The zero XskMatch sends every frame.
+	Match XskMatch
 	// Frags loads the program as multi-buffer aware (BPF_F_XDP_HAS_FRAGS,
 	// what an "xdp.frags" section does): the driver then hands it frames
 	// larger than a page, in fragments, and the sockets get them as several
@@ -49,8 +49,8 @@ func NewXskRedirect(opts XskOptions) (*XskRedirect, error) {
 	if err := spec.Variables[XskRedirectVarEnableCounters].Set(boolByte(opts.Counters)); err != nil {
 		return nil, fmt.Errorf("load xsk_redirect: set counters: %w", err)
 	}
-	if err := spec.Variables[XskRedirectVarFilterUdpPort].Set(opts.UDPPort); err != nil {
-		return nil, fmt.Errorf("load xsk_redirect: set UDP port: %w", err)
+	if err := setMatch(spec.Variables, opts.Match); err != nil {
+		return nil, fmt.Errorf("load xsk_redirect: %w", err)
 	}
 	if opts.Frags {
 		spec.Programs[XskRedirectProgXskRedirect].Flags |= unix.BPF_F_XDP_HAS_FRAGS

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -22,55 +23,72 @@ type xdpMd struct {
 	EgressIfindex                uint32
 }
 
-// TestXskRedirectSteersUDPPort puts a real AF_XDP socket, bound to queue 0
-// of a veth, in the steering program's XSKMAP, attaches the program to that
-// veth and sends it frames from its peer (AF_PACKET). With a UDP port filter, exactly the UDP frames to
-// that port, IPv4 and IPv6, must land in the socket; frames to the port
-// with its bytes swapped (what a filter comparing in the wrong byte order
-// would take), TCP to the port, UDP elsewhere and IPv4 fragments after the
-// first (whose bytes where a UDP header would be say the port) go to the
-// stack. Without a filter, everything lands in the socket.
-func TestXskRedirectSteersUDPPort(t *testing.T) {
+// TestXskRedirectSteers puts a real AF_XDP socket, bound to queue 0 of a
+// veth, in the steering program's XSKMAP, attaches the program to that veth
+// and sends it frames of nine kinds from its peer (AF_PACKET), each kind
+// its own length. For each match (none, a UDP port, a port of UDP or TCP,
+// a protocol, an EtherType, prefixes of either family, and combinations)
+// exactly the kinds listed must land in the socket, the rest go to the
+// stack: among them frames to the port with its bytes swapped (what a
+// filter comparing in the wrong byte order would take), and IPv4
+// fragments after the first, whose bytes where a UDP header would be say
+// the port.
+func TestXskRedirectSteers(t *testing.T) {
 	bed := testbedtest.New(t, 1, 1)
 	l := bed.Links[0]
 	const port, swapped = 0x1234, 0x3412
 	v4 := packet.UDPConfig{
 		SrcMAC: l.GenMAC, DstMAC: l.DUTMAC,
 		SrcIP: netip.MustParseAddr(l.GenIP.String()), DstIP: netip.MustParseAddr(l.DUTIP.String()),
-		SrcPort: 1234, Size: 64,
+		SrcPort: 1234, DstPort: port, Size: 64,
 	}
 	v6 := v4
-	v6.SrcIP, v6.DstIP, v6.Size = netip.MustParseAddr("2001:2::1"), netip.MustParseAddr("2001:2::2"), 80
+	v6.SrcIP, v6.DstIP, v6.Size = netip.MustParseAddr("2001:2::1"), netip.MustParseAddr("2001:2::2"), 82
+	with := func(c packet.UDPConfig, f func(*packet.UDPConfig)) packet.UDPConfig { f(&c); return c }
 	type kind struct {
-		name  string
-		cfg   packet.UDPConfig
-		port  uint16
-		tcp   bool
-		frag  bool // an IPv4 fragment after the first
+		cfg   packet.UDPConfig // its Size tells the kind in the socket
+		build string           // udp, tcp, frag (an IPv4 UDP fragment after the first), icmp, arp
 		count uint32
 	}
-	// Different counts per kind, so that frames counted under the wrong one
-	// show.
-	kinds := []kind{
-		{"IPv4 UDP to the port", v4, port, false, false, 300},
-		{"IPv4 UDP to the swapped port", v4, swapped, false, false, 200},
-		{"IPv6 UDP to the port", v6, port, false, false, 150},
-		{"IPv6 UDP to the swapped port", v6, swapped, false, false, 100},
-		{"IPv4 TCP to the port", v4, port, true, false, 50},
-		{"IPv4 fragment after the first", v4, port, false, true, 25},
+	kinds := map[string]kind{
+		"v4udp":      {v4, "udp", 60},
+		"v4swapped":  {with(v4, func(c *packet.UDPConfig) { c.DstPort, c.Size = swapped, 66 }), "udp", 50},
+		"v6udp":      {v6, "udp", 40},
+		"v4tcp":      {with(v4, func(c *packet.UDPConfig) { c.Size = 68 }), "tcp", 35},
+		"v4frag":     {with(v4, func(c *packet.UDPConfig) { c.Size = 70 }), "frag", 30},
+		"v4otherdst": {with(v4, func(c *packet.UDPConfig) { c.DstIP, c.Size = netip.MustParseAddr("198.19.0.9"), 72 }), "udp", 25},
+		"v6tcp":      {with(v6, func(c *packet.UDPConfig) { c.Size = 86 }), "tcp", 20},
+		"arp":        {with(v4, func(c *packet.UDPConfig) { c.Size = 60 }), "arp", 15},
+		"v4icmp":     {with(v4, func(c *packet.UDPConfig) { c.Size = 74 }), "icmp", 10},
 	}
-	for _, filter := range []uint16{port, 0} {
-		t.Run(fmt.Sprintf("filter=%d", filter), func(t *testing.T) {
-			x, err := NewXskRedirect(XskOptions{Counters: true, UDPPort: filter})
+	all := []string{"arp", "v4frag", "v4icmp", "v4otherdst", "v4swapped", "v4tcp", "v4udp", "v6tcp", "v6udp"}
+	v4net, v6net := netip.MustParsePrefix(l.DUTIP.String()+"/24").Masked(), netip.MustParsePrefix("2001:2::/64")
+	for _, c := range []struct {
+		name  string
+		match XskMatch
+		want  []string
+	}{
+		{"none", XskMatch{}, all},
+		{"udp port", XskMatch{IPProto: unix.IPPROTO_UDP, DstPort: port}, []string{"v4otherdst", "v4udp", "v6udp"}},
+		{"port", XskMatch{DstPort: port}, []string{"v4otherdst", "v4tcp", "v4udp", "v6tcp", "v6udp"}},
+		{"tcp", XskMatch{IPProto: unix.IPPROTO_TCP}, []string{"v4tcp", "v6tcp"}},
+		{"arp", XskMatch{EtherType: unix.ETH_P_ARP}, []string{"arp"}},
+		{"v4 prefix", XskMatch{Dst: v4net}, []string{"v4frag", "v4icmp", "v4swapped", "v4tcp", "v4udp"}},
+		{"v6 prefix udp", XskMatch{IPProto: unix.IPPROTO_UDP, Dst: v6net}, []string{"v6udp"}},
+		{"ipv4 icmp", XskMatch{EtherType: unix.ETH_P_IP, IPProto: unix.IPPROTO_ICMP}, []string{"v4icmp"}},
+		{"v4 prefix port", XskMatch{DstPort: port, Dst: v4net}, []string{"v4tcp", "v4udp"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			x, err := NewXskRedirect(XskOptions{Counters: true, Match: c.match})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer x.Close()
 			want := map[string]uint32{} // what the socket must get, by kind
 			var toSocket, toStack uint64
-			for _, k := range kinds {
-				if filter == 0 || (!k.tcp && !k.frag && k.port == filter) {
-					want[k.name] = k.count
+			for name, k := range kinds {
+				if slices.Contains(c.want, name) {
+					want[name] = k.count
 					toSocket += uint64(k.count)
 				} else {
 					toStack += uint64(k.count)
@@ -100,20 +118,13 @@ func TestXskRedirectSteersUDPPort(t *testing.T) {
 				}
 				defer xl.Close()
 				var frames [][]byte
-				for _, k := range kinds {
-					c := k.cfg
-					c.DstPort = k.port
-					f := make([]byte, c.Size)
-					build := packet.BuildUDP
-					if k.tcp {
-						build = func(b []byte, c packet.UDPConfig) (int, error) { return packet.BuildTCP(b, c, packet.TCPSyn) }
+				bySize := map[uint32]string{}
+				for name, k := range kinds {
+					f, err := buildKind(k.cfg, k.build)
+					if err != nil {
+						return fmt.Errorf("%s: %w", name, err)
 					}
-					if _, err := build(f, c); err != nil {
-						return err
-					}
-					if k.frag {
-						f[14+6], f[14+7] = 0x00, 0xb9 // fragment offset 185 (1480 bytes), no more fragments
-					}
+					bySize[uint32(len(f))] = name
 					for range k.count {
 						frames = append(frames, f)
 					}
@@ -137,17 +148,11 @@ func TestXskRedirectSteersUDPPort(t *testing.T) {
 					}
 				}
 				idx, n := s.Rx.Peek(s.Rx.Size())
-				var sum packet.Summary
 				for i := uint32(0); i < n; i++ {
 					d := s.Rx.Desc(idx + i)
-					if !packet.Parse(u.Frame(d.Addr, d.Len), &sum) {
-						return fmt.Errorf("the socket got a frame Parse does not take: % x", u.Frame(d.Addr, d.Len))
-					}
-					name := "unknown"
-					for _, k := range kinds {
-						if k.frag && sum.Fragment || !k.frag && !sum.Fragment && sum.DstPort == k.port && (sum.L3 == 6) == k.cfg.IPv6() && (sum.Proto == packet.ProtoTCP) == k.tcp {
-							name = k.name
-						}
+					name, ok := bySize[d.Len]
+					if !ok {
+						name = fmt.Sprintf("unknown (%d bytes)", d.Len)
 					}
 					got[name]++
 				}
@@ -181,6 +186,35 @@ func TestXskRedirectSteersUDPPort(t *testing.T) {
 			}
 		})
 	}
+}
+
+// buildKind builds a frame of c.Size bytes: UDP, TCP, an IPv4 UDP fragment
+// after the first, IPv4 ICMP (a UDP frame with the ICMP protocol number) or
+// an ARP request.
+func buildKind(c packet.UDPConfig, kind string) ([]byte, error) {
+	f := make([]byte, c.Size)
+	var err error
+	switch kind {
+	case "tcp":
+		_, err = packet.BuildTCP(f, c, packet.TCPSyn)
+	case "arp":
+		copy(f, c.DstMAC)
+		copy(f[6:], c.SrcMAC)
+		f[12], f[13] = 0x08, 0x06
+		copy(f[14:], []byte{0, 1, 8, 0, 6, 4, 0, 1}) // Ethernet, IPv4, request
+		copy(f[22:], c.SrcMAC)
+		copy(f[28:], c.SrcIP.AsSlice())
+		copy(f[38:], c.DstIP.AsSlice())
+	default:
+		_, err = packet.BuildUDP(f, c)
+	}
+	switch kind {
+	case "frag":
+		f[14+6], f[14+7] = 0x00, 0xb9 // fragment offset 185 (1480 bytes), no more fragments
+	case "icmp":
+		f[14+9] = unix.IPPROTO_ICMP
+	}
+	return f, err
 }
 
 // sendFrames sends each frame out of the device ifindex of the calling

@@ -21,9 +21,8 @@ type XskMetaOptions struct {
 	Ifindex int
 	// Hash, Timestamp and VLAN choose the kfuncs called for each frame.
 	Hash, Timestamp, VLAN bool
-	// UDPPort, if not zero, sends only UDP frames to this destination port
-	// to the sockets, as XskOptions.UDPPort does.
-	UDPPort uint16
+	// Match chooses what goes to the sockets, as XskOptions.Match does.
+	Match XskMatch
 	// Frags loads the program as multi-buffer aware, as XskOptions.Frags
 	// does; the metadata goes in front of a frame's first fragment, where
 	// the socket's reader finds it in front of the first descriptor.
@@ -160,11 +159,13 @@ func NewXskRedirectMeta(opts XskMetaOptions) (*XskRedirect, error) {
 		XskRedirectMetaVarWantHash:      boolByte(opts.Hash),
 		XskRedirectMetaVarWantTimestamp: boolByte(opts.Timestamp),
 		XskRedirectMetaVarWantVlan:      boolByte(opts.VLAN),
-		XskRedirectMetaVarFilterUdpPort: opts.UDPPort,
 	} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return nil, fmt.Errorf("load xsk_redirect_meta: set %s: %w", name, err)
 		}
+	}
+	if err := setMatch(spec.Variables, opts.Match); err != nil {
+		return nil, fmt.Errorf("load xsk_redirect_meta: %w", err)
 	}
 	p := spec.Programs[XskRedirectMetaProgXskRedirectMeta]
 	p.Flags |= unix.BPF_F_XDP_DEV_BOUND_ONLY

@@ -14,10 +14,8 @@
 
 // Count per rx queue (per CPU) what was redirected and what was passed.
 volatile const __u8 enable_counters = 0;
-// If not zero, only UDP frames to this destination port go to userspace;
-// everything else goes to the stack (so SSH keeps working on a real NIC).
-volatile const __u16 filter_udp_port = 0;
-
+// What goes to userspace (xsk_filter.h); everything else goes to the stack
+// (so SSH, ARP and routing protocols keep working on a real NIC).
 #include "xsk_filter.h"
 
 struct {
@@ -45,7 +43,7 @@ int xsk_redirect(struct xdp_md *ctx)
 	__u32 q = ctx->rx_queue_index;
 	int act;
 
-	if (filter_udp_port && !is_wanted(ctx))
+	if (filter_on && !is_wanted(ctx))
 		act = XDP_PASS;
 	else
 		act = bpf_redirect_map(&xsks_map, q, XDP_PASS);

@@ -22,9 +22,8 @@
 volatile const __u8 want_hash = 0;
 volatile const __u8 want_timestamp = 0;
 volatile const __u8 want_vlan = 0;
-// If not zero, only UDP frames to this destination port go to userspace.
-volatile const __u16 filter_udp_port = 0;
-
+// What goes to userspace (xsk_filter.h); everything else goes to the stack
+// (so SSH, ARP and routing protocols keep working on a real NIC).
 #include "xsk_filter.h"
 
 // The kernel's enum xdp_rss_hash_type (include/net/xdp.h) is not in the
@@ -57,7 +56,7 @@ int xsk_redirect_meta(struct xdp_md *ctx)
 	__u16 vlan_tci = 0;
 	void *data;
 
-	if (filter_udp_port && !is_wanted(ctx))
+	if (filter_on && !is_wanted(ctx))
 		return XDP_PASS;
 	// The kfuncs are asked before the metadata area is made: a driver may
 	// read its answer from the headroom in front of the frame, where the

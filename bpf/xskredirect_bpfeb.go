@@ -23,11 +23,17 @@ type XskRedirectQueueCounters struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	XskRedirectMapQueueStats     = "queue_stats"
-	XskRedirectMapXsksMap        = "xsks_map"
-	XskRedirectProgXskRedirect   = "xsk_redirect"
-	XskRedirectVarEnableCounters = "enable_counters"
-	XskRedirectVarFilterUdpPort  = "filter_udp_port"
+	XskRedirectMapQueueStats      = "queue_stats"
+	XskRedirectMapXsksMap         = "xsks_map"
+	XskRedirectProgXskRedirect    = "xsk_redirect"
+	XskRedirectVarEnableCounters  = "enable_counters"
+	XskRedirectVarFilterAddr      = "filter_addr"
+	XskRedirectVarFilterDstPort   = "filter_dst_port"
+	XskRedirectVarFilterEthertype = "filter_ethertype"
+	XskRedirectVarFilterIpProto   = "filter_ip_proto"
+	XskRedirectVarFilterMask      = "filter_mask"
+	XskRedirectVarFilterOn        = "filter_on"
+	XskRedirectVarFilterPrefix    = "filter_prefix"
 )
 
 // LoadXskRedirect returns the embedded CollectionSpec for XskRedirect.
@@ -87,8 +93,14 @@ type XskRedirectMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type XskRedirectVariableSpecs struct {
-	EnableCounters *ebpf.VariableSpec `ebpf:"enable_counters"`
-	FilterUdpPort  *ebpf.VariableSpec `ebpf:"filter_udp_port"`
+	EnableCounters  *ebpf.VariableSpec `ebpf:"enable_counters"`
+	FilterAddr      *ebpf.VariableSpec `ebpf:"filter_addr"`
+	FilterDstPort   *ebpf.VariableSpec `ebpf:"filter_dst_port"`
+	FilterEthertype *ebpf.VariableSpec `ebpf:"filter_ethertype"`
+	FilterIpProto   *ebpf.VariableSpec `ebpf:"filter_ip_proto"`
+	FilterMask      *ebpf.VariableSpec `ebpf:"filter_mask"`
+	FilterOn        *ebpf.VariableSpec `ebpf:"filter_on"`
+	FilterPrefix    *ebpf.VariableSpec `ebpf:"filter_prefix"`
 }
 
 // XskRedirectObjects contains all objects after they have been loaded into the kernel.
@@ -126,8 +138,14 @@ func (m *XskRedirectMaps) Close() error {
 //
 // It can be passed to LoadXskRedirectObjects or ebpf.CollectionSpec.LoadAndAssign.
 type XskRedirectVariables struct {
-	EnableCounters *ebpf.Variable `ebpf:"enable_counters"`
-	FilterUdpPort  *ebpf.Variable `ebpf:"filter_udp_port"`
+	EnableCounters  *ebpf.Variable `ebpf:"enable_counters"`
+	FilterAddr      *ebpf.Variable `ebpf:"filter_addr"`
+	FilterDstPort   *ebpf.Variable `ebpf:"filter_dst_port"`
+	FilterEthertype *ebpf.Variable `ebpf:"filter_ethertype"`
+	FilterIpProto   *ebpf.Variable `ebpf:"filter_ip_proto"`
+	FilterMask      *ebpf.Variable `ebpf:"filter_mask"`
+	FilterOn        *ebpf.Variable `ebpf:"filter_on"`
+	FilterPrefix    *ebpf.Variable `ebpf:"filter_prefix"`
 }
 
 // XskRedirectPrograms contains all programs after they have been loaded into the kernel.

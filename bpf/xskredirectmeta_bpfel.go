@@ -18,7 +18,13 @@ import (
 const (
 	XskRedirectMetaMapXsksMap          = "xsks_map"
 	XskRedirectMetaProgXskRedirectMeta = "xsk_redirect_meta"
-	XskRedirectMetaVarFilterUdpPort    = "filter_udp_port"
+	XskRedirectMetaVarFilterAddr       = "filter_addr"
+	XskRedirectMetaVarFilterDstPort    = "filter_dst_port"
+	XskRedirectMetaVarFilterEthertype  = "filter_ethertype"
+	XskRedirectMetaVarFilterIpProto    = "filter_ip_proto"
+	XskRedirectMetaVarFilterMask       = "filter_mask"
+	XskRedirectMetaVarFilterOn         = "filter_on"
+	XskRedirectMetaVarFilterPrefix     = "filter_prefix"
 	XskRedirectMetaVarWantHash         = "want_hash"
 	XskRedirectMetaVarWantTimestamp    = "want_timestamp"
 	XskRedirectMetaVarWantVlan         = "want_vlan"
@@ -80,10 +86,16 @@ type XskRedirectMetaMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type XskRedirectMetaVariableSpecs struct {
-	FilterUdpPort *ebpf.VariableSpec `ebpf:"filter_udp_port"`
-	WantHash      *ebpf.VariableSpec `ebpf:"want_hash"`
-	WantTimestamp *ebpf.VariableSpec `ebpf:"want_timestamp"`
-	WantVlan      *ebpf.VariableSpec `ebpf:"want_vlan"`
+	FilterAddr      *ebpf.VariableSpec `ebpf:"filter_addr"`
+	FilterDstPort   *ebpf.VariableSpec `ebpf:"filter_dst_port"`
+	FilterEthertype *ebpf.VariableSpec `ebpf:"filter_ethertype"`
+	FilterIpProto   *ebpf.VariableSpec `ebpf:"filter_ip_proto"`
+	FilterMask      *ebpf.VariableSpec `ebpf:"filter_mask"`
+	FilterOn        *ebpf.VariableSpec `ebpf:"filter_on"`
+	FilterPrefix    *ebpf.VariableSpec `ebpf:"filter_prefix"`
+	WantHash        *ebpf.VariableSpec `ebpf:"want_hash"`
+	WantTimestamp   *ebpf.VariableSpec `ebpf:"want_timestamp"`
+	WantVlan        *ebpf.VariableSpec `ebpf:"want_vlan"`
 }
 
 // XskRedirectMetaObjects contains all objects after they have been loaded into the kernel.
@@ -119,10 +131,16 @@ func (m *XskRedirectMetaMaps) Close() error {
 //
 // It can be passed to LoadXskRedirectMetaObjects or ebpf.CollectionSpec.LoadAndAssign.
 type XskRedirectMetaVariables struct {
-	FilterUdpPort *ebpf.Variable `ebpf:"filter_udp_port"`
-	WantHash      *ebpf.Variable `ebpf:"want_hash"`
-	WantTimestamp *ebpf.Variable `ebpf:"want_timestamp"`
-	WantVlan      *ebpf.Variable `ebpf:"want_vlan"`
+	FilterAddr      *ebpf.Variable `ebpf:"filter_addr"`
+	FilterDstPort   *ebpf.Variable `ebpf:"filter_dst_port"`
+	FilterEthertype *ebpf.Variable `ebpf:"filter_ethertype"`
+	FilterIpProto   *ebpf.Variable `ebpf:"filter_ip_proto"`
+	FilterMask      *ebpf.Variable `ebpf:"filter_mask"`
+	FilterOn        *ebpf.Variable `ebpf:"filter_on"`
+	FilterPrefix    *ebpf.Variable `ebpf:"filter_prefix"`
+	WantHash        *ebpf.Variable `ebpf:"want_hash"`
+	WantTimestamp   *ebpf.Variable `ebpf:"want_timestamp"`
+	WantVlan        *ebpf.Variable `ebpf:"want_vlan"`
 }
 
 // XskRedirectMetaPrograms contains all programs after they have been loaded into the kernel.

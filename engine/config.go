@@ -282,8 +282,12 @@ type Config struct {
 	// netlink. A program held by another process's bpf_link is never
 	// replaced.
 	Force bool
-	// UDPPort, if not zero, steers only UDP frames to this port to the
-	// sockets; the rest goes to the stack. Not with XSKMap.
+	// Match chooses what the engine's steering program sends to the
+	// sockets; the rest goes to the stack. The zero Match sends every
+	// frame. Not with XSKMap.
+	Match Match
+	// UDPPort, if not zero, is Match{IPProto: 17, DstPort: UDPPort}: only
+	// UDP frames to this port reach the sockets. Not with Match or XSKMap.
 	UDPPort uint16
 	// XSKMap, if set, is the caller's XSKMAP (BPF_MAP_TYPE_XSKMAP), in
 	// which New puts each queue's socket at the queue's id, in place of
@@ -396,6 +400,12 @@ func (c *Config) Validate() error {
 	if uint32(c.Batch) > c.RxSize || uint32(c.Batch) > c.FillSize {
 		return fmt.Errorf("batch size %d is larger than the rx ring (%d) or fill ring (%d): a batch must fit in the rings", c.Batch, c.RxSize, c.FillSize)
 	}
+	if err := c.Match.Validate(); err != nil {
+		return err
+	}
+	if c.UDPPort != 0 && !c.Match.IsZero() {
+		return errors.New("UDPPort and Match both set: UDPPort is Match{IPProto: 17, DstPort: UDPPort}, give one")
+	}
 	if err := c.checkXSKMap(); err != nil {
 		return err
 	}
@@ -413,6 +423,15 @@ func (c *Config) Validate() error {
 // MaxQueues bounds the queue ids an engine serves: its steering program's
 // XSKMAP has room for queues 0 to MaxQueues-1.
 const MaxQueues = 256
+
+// steering is what the engine's steering program sends to the sockets:
+// Match, or UDPPort's.
+func (c *Config) steering() Match {
+	if c.UDPPort != 0 {
+		return Match{IPProto: ipProtoUDP, DstPort: c.UDPPort}
+	}
+	return c.Match
+}
 
 // checkXSKMap checks what can be checked of XSKMap and Program without the
 // device: the map's type, its room for the queues named, the program's
@@ -436,8 +455,8 @@ func (c *Config) checkXSKMap() error {
 		return fmt.Errorf("Program is of type %v: it must be an XDP program", c.Program.Type())
 	}
 	switch {
-	case c.UDPPort != 0:
-		return errors.New("UDPPort is the engine's own program's: with XSKMap, the program that redirects to the map chooses what reaches the sockets")
+	case c.UDPPort != 0 || !c.Match.IsZero():
+		return errors.New("UDPPort and Match are the engine's own program's: with XSKMap, the program that redirects to the map chooses what reaches the sockets")
 	case c.RxMetadata != 0:
 		return errors.New("RxMetadata is written by the engine's own program: not with XSKMap")
 	}

@@ -61,14 +61,19 @@ func (c *Config) checkRxMetadata(f *netdev.Facts) error {
 // the VLAN tag kfunc): an empty set then means none.
 func kernelReportsRxMetadata() bool { return bpf.CheckKfuncs(bpf.KfuncRxVLANTag) == nil }
 
+// xskMatch is m as package bpf takes it.
+func xskMatch(m Match) bpf.XskMatch {
+	return bpf.XskMatch{EtherType: m.EtherType, IPProto: m.IPProto, DstPort: m.DstPort, Dst: m.Dst}
+}
+
 // newSteering loads the steering program: the plain one, or the one that
 // writes the receive metadata Config.RxMetadata asks for.
 func (e *Engine) newSteering() (*bpf.XskRedirect, error) {
 	c := &e.cfg
 	if c.RxMetadata == 0 {
-		return bpf.NewXskRedirect(bpf.XskOptions{UDPPort: c.UDPPort, Frags: c.MultiBuffer})
+		return bpf.NewXskRedirect(bpf.XskOptions{Match: xskMatch(c.steering()), Frags: c.MultiBuffer})
 	}
-	x, err := bpf.NewXskRedirectMeta(bpf.XskMetaOptions{Ifindex: e.dev.Index, UDPPort: c.UDPPort,
+	x, err := bpf.NewXskRedirectMeta(bpf.XskMetaOptions{Ifindex: e.dev.Index, Match: xskMatch(c.steering()),
 		Hash: c.RxMetadata&RxHash != 0, Timestamp: c.RxMetadata&RxTimestamp != 0, VLAN: c.RxMetadata&RxVLAN != 0, Frags: c.MultiBuffer})
 	if err != nil {
 		return nil, &kindError{ErrRxMetadata, err}

@@ -17,10 +17,9 @@ type SteeringConfig struct {
 	Interface string
 	// XDPMode is where the program runs; XDPAuto as in Config.
 	XDPMode XDPMode
-	// UDPPort, if not zero, sends only UDP frames to this destination port
-	// to the sockets (IPv4 fragments after the first never match); the
+	// Match chooses what goes to the sockets, as Config.Match does; the
 	// rest goes to the kernel's stack.
-	UDPPort uint16
+	Match Match
 	// MultiBuffer loads the program multi-buffer aware, for workers whose
 	// Config.MultiBuffer is set.
 	MultiBuffer bool
@@ -34,7 +33,7 @@ type SteeringConfig struct {
 // workers that run without root. A worker puts its sockets in the map
 // (Config.XSKMap, the map obtained from a pin or over a Unix socket): each
 // receive queue's frames go to the socket at the queue's index, and
-// everything else (no socket at that index, or not UDPPort) to the
+// everything else (no socket at that index, or not Match's) to the
 // kernel's stack.
 //
 // The program is attached through a bpf_link where the kernel has XDP
@@ -56,6 +55,9 @@ func NewSteering(cfg SteeringConfig) (_ *Steering, err error) {
 	if cfg.Interface == "" {
 		return nil, errors.New("no interface given")
 	}
+	if err := cfg.Match.Validate(); err != nil {
+		return nil, err
+	}
 	facts, err := probe(cfg.Interface)
 	if err != nil {
 		return nil, err
@@ -71,7 +73,7 @@ func NewSteering(cfg SteeringConfig) (_ *Steering, err error) {
 		return nil, err
 	}
 	s := &Steering{name: cfg.Interface, mode: c.XDPMode}
-	if s.prog, err = bpf.NewXskRedirect(bpf.XskOptions{UDPPort: cfg.UDPPort, Frags: cfg.MultiBuffer}); err != nil {
+	if s.prog, err = bpf.NewXskRedirect(bpf.XskOptions{Match: xskMatch(cfg.Match), Frags: cfg.MultiBuffer}); err != nil {
 		return nil, err
 	}
 	if s.link, err = hook.AttachXDP(s.prog.Program, facts.Info.Index, hookMode(s.mode), cfg.Force); err != nil {

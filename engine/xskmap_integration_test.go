@@ -3,8 +3,10 @@
 package engine_test
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -93,7 +95,8 @@ func TestUserXSKMapRefused(t *testing.T) {
 	}{
 		{"not an XSKMAP", func(c *engine.Config) { c.XSKMap = hash }, "it must be an XSKMAP"},
 		{"no room for the queue", func(c *engine.Config) { c.XSKMap, c.Queues = xsks, []int{2} }, "queue 2: XSKMap has room for queues 0 to 1 only"},
-		{"UDPPort", func(c *engine.Config) { c.XSKMap, c.UDPPort = xsks, 9 }, "UDPPort is the engine's own program's"},
+		{"UDPPort", func(c *engine.Config) { c.XSKMap, c.UDPPort = xsks, 9 }, "UDPPort and Match are the engine's own program's"},
+		{"Match", func(c *engine.Config) { c.XSKMap, c.Match = xsks, engine.Match{IPProto: 6} }, "UDPPort and Match are the engine's own program's"},
 		{"program without its map", func(c *engine.Config) { c.XSKMap = nil; c.Program = &ebpf.Program{} }, "a Program needs its XSKMap"},
 	} {
 		cfg := engine.DefaultConfig()
@@ -102,5 +105,39 @@ func TestUserXSKMapRefused(t *testing.T) {
 		if _, err := engine.New(cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: New = %v, want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestMatchSteers: Config.Match reaches the steering program. The
+// generator's UDP frames to port 9 all reach the sockets when the match
+// takes them, and none when it takes TCP or another destination (they go
+// to the stack). The rules themselves are bpf's TestXskRedirectSteers.
+func TestMatchSteers(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	dut := netip.MustParseAddr(bed.Links[0].DUTIP.String())
+	const count = 2000
+	for _, c := range []struct {
+		match engine.Match
+		want  uint64
+	}{
+		{engine.Match{IPProto: 17, DstPort: 9}, count},
+		{engine.Match{Dst: netip.PrefixFrom(dut, 32)}, count},
+		{engine.Match{IPProto: 6}, 0},
+		{engine.Match{Dst: netip.MustParsePrefix("198.19.0.0/16")}, 0},
+		{engine.Match{EtherType: 0x86dd}, 0},
+	} {
+		t.Run(c.match.String(), func(t *testing.T) {
+			cfg := rxdropConfig(bed)
+			cfg.Match = c.match
+			r := start(t, bed, cfg)
+			send(t, bed, 0, gen.Config{Count: count, Threads: 1, Rate: 200_000})
+			if c.want == 0 {
+				time.Sleep(300 * time.Millisecond)
+			}
+			if tot := r.finish(c.want).Total(); tot.RxPackets != c.want {
+				t.Errorf("match %v: the sockets received %d of %d frames, want %d", c.match, tot.RxPackets, count, c.want)
+			}
+			r.eng.Close()
+		})
 	}
 }

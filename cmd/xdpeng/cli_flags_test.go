@@ -15,7 +15,7 @@ import (
 // commands is every subcommand of xdpeng. TestCLICommands fails when the
 // binary has another one, so that a new command comes with its cases here
 // rather than being skipped by them.
-var commands = []string{"bench", "compare", "count", "demo", "fwd", "gen", "kern", "l2fwd", "latency", "probe", "progbench", "rxdrop", "selftest", "stats", "testbed", "txonly"}
+var commands = []string{"bench", "compare", "count", "demo", "fwd", "gen", "kern", "l2fwd", "latency", "probe", "progbench", "rxdrop", "selftest", "stats", "steer", "testbed", "txonly"}
 
 func TestCLICommands(t *testing.T) {
 	var got []string
@@ -90,6 +90,8 @@ func TestCLIFlagErrors(t *testing.T) {
 		{name: "kern interval", args: []string{"kern", "drop", "-i", "dut0", "-n", "-1"}, want: []string{"-n/--interval -1s: must be positive"}},
 		{name: "xdpsock's -I", args: []string{"rxdrop", "-i", "dut0", "-I", "i40e-eth0-TxRx-0"},
 			want: []string{"xdpsock's -I (an IRQ string", "the statistics interval is -n"}},
+		{name: "steer not root", user: true, args: []string{"steer", "-i", "dut0", "--pin", "/x"},
+			want: []string{"steer needs root"}},
 		{name: "rxdrop not root", user: true, args: []string{"rxdrop", "-i", "dut0", "-d", "1s"},
 			want: []string{"xdpeng: rxdrop needs root", "CAP_NET_ADMIN", "run it with sudo"}},
 		{name: "unknown flag", args: []string{"rxdrop", "-i", "dut0", "--bogus"}, want: []string{"unknown flag: --bogus", "--help"}},
@@ -177,6 +179,8 @@ func TestCLIFlagErrors(t *testing.T) {
 			want: []string{"--dst-ip 10.1.1.1 is outside 198.18.0.0/15"}},
 		{name: "txonly with a receive-only flag", args: []string{"txonly", "-i", "gen0", "--count", "10", "--udp-port", "9"},
 			want: []string{"--udp-port does not apply to txonly: it receives nothing"}},
+		{name: "txonly with match", args: []string{"txonly", "-i", "gen0", "--count", "10", "--match", "proto=udp"},
+			want: []string{"--match does not apply to txonly: it receives nothing"}},
 		{name: "txonly with an XDP mode", args: []string{"txonly", "-i", "gen0", "--count", "10", "-S"},
 			want: []string{"--generic does not apply to txonly: it attaches no XDP program"}},
 		{name: "txonly with a headroom", args: []string{"txonly", "-i", "gen0", "--count", "10", "--headroom", "256"},
@@ -216,7 +220,17 @@ func TestCLIFlagErrors(t *testing.T) {
 		{name: "program not there", args: []string{"rxdrop", "-i", "lo", "-d", "1s", "--program", "/nonexistent.o"},
 			want: []string{"--program /nonexistent.o:"}},
 		{name: "udp-port with xsk-map", args: []string{"rxdrop", "-i", "lo", "-d", "1s", "--xsk-map", "/x", "--udp-port", "9"},
-			want: []string{"--udp-port is xdpeng's program's"}},
+			want: []string{"--udp-port and --match are xdpeng's program's"}},
+		{name: "match with xsk-map", args: []string{"rxdrop", "-i", "lo", "-d", "1s", "--xsk-map", "/x", "--match", "proto=tcp"},
+			want: []string{"--udp-port and --match are xdpeng's program's"}},
+		{name: "bad match", args: []string{"count", "-i", "lo", "-d", "1s", "--match", "proto=icmp,port=7"},
+			want: []string{"--match", "ports are UDP's or TCP's"}},
+		{name: "match and udp-port", args: []string{"rxdrop", "-i", "lo", "-d", "1s", "--match", "proto=tcp", "--udp-port", "9"},
+			want: []string{"--udp-port N is --match proto=udp,port=N: give one"}},
+		{name: "steer bad match", args: []string{"steer", "-i", "lo", "--pin", "/x", "--match", "colour=red"},
+			want: []string{"--match", "KEY is one of"}},
+		{name: "steer without a way", args: []string{"steer", "-i", "lo"},
+			want: []string{"use --pin PATH, --socket PATH, or both"}},
 		{name: "tc with -S", args: []string{"kern", "drop", "-i", "lo", "--hook", "tc", "-S", "-d", "1s"},
 			want: []string{"mean nothing with --hook tc"}},
 		{name: "tc with -N", args: []string{"kern", "drop", "-i", "lo", "--hook", "tc", "-N", "-d", "1s"},

@@ -26,6 +26,7 @@ type steerFlags struct {
 	iface, pin, socket, owner string
 	pods                      []string
 	udpPort                   uint16
+	match                     string
 	native, generic, force    bool
 	frags                     bool
 	duration                  time.Duration
@@ -74,7 +75,8 @@ on that path takes it over (it removes a socket file nothing listens on).`,
 	fs.StringVar(&f.socket, "socket", "", "serve the XSKMAP on a Unix socket at this path (it must not exist), in the AF_XDP device plugin's protocol")
 	fs.StringVar(&f.owner, "owner", "", "give the pin and the socket to this user: NAME, UID or UID:GID (default: root's only)")
 	fs.StringSliceVar(&f.pods, "pod", nil, "names a worker may introduce itself by on --socket (/connect,NAME; xdpeng's workers send their hostname); default: any")
-	fs.Uint16Var(&f.udpPort, "udp-port", 0, "steer only UDP to this destination port to the sockets; the rest goes to the stack")
+	fs.Uint16Var(&f.udpPort, "udp-port", 0, "steer only UDP to this destination port to the sockets; the rest goes to the stack (--match proto=udp,port=N)")
+	fs.StringVar(&f.match, "match", "", matchUsage)
 	fs.BoolVarP(&f.native, "native", "N", false, "attach XDP in native (driver) mode (default: native where the device has it, else generic)")
 	fs.BoolVarP(&f.generic, "generic", "S", false, "attach XDP in generic (SKB) mode")
 	fs.BoolVarP(&f.frags, "frags", "F", false, "load the program multi-buffer aware, for workers run with -F")
@@ -144,6 +146,19 @@ func runSteer(cmd *cobra.Command, f *steerFlags) error {
 	if len(f.pods) > 0 && f.socket == "" {
 		return cliFlagError{errors.New("--pod is for --socket's workers")}
 	}
+	var match engine.Match
+	switch {
+	case f.match != "" && f.udpPort != 0:
+		return cliFlagError{errors.New("--udp-port N is --match proto=udp,port=N: give one")}
+	case f.udpPort != 0:
+		match = engine.Match{IPProto: 17, DstPort: f.udpPort}
+	case f.match != "":
+		m, err := engine.ParseMatch(f.match)
+		if err != nil {
+			return cliFlagError{fmt.Errorf("--match %w", err)}
+		}
+		match = m
+	}
 	mode := engine.XDPAuto
 	switch {
 	case f.native && f.generic:
@@ -180,15 +195,15 @@ func runSteer(cmd *cobra.Command, f *steerFlags) error {
 		ctx, cancel = context.WithTimeout(ctx, f.duration)
 		defer cancel()
 	}
-	s, err := engine.NewSteering(engine.SteeringConfig{Interface: f.iface, XDPMode: mode, UDPPort: f.udpPort, MultiBuffer: f.frags, Force: f.force})
+	s, err := engine.NewSteering(engine.SteeringConfig{Interface: f.iface, XDPMode: mode, Match: match, MultiBuffer: f.frags, Force: f.force})
 	if err != nil {
 		return advise(err)
 	}
 	defer s.Close()
 	out := cmd.OutOrStdout()
 	what := "every frame"
-	if f.udpPort != 0 {
-		what = fmt.Sprintf("UDP to port %d", f.udpPort)
+	if !match.IsZero() {
+		what = match.String()
 	}
 	fmt.Fprintf(out, "steer: xdpeng's steering program on %s (%s XDP): %s to the socket at its queue's index in the XSKMAP, the rest to the stack\n", f.iface, s.Mode(), what)
 	chown := func(p string) error {

@@ -117,6 +117,7 @@ it (phc2sys); zero-copy only, where the device's AF_XDP transmit metadata
 // in txonly: given, they are an error rather than silently ignored.
 var txOnlyIgnores = []struct{ flag, why string }{
 	{"udp-port", "it receives nothing"},
+	{"match", "it receives nothing"},
 	{"xsk-map", "it receives nothing"},
 	{"program", "it attaches no XDP program"},
 	{"native", "it attaches no XDP program"},

@@ -52,6 +52,7 @@ type xskFlags struct {
 	sharedUmem                         bool
 	force                              bool
 	udpPort                            uint16
+	match                              string
 	// xskMap and program are --xsk-map and --program; steering says, for
 	// the header, what they set up.
 	xskMap, program, steering  string
@@ -97,7 +98,8 @@ func (f *xskFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.busyPollBudget, "busy-poll-budget", d.BusyPollBudget, "SO_BUSY_POLL_BUDGET in packets (with --busy-poll)")
 	fs.BoolVar(&f.sharedUmem, "shared-umem", false, "one UMEM shared by all queues' sockets (XDP_SHARED_UMEM)")
 	fs.BoolVar(&f.force, "force", false, "replace an XDP program someone else attached")
-	fs.Uint16Var(&f.udpPort, "udp-port", 0, "steer only UDP to this destination port to userspace; the rest goes to the stack")
+	fs.Uint16Var(&f.udpPort, "udp-port", 0, "steer only UDP to this destination port to userspace; the rest goes to the stack (--match proto=udp,port=N)")
+	fs.StringVar(&f.match, "match", "", matchUsage)
 	fs.StringVar(&f.xskMap, "xsk-map", "", "put the sockets in this XSKMAP instead of attaching xdpeng's program: a pinned map (a bpffs path), or a Unix socket that hands it over (xdpeng steer --socket, or the AF_XDP device plugin's: /tmp/afxdp.sock in a pod); the XDP program on DEV that redirects to it by rx_queue_index, and passes what finds no socket, is someone else's and stays. Needs only CAP_NET_RAW (and CAP_IPC_LOCK or a memlock limit for the UMEM), not root")
 	fs.StringVar(&f.program, "program", "", "attach this XDP program instead of xdpeng's: OBJ or OBJ:NAME, an ELF object and the program's name or section (default: its only XDP program), with the object's XSKMAP (or --xsk-map's); detached at exit")
 	secondsVarP(fs, &f.duration, "duration", "d", 0, "run this long, then exit (seconds, or a duration like 500ms; default: until Ctrl-C)")
@@ -204,6 +206,17 @@ func (f *xskFlags) config() (engine.Config, error) {
 	cfg.SharedUmem = f.sharedUmem
 	cfg.Force = f.force
 	cfg.UDPPort = f.udpPort
+	if f.match != "" {
+		if f.udpPort != 0 {
+			return cfg, cliFlagError{errors.New("--udp-port N is --match proto=udp,port=N: give one")}
+		}
+		m, err := engine.ParseMatch(f.match)
+		if err != nil {
+			return cfg, cliFlagError{fmt.Errorf("--match %w", err)}
+		}
+		cfg.Match = m
+		f.steering = fmt.Sprintf("xdpeng's program sends %s to the sockets, the rest to the stack", m)
+	}
 	if err := f.steer(&cfg); err != nil {
 		return cfg, err
 	}
@@ -807,6 +820,9 @@ func writeJSON(w io.Writer, v any) {
 	w.Write(append(b, '\n'))
 }
 
+// matchUsage is --match's help, in the AF_XDP modes and steer.
+const matchUsage = "what xdpeng's program steers to the sockets, the rest going to the stack (ARP, ICMP, routing keep working): comma-separated terms, each to hold: ether=NAME (ipv4, ipv6, arp, ptp, lldp, vlan) or ether=0xNNNN; proto=NAME (tcp, udp, icmp, icmpv6, sctp, gre, esp, ospf) or proto=N; port=N (a UDP or TCP destination port, never an IPv4 fragment after the first); dst=PREFIX. For example proto=udp,port=4789 or dst=198.18.0.0/24 (default: every frame)"
+
 // noUnprivilegedBPF is the advice for a worker without root that the
 // kernel refuses a map it was handed (Debian's 5.10).
 const noUnprivilegedBPF = "this kernel refuses bpf() to a process without CAP_BPF while kernel.unprivileged_bpf_disabled is set: give the worker CAP_BPF too"
@@ -816,8 +832,8 @@ func (f *xskFlags) steer(cfg *engine.Config) error {
 	if f.xskMap == "" && f.program == "" {
 		return nil
 	}
-	if f.udpPort != 0 {
-		return errors.New("--udp-port is xdpeng's program's: with --xsk-map or --program, the program that redirects to the XSKMAP chooses what reaches the sockets")
+	if f.udpPort != 0 || f.match != "" {
+		return errors.New("--udp-port and --match are xdpeng's program's: with --xsk-map or --program, the program that redirects to the XSKMAP chooses what reaches the sockets")
 	}
 	if f.xskMap != "" {
 		if st, err := os.Stat(f.xskMap); err == nil && st.Mode().Type() == fs.ModeSocket {

@@ -310,7 +310,7 @@ func load(name string) (*ebpf.Program, func(), error) {
 	case XskRedirect, XskRedirectCounters, XskRedirectFilter:
 		opts := bpf.XskOptions{Counters: name == XskRedirectCounters}
 		if name == XskRedirectFilter {
-			opts.UDPPort = udpPort
+			opts.Match = bpf.XskMatch{IPProto: unix.IPPROTO_UDP, DstPort: udpPort}
 		}
 		x, err := bpf.NewXskRedirect(opts)
 		if err != nil {

@@ -1,0 +1,80 @@
+//go:build linux
+
+package bpf
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/cilium/ebpf"
+)
+
+// XskMatch chooses what a steering program sends to the sockets; the rest
+// goes to the kernel's stack. A field's zero value matches anything; a
+// frame must meet every field that is set.
+type XskMatch struct {
+	// EtherType of an untagged frame.
+	EtherType uint16
+	// IPProto is the IPv4 protocol or IPv6 next header (no extension
+	// headers).
+	IPProto uint8
+	// DstPort is a UDP or TCP destination port. An IPv4 fragment after the
+	// first never matches it.
+	DstPort uint16
+	// Dst is a destination prefix, IPv4 or IPv6; the zero Prefix matches
+	// anything.
+	Dst netip.Prefix
+}
+
+// IsZero reports whether m matches every frame.
+func (m XskMatch) IsZero() bool { return m == XskMatch{} }
+
+// setMatch sets the filter's load-time constants (xsk_filter.h) in vars.
+func setMatch(vars map[string]*ebpf.VariableSpec, m XskMatch) error {
+	var family uint8
+	var addr, mask [4]uint32
+	if m.Dst.IsValid() {
+		a := m.Dst.Addr().Unmap()
+		bits := m.Dst.Bits()
+		var ab, mb []byte
+		if a.Is4() {
+			family = 4
+			b := a.As4()
+			ab, mb = b[:], make([]byte, 4)
+		} else {
+			family = 6
+			b := a.As16()
+			ab, mb = b[:], make([]byte, 16)
+		}
+		for i := 0; i < bits; i++ {
+			mb[i/8] |= 0x80 >> (i % 8)
+		}
+		// Network order in memory: each word as the frame holds it.
+		for i := 0; i*4 < len(ab); i++ {
+			mask[i] = binary.NativeEndian.Uint32(mb[i*4:])
+			addr[i] = binary.NativeEndian.Uint32(ab[i*4:]) & mask[i]
+		}
+	} else if m.Dst != (netip.Prefix{}) {
+		return errors.New("an invalid destination prefix")
+	}
+	for name, v := range map[string]any{
+		XskRedirectVarFilterOn:        boolByte(!m.IsZero()),
+		XskRedirectVarFilterEthertype: m.EtherType,
+		XskRedirectVarFilterIpProto:   m.IPProto,
+		XskRedirectVarFilterDstPort:   m.DstPort,
+		XskRedirectVarFilterPrefix:    family,
+		XskRedirectVarFilterAddr:      addr,
+		XskRedirectVarFilterMask:      mask,
+	} {
+		vs, ok := vars[name]
+		if !ok {
+			return fmt.Errorf("no variable %s", name)
+		}
+		if err := vs.Set(v); err != nil {
+			return fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+	return nil
+}
