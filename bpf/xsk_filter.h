@@ -15,58 +15,64 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
-// Any rule set: without one, every frame is wanted.
-volatile const __u8 filter_on = 0;
-// The frame's EtherType (untagged frames), in host order.
-volatile const __u16 filter_ethertype = 0;
+// Which rules are set (FILTER_*): without one, every frame is wanted. It
+// is read once per frame; each rule's own constant only where it is set.
+#define FILTER_ETHER 0x01
+#define FILTER_PROTO 0x02
+#define FILTER_PORT 0x04
+#define FILTER_PREFIX4 0x08
+#define FILTER_PREFIX6 0x10
+#define FILTER_IP (FILTER_PROTO | FILTER_PORT | FILTER_PREFIX4 | FILTER_PREFIX6)
+volatile const __u8 filter_rules = 0;
+// The frame's EtherType (untagged frames), in network order.
+volatile const __be16 filter_ethertype = 0;
 // The IPv4 protocol or IPv6 next header (no extension headers).
 volatile const __u8 filter_ip_proto = 0;
-// The UDP or TCP destination port, in host order.
-volatile const __u16 filter_dst_port = 0;
-// 4 or 6: the destination address in filter_addr under filter_mask, in
-// network order (IPv4 in the first word).
-volatile const __u8 filter_prefix = 0;
+// The UDP or TCP destination port, in network order.
+volatile const __be16 filter_dst_port = 0;
+// The destination prefix: the address under the mask, in network order
+// (IPv4 in the first word).
 volatile const __u32 filter_addr[4] = {};
 volatile const __u32 filter_mask[4] = {};
 
-// is_wanted reports whether the frame meets every rule that is set. An IPv4
-// fragment after the first has no transport header, whatever its bytes
-// there say: it never meets a port rule.
-static __always_inline int is_wanted(struct xdp_md *ctx)
+// is_wanted reports whether the frame meets every rule in rules
+// (filter_rules). An IPv4 fragment after the first has no transport
+// header, whatever its bytes there say: it never meets a port rule.
+static __always_inline int is_wanted(struct xdp_md *ctx, __u8 rules)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 	void *l4;
-	__u16 type;
+	__be16 type;
 	__u8 proto;
 
 	if ((void *)(eth + 1) > end)
 		return 0;
-	type = bpf_ntohs(eth->h_proto);
-	if (filter_ethertype && type != filter_ethertype)
+	type = eth->h_proto;
+	if ((rules & FILTER_ETHER) && type != filter_ethertype)
 		return 0;
-	if (!filter_ip_proto && !filter_dst_port && !filter_prefix)
+	if (!(rules & FILTER_IP))
 		return 1;
-	if (type == ETH_P_IP) {
+	if (type == bpf_htons(ETH_P_IP)) {
 		struct iphdr *ip = (void *)(eth + 1);
 		if ((void *)(ip + 1) > end || ip->ihl < 5)
 			return 0;
-		if (filter_prefix == 6)
+		if (rules & FILTER_PREFIX6)
 			return 0;
-		if (filter_prefix == 4 && (ip->daddr & filter_mask[0]) != filter_addr[0])
+		if ((rules & FILTER_PREFIX4) && (ip->daddr & filter_mask[0]) != filter_addr[0])
 			return 0;
-		if (filter_dst_port && (ip->frag_off & bpf_htons(0x1fff))) // IP_OFFSET
+		if ((rules & FILTER_PORT) && (ip->frag_off & bpf_htons(0x1fff))) // IP_OFFSET
 			return 0;
 		proto = ip->protocol;
 		l4 = (void *)ip + ip->ihl * 4;
-	} else if (type == ETH_P_IPV6) {
+	} else if (type == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = (void *)(eth + 1);
 		if ((void *)(ip6 + 1) > end)
 			return 0;
-		if (filter_prefix == 4)
+		if (rules & FILTER_PREFIX4)
 			return 0;
-		if (filter_prefix == 6 &&
+		if ((rules & FILTER_PREFIX6) &&
 		    ((ip6->daddr.in6_u.u6_addr32[0] & filter_mask[0]) != filter_addr[0] ||
 		     (ip6->daddr.in6_u.u6_addr32[1] & filter_mask[1]) != filter_addr[1] ||
 		     (ip6->daddr.in6_u.u6_addr32[2] & filter_mask[2]) != filter_addr[2] ||
@@ -77,21 +83,21 @@ static __always_inline int is_wanted(struct xdp_md *ctx)
 	} else {
 		return 0;
 	}
-	if (filter_ip_proto && proto != filter_ip_proto)
+	if ((rules & FILTER_PROTO) && proto != filter_ip_proto)
 		return 0;
-	if (!filter_dst_port)
+	if (!(rules & FILTER_PORT))
 		return 1;
 	if (proto == IPPROTO_UDP) {
 		struct udphdr *udp = l4;
 		if ((void *)(udp + 1) > end)
 			return 0;
-		return udp->dest == bpf_htons(filter_dst_port);
+		return udp->dest == filter_dst_port;
 	}
 	if (proto == IPPROTO_TCP) {
 		struct tcphdr *tcp = l4;
 		if ((void *)(tcp + 1) > end)
 			return 0;
-		return tcp->dest == bpf_htons(filter_dst_port);
+		return tcp->dest == filter_dst_port;
 	}
 	return 0;
 }

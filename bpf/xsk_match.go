@@ -33,18 +33,26 @@ func (m XskMatch) IsZero() bool { return m == XskMatch{} }
 
 // setMatch sets the filter's load-time constants (xsk_filter.h) in vars.
 func setMatch(vars map[string]*ebpf.VariableSpec, m XskMatch) error {
-	var family uint8
+	// The FILTER_* bits of xsk_filter.h.
+	const (
+		ether   = 0x01
+		proto   = 0x02
+		port    = 0x04
+		prefix4 = 0x08
+		prefix6 = 0x10
+	)
+	var rules uint8
 	var addr, mask [4]uint32
 	if m.Dst.IsValid() {
 		a := m.Dst.Addr().Unmap()
 		bits := m.Dst.Bits()
 		var ab, mb []byte
 		if a.Is4() {
-			family = 4
+			rules |= prefix4
 			b := a.As4()
 			ab, mb = b[:], make([]byte, 4)
 		} else {
-			family = 6
+			rules |= prefix6
 			b := a.As16()
 			ab, mb = b[:], make([]byte, 16)
 		}
@@ -59,12 +67,20 @@ func setMatch(vars map[string]*ebpf.VariableSpec, m XskMatch) error {
 	} else if m.Dst != (netip.Prefix{}) {
 		return errors.New("an invalid destination prefix")
 	}
+	if m.EtherType != 0 {
+		rules |= ether
+	}
+	if m.IPProto != 0 {
+		rules |= proto
+	}
+	if m.DstPort != 0 {
+		rules |= port
+	}
 	for name, v := range map[string]any{
-		XskRedirectVarFilterOn:        boolByte(!m.IsZero()),
-		XskRedirectVarFilterEthertype: m.EtherType,
+		XskRedirectVarFilterRules:     rules,
+		XskRedirectVarFilterEthertype: htons(m.EtherType),
 		XskRedirectVarFilterIpProto:   m.IPProto,
-		XskRedirectVarFilterDstPort:   m.DstPort,
-		XskRedirectVarFilterPrefix:    family,
+		XskRedirectVarFilterDstPort:   htons(m.DstPort),
 		XskRedirectVarFilterAddr:      addr,
 		XskRedirectVarFilterMask:      mask,
 	} {
@@ -77,4 +93,12 @@ func setMatch(vars map[string]*ebpf.VariableSpec, m XskMatch) error {
 		}
 	}
 	return nil
+}
+
+// htons is v in network order, as a load-time constant the program
+// compares with a frame's bytes.
+func htons(v uint16) uint16 {
+	var b [2]byte
+	binary.BigEndian.PutUint16(b[:], v)
+	return binary.NativeEndian.Uint16(b[:])
 }

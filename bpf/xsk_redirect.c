@@ -41,9 +41,10 @@ SEC("xdp")
 int xsk_redirect(struct xdp_md *ctx)
 {
 	__u32 q = ctx->rx_queue_index;
+	__u8 rules = filter_rules;
 	int act;
 
-	if (filter_on && !is_wanted(ctx))
+	if (rules && !is_wanted(ctx, rules))
 		act = XDP_PASS;
 	else
 		act = bpf_redirect_map(&xsks_map, q, XDP_PASS);

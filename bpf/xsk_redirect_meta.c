@@ -49,6 +49,7 @@ SEC("xdp")
 int xsk_redirect_meta(struct xdp_md *ctx)
 {
 	enum xdp_rss_hash_type type = XDP_RSS_TYPE_NONE;
+	__u8 rules = filter_rules;
 	struct xsk_rx_meta *meta;
 	__u64 timestamp = 0;
 	__u32 hash = 0, valid = 0;
@@ -56,7 +57,7 @@ int xsk_redirect_meta(struct xdp_md *ctx)
 	__u16 vlan_tci = 0;
 	void *data;
 
-	if (filter_on && !is_wanted(ctx))
+	if (rules && !is_wanted(ctx, rules))
 		return XDP_PASS;
 	// The kfuncs are asked before the metadata area is made: a driver may
 	// read its answer from the headroom in front of the frame, where the

@@ -32,8 +32,7 @@ const (
 	XskRedirectVarFilterEthertype = "filter_ethertype"
 	XskRedirectVarFilterIpProto   = "filter_ip_proto"
 	XskRedirectVarFilterMask      = "filter_mask"
-	XskRedirectVarFilterOn        = "filter_on"
-	XskRedirectVarFilterPrefix    = "filter_prefix"
+	XskRedirectVarFilterRules     = "filter_rules"
 )
 
 // LoadXskRedirect returns the embedded CollectionSpec for XskRedirect.
@@ -99,8 +98,7 @@ type XskRedirectVariableSpecs struct {
 	FilterEthertype *ebpf.VariableSpec `ebpf:"filter_ethertype"`
 	FilterIpProto   *ebpf.VariableSpec `ebpf:"filter_ip_proto"`
 	FilterMask      *ebpf.VariableSpec `ebpf:"filter_mask"`
-	FilterOn        *ebpf.VariableSpec `ebpf:"filter_on"`
-	FilterPrefix    *ebpf.VariableSpec `ebpf:"filter_prefix"`
+	FilterRules     *ebpf.VariableSpec `ebpf:"filter_rules"`
 }
 
 // XskRedirectObjects contains all objects after they have been loaded into the kernel.
@@ -144,8 +142,7 @@ type XskRedirectVariables struct {
 	FilterEthertype *ebpf.Variable `ebpf:"filter_ethertype"`
 	FilterIpProto   *ebpf.Variable `ebpf:"filter_ip_proto"`
 	FilterMask      *ebpf.Variable `ebpf:"filter_mask"`
-	FilterOn        *ebpf.Variable `ebpf:"filter_on"`
-	FilterPrefix    *ebpf.Variable `ebpf:"filter_prefix"`
+	FilterRules     *ebpf.Variable `ebpf:"filter_rules"`
 }
 
 // XskRedirectPrograms contains all programs after they have been loaded into the kernel.

@@ -23,8 +23,7 @@ const (
 	XskRedirectMetaVarFilterEthertype  = "filter_ethertype"
 	XskRedirectMetaVarFilterIpProto    = "filter_ip_proto"
 	XskRedirectMetaVarFilterMask       = "filter_mask"
-	XskRedirectMetaVarFilterOn         = "filter_on"
-	XskRedirectMetaVarFilterPrefix     = "filter_prefix"
+	XskRedirectMetaVarFilterRules      = "filter_rules"
 	XskRedirectMetaVarWantHash         = "want_hash"
 	XskRedirectMetaVarWantTimestamp    = "want_timestamp"
 	XskRedirectMetaVarWantVlan         = "want_vlan"
@@ -91,8 +90,7 @@ type XskRedirectMetaVariableSpecs struct {
 	FilterEthertype *ebpf.VariableSpec `ebpf:"filter_ethertype"`
 	FilterIpProto   *ebpf.VariableSpec `ebpf:"filter_ip_proto"`
 	FilterMask      *ebpf.VariableSpec `ebpf:"filter_mask"`
-	FilterOn        *ebpf.VariableSpec `ebpf:"filter_on"`
-	FilterPrefix    *ebpf.VariableSpec `ebpf:"filter_prefix"`
+	FilterRules     *ebpf.VariableSpec `ebpf:"filter_rules"`
 	WantHash        *ebpf.VariableSpec `ebpf:"want_hash"`
 	WantTimestamp   *ebpf.VariableSpec `ebpf:"want_timestamp"`
 	WantVlan        *ebpf.VariableSpec `ebpf:"want_vlan"`
@@ -136,8 +134,7 @@ type XskRedirectMetaVariables struct {
 	FilterEthertype *ebpf.Variable `ebpf:"filter_ethertype"`
 	FilterIpProto   *ebpf.Variable `ebpf:"filter_ip_proto"`
 	FilterMask      *ebpf.Variable `ebpf:"filter_mask"`
-	FilterOn        *ebpf.Variable `ebpf:"filter_on"`
-	FilterPrefix    *ebpf.Variable `ebpf:"filter_prefix"`
+	FilterRules     *ebpf.Variable `ebpf:"filter_rules"`
 	WantHash        *ebpf.Variable `ebpf:"want_hash"`
 	WantTimestamp   *ebpf.Variable `ebpf:"want_timestamp"`
 	WantVlan        *ebpf.Variable `ebpf:"want_vlan"`
