@@ -143,7 +143,7 @@ generate:
 generate-check: generate
 	git diff --exit-code -- bpf/ || (echo "bpf/: generated files are stale: run make generate and commit" >&2; exit 1)
 
-# The public packages (engine, engine/handler, engine/packet) build, and
+# The public packages (engine, engine/handler, engine/packet, xsk) build, and
 # their tests compile and pass vet, on other operating systems too, so that a
 # handler's tests run (through engine.Simulate) on a developer's laptop.
 PORTABLE_OS = darwin windows
@@ -152,8 +152,8 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out" >&2; exit 1; fi
 	$(GO) vet $(PKGS)
 	@for os in $(PORTABLE_OS); do \
-		echo "GOOS=$$os go build ./engine/... && GOOS=$$os go vet ./engine/..."; \
-		GOOS=$$os $(GO) build ./engine/... && GOOS=$$os $(GO) vet ./engine/... || exit 1; \
+		echo "GOOS=$$os go build ./engine/... ./xsk/... && GOOS=$$os go vet ./engine/... ./xsk/..."; \
+		GOOS=$$os $(GO) build ./engine/... ./xsk/... && GOOS=$$os $(GO) vet ./engine/... ./xsk/... || exit 1; \
 	done
 
 # Micro-benchmarks (0 allocs, ns per frame), then the performance targets on

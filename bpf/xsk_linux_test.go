@@ -13,7 +13,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 )
 
 // xdpMd is struct xdp_md, the context of an XDP program.

@@ -8,7 +8,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 )
 
 // WaitMode says what a worker does when its rx ring is empty.

@@ -7,7 +7,7 @@ import (
 	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/internal/hook"
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 )
 
 // New validates cfg, binds a socket to every queue (and to the same queue

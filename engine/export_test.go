@@ -4,7 +4,7 @@ package engine
 // import engine/handler: the internal tests may not, as it imports engine)
 // reach inside an engine for.
 
-import "github.com/xdpeng/xdpeng/internal/xsk"
+import "github.com/xdpeng/xdpeng/xsk"
 
 // Sockets returns the receiving socket of each queue of e, in queue order.
 func Sockets(e *Engine) []*xsk.Socket {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 )
 
 // GeneratorConfig describes a generator: the tx queues of a device and the

@@ -3,7 +3,7 @@ package engine
 import (
 	"fmt"
 
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 )
 
 // NewGenerator validates cfg and binds a transmit-only socket to every

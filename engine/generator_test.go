@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/xdpeng/xdpeng/engine/packet"
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 )
 
 func testUDP(size int) packet.UDPConfig {

@@ -9,7 +9,7 @@ package engine
 // picks the loop of a batch.
 
 import (
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 )
 
 // rxDropMB is rxDrop for multi-buffer sockets: every descriptor goes back

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/xdpeng/xdpeng/engine/packet"
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 )
 
 // memMBWorker is a multi-buffer worker on an in-memory socket of 2048-byte

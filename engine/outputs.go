@@ -9,7 +9,7 @@ import (
 	"os"
 
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 )
 
 // output is one of Config.Outputs as the engine set it up.

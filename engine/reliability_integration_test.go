@@ -27,7 +27,7 @@ import (
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 )
 
 // queuesFree binds a fresh AF_XDP socket to each queue of dev in the DUT

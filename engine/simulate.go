@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 )
 
 // SimFrame is what became of one frame in a simulation.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/packet"
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 )
 
 // splitter sends frames to even UDP ports out of port a and the rest out of

@@ -5,7 +5,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 )
 
 // SocketStats are the kernel's counters of one AF_XDP socket

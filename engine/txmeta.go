@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/xdpeng/xdpeng/engine/packet"
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 )
 
 // ErrTxMetadata: GeneratorConfig.TxChecksum, TxTimestamp or LaunchDelay

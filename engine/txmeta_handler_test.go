@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/xdpeng/xdpeng/engine/packet"
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 )
 
 // markEven asks for the checksum of every even frame and transmits every

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 	"golang.org/x/sys/unix"
 )
 

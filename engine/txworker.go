@@ -1,6 +1,6 @@
 package engine
 
-import "github.com/xdpeng/xdpeng/internal/xsk"
+import "github.com/xdpeng/xdpeng/xsk"
 
 // txWorker is a generator's worker (txonly): it puts the frames of tx, its
 // share of the generator, on its port's tx ring and counts their

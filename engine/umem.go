@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 )
 
 // UmemInfo describes the UMEMs of an engine or a generator as they were set

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 )
 
 // waiter is what a worker does when a turn of its loop found nothing to do:

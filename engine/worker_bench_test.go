@@ -3,7 +3,7 @@ package engine
 import (
 	"testing"
 
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 )
 
 // memWorker is a worker on an in-memory socket whose kernel side the test

@@ -20,7 +20,7 @@ import (
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 )
 
 func TestMain(m *testing.M) { os.Exit(privtest.Main(m)) }

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/xdpeng/xdpeng/engine/packet"
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 )
 
 // Info describes an interface as xdpeng needs it.

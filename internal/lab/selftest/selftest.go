@@ -30,7 +30,7 @@ import (
 	"github.com/xdpeng/xdpeng/internal/hook"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 )
 
 // Mode is how the sockets are bound and the steering program attached.

@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/bpf"
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 )
 
 // catalogue is every test offered, in xskxceiver's order where it has one.

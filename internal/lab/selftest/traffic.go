@@ -18,7 +18,7 @@ import (
 	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/internal/hook"
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/xsk"
+	"github.com/xdpeng/xdpeng/xsk"
 )
 
 // Defaults of the kernel's suite.

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	. "github.com/xdpeng/xdpeng/internal/xsk"
+	. "github.com/xdpeng/xdpeng/xsk"
 )
 
 func TestTxMetadataLayout(t *testing.T) {

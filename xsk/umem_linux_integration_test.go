@@ -1,3 +1,5 @@
+//go:build linux
+
 package xsk_test
 
 import (
@@ -7,7 +9,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/internal/testutil/hugetest"
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
-	. "github.com/xdpeng/xdpeng/internal/xsk"
+	. "github.com/xdpeng/xdpeng/xsk"
 )
 
 func TestMain(m *testing.M) { os.Exit(privtest.Main(m)) }

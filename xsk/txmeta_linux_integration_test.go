@@ -1,3 +1,5 @@
+//go:build linux
+
 package xsk_test
 
 import (
@@ -12,7 +14,7 @@ import (
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
-	. "github.com/xdpeng/xdpeng/internal/xsk"
+	. "github.com/xdpeng/xdpeng/xsk"
 )
 
 // TestTxMetadataCopyMode sends UDP frames out of the generator end of a
