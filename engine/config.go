@@ -321,7 +321,15 @@ type Config struct {
 	// output of its own UMEM (Output.Copy); BindAuto on a device whose
 	// zero-copy cannot fill checksums binds in copy mode.
 	TxChecksum bool
-	// Handler makes the handler of each queue's worker. nil drops every
+	// Handler makes the handler of each queue's worker. New calls it once
+	// per queue, in the order of Queues, from New's goroutine. The
+	// handler's methods (Handle, and Idle for an Idler) are then called
+	// only by that queue's worker, one batch at a time, while Run runs:
+	// from a goroutine locked to an OS thread pinned to the queue's CPU,
+	// so a handler locks nothing for its own state. When Run has returned
+	// every worker has ended, and the handler's state may be read without
+	// locking; a handler that is read while Run runs (a counter shown
+	// each second) publishes what it shares with atomics. nil drops every
 	// frame unread, the fastest receive loop (rxdrop).
 	Handler func(queue int) Handler
 	// Outputs are the devices a handler can forward to, port

@@ -12,7 +12,8 @@
 // NIC adds on the wire: it is Size 60 here.
 package packet
 
-// Header lengths and field values used by the builders and the parser.
+// Header lengths, as the builders write the headers and the parser reads
+// them.
 const (
 	EthHdrLen  = 14
 	VLANTagLen = 4
@@ -21,17 +22,27 @@ const (
 	UDPHdrLen  = 8
 	TCPHdrLen  = 20 // without options
 	ICMPHdrLen = 8  // echo request/reply: type, code, checksum, id, sequence
+)
 
+// EtherTypes the builders and the parser know.
+const (
 	EtherTypeIPv4 = 0x0800
 	EtherTypeIPv6 = 0x86dd
 	EtherTypeVLAN = 0x8100 // 802.1Q customer tag
 	EtherTypeQinQ = 0x88a8 // 802.1ad service tag
+)
 
+// IP protocol numbers (IPv4 protocol, IPv6 next header) the builders and
+// the parser know: Summary.Proto.
+const (
 	ProtoICMP   = 1
 	ProtoTCP    = 6
 	ProtoUDP    = 17
 	ProtoICMPv6 = 58
+)
 
+// Frame sizes, without FCS.
+const (
 	// MinFrameSize is the smallest Ethernet frame without FCS (64 with it).
 	MinFrameSize = 60
 	// MaxFrameSize is the largest untagged frame for a 1500-byte MTU without
