@@ -458,3 +458,23 @@ func TestGeneratorBound(t *testing.T) {
 		t.Errorf("interface run: offer bound %v, generator bound %q", r.Rows[0].OfferBound, r.GeneratorBound)
 	}
 }
+
+// TestReportNothingMeasured: with every row failed, neither the notes nor
+// the chart print placeholders (a window of 0.00s, bars of 0.00).
+func TestReportNothingMeasured(t *testing.T) {
+	r := &Result{Rows: []Row{{Path: "xdp-drop", Error: "generator: refused"}, {Path: "xsk-drop", Error: "generator: refused"}}}
+	var b strings.Builder
+	WriteTable(&b, r)
+	WriteChart(&b, r)
+	out := b.String()
+	for _, bad := range []string{"(0.00s)", "0.00\n"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("output has %q:\n%s", bad, out)
+		}
+	}
+	for _, want := range []string{"measurement window (none: no row measured)", "no chart: no row measured"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -309,11 +309,19 @@ func offered(rate uint64) string {
 
 func windowText(r *Result) string {
 	var lo, hi float64
-	for i, row := range r.Rows {
-		if i == 0 || row.WindowS < lo {
+	measured := 0
+	for _, row := range r.Rows {
+		if row.Error != "" {
+			continue
+		}
+		if measured == 0 || row.WindowS < lo {
 			lo = row.WindowS
 		}
 		hi = max(hi, row.WindowS)
+		measured++
+	}
+	if measured == 0 {
+		return "none: no row measured"
 	}
 	if lo == hi {
 		return fmt.Sprintf("%.2fs", lo)
@@ -376,15 +384,24 @@ const chartWidth = 48
 
 // WriteChart draws the Mpps column as horizontal bars, in eighths of a
 // character cell; when the generator was the bound (GeneratorBound), the
-// ns/pkt column instead, which then tells the paths apart.
+// ns/pkt column instead, which then tells the paths apart. A failed row
+// gets no bar, and with no row measured there is no chart.
 func WriteChart(w io.Writer, r *Result) {
 	value, unit := func(row Row) float64 { return row.Mpps }, "Mpps received"
 	if r.GeneratorBound != "" {
 		value, unit = func(row Row) float64 { return row.NsPerPacket }, "ns per frame on the receiving CPU at the generator's rate (fewer is better)"
 	}
 	var top float64
+	measured := 0
 	for _, row := range r.Rows {
-		top = max(top, value(row))
+		if row.Error == "" {
+			top = max(top, value(row))
+			measured++
+		}
+	}
+	if measured == 0 {
+		fmt.Fprintln(w, "no chart: no row measured (each says why above)")
+		return
 	}
 	fmt.Fprintln(w, unit)
 	for _, row := range r.Rows {
