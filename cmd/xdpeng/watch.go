@@ -321,7 +321,7 @@ func (w *watcher) summaryText(out io.Writer) {
 	}
 	if c := s.Capture; c != nil {
 		fmt.Fprintf(out, "  capture %s: %d frames written (%s, snaplen %d)", c.File, c.Written, c.Format, c.Snaplen)
-		fmt.Fprintf(out, "; of the %d received, %d skipped (its ring was full: the writer fell behind), %d discarded, %d after the capture stopped\n",
+		fmt.Fprintf(out, "; of the %d received, %d skipped (its ring was full: the writer fell behind), %d discarded (taken into a ring, not written: the capture stopped first, at --capture-count, a failed write or the end of the run), %d after the capture stopped\n",
 			c.Received, c.Skipped, c.Discarded, c.AfterStop)
 		if c.Error != "" {
 			fmt.Fprintf(out, "  capture failed: %s\n", c.Error)
