@@ -43,10 +43,13 @@ struct queue_counters {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, MAX_QUEUES);
+	__uint(max_entries, MAX_QUEUES + 1);
 	__type(key, __u32);
 	__type(value, struct queue_counters);
 } queue_stats SEC(".maps");
+
+// The key of frames whose rx queue the driver did not record (tc only).
+#define QUEUE_UNRECORDED MAX_QUEUES
 
 // Packets per IP protocol (per CPU), for xdp_drop_count_proto.
 struct {
@@ -249,11 +252,10 @@ SEC("tc")
 int tc_drop(struct __sk_buff *skb)
 {
 	// queue_mapping holds the recorded rx queue plus one; zero when the
-	// driver recorded none (veth's XDP path does not), counted as queue 0.
+	// driver recorded none (veth does not), counted apart.
 	__u32 q = skb->queue_mapping;
 
-	if (q)
-		q--;
+	q = q ? q - 1 : QUEUE_UNRECORDED;
 	count(q, skb->len, (void *)(long)skb->data, (void *)(long)skb->data_end);
 	return TC_ACT_SHOT;
 }

@@ -45,6 +45,10 @@ func (p KernProgram) IsXDP() bool { return p != TCDrop }
 // from higher queues are handled but not counted.
 const MaxQueues = 256
 
+// QueueUnrecorded is QueueCPUStat.Queue of the frames whose rx queue the
+// driver did not record in the skb (tc only: veth records none).
+const QueueUnrecorded = -2
+
 // MaxPorts is the most egress interfaces RedirectMulti takes (the size of its
 // DEVMAP_HASH).
 const MaxPorts = 64
@@ -200,7 +204,10 @@ func (k *KernObjects) ReadStats() (QueueCPUStats, error) {
 		return nil, fmt.Errorf("read stats of %s: loaded without counters", k.Kind)
 	}
 	var out QueueCPUStats
-	err := readPerCPU(k.Stats, MaxQueues, func(queue, cpu int, v *kernQueueCounters) {
+	err := readPerCPU(k.Stats, MaxQueues+1, func(queue, cpu int, v *kernQueueCounters) {
+		if queue == MaxQueues {
+			queue = QueueUnrecorded
+		}
 		if v.Packets != 0 || v.Bytes != 0 {
 			out = append(out, QueueCPUStat{Queue: queue, CPU: cpu, Packets: v.Packets, Bytes: v.Bytes})
 		}

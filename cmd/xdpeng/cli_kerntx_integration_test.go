@@ -71,3 +71,29 @@ func TestCLIKernTxNote(t *testing.T) {
 		}
 	})
 }
+
+// TestCLIKernTCQueues: on a two-queue veth, which records no rx queue in
+// the skb, kern drop --hook tc counts every frame as of no known queue
+// ("queue ?", queue_unrecorded in JSON), never as queue 0, and its total
+// is every frame sent.
+func TestCLIKernTCQueues(t *testing.T) {
+	bed := testbedtest.New(t, 1, 2)
+	bin := buildCLI(t)
+	p := startIn(t, bed.DUTNS, bin, "kern", "drop", "-i", "dut0", "--hook", "tc", "--json", "-n", "200ms")
+	if !p.waitOutput(20*time.Second, false, func(s string) bool { return strings.Contains(s, `"type":"interval"`) }) {
+		p.signal(t, syscall.SIGKILL)
+		t.Fatalf("kern drop --hook tc did not start: %v", p.wait(t))
+	}
+	const count = 4000
+	if r := runIn(t, 30*time.Second, bed.GenNS, bin, "gen", "-i", "gen0", "--count", strconv.Itoa(count), "--rate", "100000", "--ports", "16", "-Q"); r.code != 0 {
+		t.Fatalf("gen: %v", r)
+	}
+	time.Sleep(300 * time.Millisecond)
+	p.signal(t, syscall.SIGINT)
+	r := p.wait(t)
+	var s kernSummary
+	summaryLine(t, r.stdout, &s)
+	if s.RxPackets != count || len(s.PerQueue) != 1 || !s.PerQueue[0].QueueUnrecorded || s.PerQueue[0].Queue != nil || s.PerQueue[0].Packets != count {
+		t.Errorf("kern drop --hook tc counted %d of %d frames, per queue %+v: want all of them as of no known queue", s.RxPackets, count, s.PerQueue)
+	}
+}

@@ -291,6 +291,12 @@ func TestGuestKern(t *testing.T) {
 		var s kernSummary
 		stop(t, p, "kern drop --hook tc", &s)
 		counted(t, "kern drop --hook tc", s.RxPackets, 0)
+		// virtio_net records each frame's rx queue: tc counts by it.
+		for _, q := range s.PerQueue {
+			if q.QueueUnrecorded || q.Queue == nil {
+				t.Errorf("kern drop --hook tc on virtio_net: %d frames without a recorded rx queue: %+v", q.Packets, s.PerQueue)
+			}
+		}
 		// TCX came with Linux 6.6; before, a clsact qdisc, and said so.
 		want := "tcx"
 		if !g.atLeast(6, 6) {

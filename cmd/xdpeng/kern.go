@@ -380,10 +380,13 @@ func (p *kernPrinter) header() {
 
 // kernRate is one row: a queue, a CPU, an egress port or a protocol.
 type kernRate struct {
-	Queue     *int   `json:"queue,omitempty"`
-	CPU       *int   `json:"cpu,omitempty"`
-	Interface string `json:"interface,omitempty"`
-	Proto     *int   `json:"proto,omitempty"`
+	Queue *int `json:"queue,omitempty"`
+	// QueueUnrecorded marks the frames whose rx queue the driver did not
+	// record (the tc hook; veth records none): no queue is known.
+	QueueUnrecorded bool   `json:"queue_unrecorded,omitempty"`
+	CPU             *int   `json:"cpu,omitempty"`
+	Interface       string `json:"interface,omitempty"`
+	Proto           *int   `json:"proto,omitempty"`
 	// ProtoName is Proto as count names it: "udp", "ip/47", "other".
 	ProtoName string  `json:"proto_name,omitempty"`
 	PPS       float64 `json:"pps"`
@@ -406,7 +409,11 @@ func statRows(s kern.Stats, dt float64) (perQueue, perCPU []kernRate) {
 	}
 	for _, e := range s.ByQueue() {
 		r := rate(e)
-		r.Queue = intp(e.Queue)
+		if e.Queue == kern.QueueUnrecorded {
+			r.QueueUnrecorded = true
+		} else {
+			r.Queue = intp(e.Queue)
+		}
 		perQueue = append(perQueue, r)
 	}
 	for _, e := range s.ByCPU() {
@@ -488,8 +495,17 @@ func (p *kernPrinter) rows(perQueue, perCPU, outs, protos []kernRate, rates bool
 			fmt.Fprintf(p.w, "  %-14s %14d packets\n", label, r.Packets)
 		}
 	}
+	unrecorded := false
 	for _, r := range perQueue {
+		if r.QueueUnrecorded {
+			line("queue ?", r)
+			unrecorded = true
+			continue
+		}
 		line(fmt.Sprintf("queue %d", *r.Queue), r)
+	}
+	if unrecorded && !rates {
+		fmt.Fprintln(p.w, "  (queue ?: the driver recorded no rx queue in these frames' skbs, which is all tc sees; veth records none, and XDP's rx_queue_index shows it)")
 	}
 	for _, r := range perCPU {
 		line(fmt.Sprintf("cpu %d", *r.CPU), r)

@@ -157,12 +157,17 @@ func (c Config) Program() string {
 
 // QueueCPU is what one CPU counted for one rx queue. In a sum over CPUs
 // (Stats.ByQueue) CPU is -1, in a sum over queues (Stats.ByCPU) Queue is -1.
+// Queue is QueueUnrecorded for frames whose rx queue the driver did not
+// record (the tc hook sees only what the driver put in the skb).
 type QueueCPU struct {
 	Queue   int    `json:"queue"`
 	CPU     int    `json:"cpu"`
 	Packets uint64 `json:"packets"`
 	Bytes   uint64 `json:"bytes"`
 }
+
+// QueueUnrecorded is QueueCPU.Queue of frames without a recorded rx queue.
+const QueueUnrecorded = -2
 
 // Stats is a snapshot of a path's per rx queue, per CPU counters: one entry
 // per (queue, CPU) that counted anything, ordered by queue then CPU. The

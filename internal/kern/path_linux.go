@@ -12,6 +12,9 @@ import (
 	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
+// The two spell "no rx queue recorded" alike.
+const _ = uint(QueueUnrecorded-bpf.QueueUnrecorded) + uint(bpf.QueueUnrecorded-QueueUnrecorded)
+
 // The limits and constants here and in bpf must agree.
 const (
 	_ = uint(bpf.MaxPorts - MaxOuts)

@@ -53,7 +53,11 @@ func (k *Kern) Collect(ch chan<- prometheus.Metric) {
 	}
 	l := []string{k.Interface, k.Mode, k.Hook}
 	for _, e := range c.Stats {
-		ql := append(append([]string{}, l...), strconv.Itoa(e.Queue), strconv.Itoa(e.CPU))
+		q := strconv.Itoa(e.Queue)
+		if e.Queue == kern.QueueUnrecorded {
+			q = "unrecorded" // the driver recorded no rx queue (tc)
+		}
+		ql := append(append([]string{}, l...), q, strconv.Itoa(e.CPU))
 		kernRxPackets.emit(ch, e.Packets, ql...)
 		kernRxBytes.emit(ch, e.Bytes, ql...)
 	}
