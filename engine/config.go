@@ -279,9 +279,14 @@ type Config struct {
 	// (XDP_SHARED_UMEM), each with its own share of the frames.
 	SharedUmem bool
 	// Force replaces an XDP program that someone else attached through
-	// netlink. A program held by another process's bpf_link is never
+	// netlink and no running process holds open (ip link, xdp-loader, a
+	// loader gone). A program held by another process's bpf_link is never
 	// replaced.
 	Force bool
+	// ForceInUse, with Force, replaces also a program attached through
+	// netlink that a running process holds open (xdp-bench, a daemon):
+	// that process loses the device without noticing.
+	ForceInUse bool
 	// Match chooses what the engine's steering program sends to the
 	// sockets; the rest goes to the stack. The zero Match sends every
 	// frame. Not with XSKMap.

@@ -70,7 +70,7 @@ func New(cfg Config) (_ *Engine, err error) {
 	// device is the caller's: the engine attaches nothing.
 	attach := cfg.XSKMap == nil || cfg.Program != nil
 	if attach {
-		if err := attachedError(foreignXDP(facts, cfg.Force)); err != nil {
+		if err := attachedError(foreignXDP(facts, netdev.ReplaceOf(cfg.Force, cfg.ForceInUse))); err != nil {
 			return nil, err
 		}
 	}
@@ -98,7 +98,7 @@ func New(cfg Config) (_ *Engine, err error) {
 		return nil, err
 	}
 	if attach {
-		if e.link, err = hook.AttachXDP(prog, info.Index, hookMode(cfg.XDPMode), cfg.Force); err != nil {
+		if e.link, err = hook.AttachXDP(prog, info.Index, hookMode(cfg.XDPMode), netdev.ReplaceOf(cfg.Force, cfg.ForceInUse)); err != nil {
 			return nil, attachedError(err)
 		}
 	}
@@ -253,7 +253,8 @@ func attachedError(err error) error {
 	if !errors.As(err, &a) {
 		return err
 	}
-	return &AttachedError{Device: a.Interface, ProgramID: a.ProgID, Mode: a.Mode, LinkID: a.LinkID, OwnerPID: a.OwnerPID, OwnerComm: a.OwnerComm}
+	return &AttachedError{Device: a.Interface, ProgramID: a.ProgID, ProgramName: a.ProgName, Mode: a.Mode, LinkID: a.LinkID,
+		OwnerPID: a.OwnerPID, OwnerComm: a.OwnerComm, Forced: a.Forced}
 }
 
 // hookMode is m as package hook spells it.

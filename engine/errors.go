@@ -119,28 +119,31 @@ func (e *MTUError) Is(target error) bool { return target == ErrMTU }
 // AttachedError is an XDP program someone else attached to the device.
 type AttachedError struct {
 	Device string
-	// ProgramID is the attached program; Mode the mode it runs in, as the
-	// kernel reports it (native, generic, offload, multi).
-	ProgramID uint32
-	Mode      string
+	// ProgramID is the attached program, ProgramName its name ("" where
+	// it cannot be read); Mode the mode it runs in, as the kernel reports
+	// it (native, generic, offload, multi).
+	ProgramID   uint32
+	ProgramName string
+	Mode        string
 	// LinkID is the bpf_link that holds the program, 0 if it was attached
 	// through netlink. A link is held by a live process, and is never
-	// replaced, even with Config.Force; OwnerPID and OwnerComm name that
-	// process where it could be found.
+	// replaced, even with Config.Force. OwnerPID and OwnerComm name the
+	// process that holds the link or, for a program attached through
+	// netlink, another process that holds the program open (which
+	// Config.Force replaces only with ForceInUse), where one was found.
 	LinkID    uint32
 	OwnerPID  int
 	OwnerComm string
+	// Forced is set when Config.Force was given and the program was
+	// refused all the same.
+	Forced bool
 }
 
 func (e *AttachedError) Error() string {
-	s := fmt.Sprintf("interface %s already has XDP program id %d (%s mode) attached by someone else", e.Device, e.ProgramID, e.Mode)
-	if e.LinkID != 0 {
-		s += fmt.Sprintf(" through bpf_link id %d, held by a running process", e.LinkID)
-		if e.OwnerPID != 0 {
-			s += fmt.Sprintf(" (pid %d, %s)", e.OwnerPID, e.OwnerComm)
-		}
-	}
-	return s
+	fe := netdev.ForeignXDPError{Interface: e.Device, Forced: e.Forced, XDPAttachment: netdev.XDPAttachment{
+		XDPState: netdev.XDPState{ProgID: e.ProgramID, Mode: e.Mode}, ProgName: e.ProgramName,
+		LinkID: e.LinkID, OwnerPID: e.OwnerPID, OwnerComm: e.OwnerComm}}
+	return fe.Error()
 }
 
 // Is makes errors.Is(err, ErrAttached) true.

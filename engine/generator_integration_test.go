@@ -19,6 +19,7 @@ import (
 	"github.com/xdpeng/xdpeng/internal/hook"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
 // wireCapture is an AF_PACKET socket on one interface of a namespace that keeps
@@ -186,7 +187,7 @@ func TestTxOnlyExactAtFullSpeed(t *testing.T) {
 	}
 	defer k.Close()
 	err = bed.InGen(func() error {
-		lnk, err := hook.AttachXDP(k.Program, l.GenIndex, hook.Native, false)
+		lnk, err := hook.AttachXDP(k.Program, l.GenIndex, hook.Native, netdev.ReplaceNone)
 		if err != nil {
 			return err
 		}

@@ -25,18 +25,10 @@ func probe(name string) (*netdev.Facts, error) {
 }
 
 // foreignXDP refuses, from the device's facts, an XDP program someone else
-// attached: always one a bpf_link holds (a live process owns it), and one
-// attached through netlink unless force lets the attachment replace it. It
-// returns a *netdev.ForeignXDPError, nil where nothing is in the way.
-func foreignXDP(f *netdev.Facts, force bool) error {
-	if f.XDP.ProgID == 0 {
-		return nil
-	}
-	fe := &netdev.ForeignXDPError{Interface: f.Name, XDPAttachment: f.XDP}
-	if fe.Held() || !force {
-		return fe
-	}
-	return nil
+// attached that r does not let the attachment replace (see netdev.Replace).
+// It returns a *netdev.ForeignXDPError, nil where nothing is in the way.
+func foreignXDP(f *netdev.Facts, r netdev.Replace) error {
+	return f.XDP.Refusal(f.Name, r)
 }
 
 // checkMultiBuffer refuses multi-buffer in native mode on a device whose

@@ -232,7 +232,7 @@ func TestSetupFailsAtAttach(t *testing.T) {
 		if prog, err = bpf.LoadKern(bpf.Pass, bpf.KernOptions{}); err != nil {
 			return err
 		}
-		held, err = hook.AttachXDP(prog.Program, l.Attrs().Index, hook.Native, false)
+		held, err = hook.AttachXDP(prog.Program, l.Attrs().Index, hook.Native, netdev.ReplaceNone)
 		return err
 	}); err != nil {
 		t.Fatalf("attach the other program: %v", err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/internal/hook"
+	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
 // SteeringConfig chooses what NewSteering attaches.
@@ -23,9 +24,9 @@ type SteeringConfig struct {
 	// MultiBuffer loads the program multi-buffer aware, for workers whose
 	// Config.MultiBuffer is set.
 	MultiBuffer bool
-	// Force replaces an XDP program attached through netlink (never a
-	// bpf_link held by a live process), as Config.Force.
-	Force bool
+	// Force and ForceInUse replace an XDP program attached through
+	// netlink (never a bpf_link held by a live process), as Config's.
+	Force, ForceInUse bool
 }
 
 // Steering is the engine's steering program attached to a device with its
@@ -69,14 +70,14 @@ func NewSteering(cfg SteeringConfig) (_ *Steering, err error) {
 	if err := c.checkMultiBuffer(facts, facts.Plan()); err != nil {
 		return nil, err
 	}
-	if err := attachedError(foreignXDP(facts, cfg.Force)); err != nil {
+	if err := attachedError(foreignXDP(facts, netdev.ReplaceOf(cfg.Force, cfg.ForceInUse))); err != nil {
 		return nil, err
 	}
 	s := &Steering{name: cfg.Interface, mode: c.XDPMode}
 	if s.prog, err = bpf.NewXskRedirect(bpf.XskOptions{Match: xskMatch(cfg.Match), Frags: cfg.MultiBuffer}); err != nil {
 		return nil, err
 	}
-	if s.link, err = hook.AttachXDP(s.prog.Program, facts.Info.Index, hookMode(s.mode), cfg.Force); err != nil {
+	if s.link, err = hook.AttachXDP(s.prog.Program, facts.Info.Index, hookMode(s.mode), netdev.ReplaceOf(cfg.Force, cfg.ForceInUse)); err != nil {
 		s.prog.Close()
 		return nil, attachedError(err)
 	}

@@ -3,8 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
@@ -77,9 +80,13 @@ func advise(err error) error {
 }
 
 // foreignAdvice says what to do about someone else's XDP program on dev:
-// one attached through netlink may be replaced with --force, one a running
-// process holds through a bpf_link never is.
+// one attached through netlink may be replaced with --force, or with
+// --force twice if a running process holds it open; one a running process
+// holds through a bpf_link never is.
 func foreignAdvice(err error, dev string, linkID uint32, ownerPID int) error {
+	if linkID == 0 && ownerPID != 0 {
+		return fmt.Errorf("%w: stop that process, or pass --force twice (--force --force) to replace it anyway: it then loses %s without noticing", err, dev)
+	}
 	if linkID == 0 {
 		return fmt.Errorf("%w: detach it (ip link set dev %s xdp off), or pass --force to replace it", err, dev)
 	}
@@ -194,4 +201,33 @@ func inputOrOutput(err error, in string) error {
 		return fmt.Errorf("-o: %w", err)
 	}
 	return err
+}
+
+// forceFlag registers --force, counted: once replaces an XDP program
+// attached through netlink that no running process holds open, twice also
+// one a running process holds open.
+func forceFlag(fs *pflag.FlagSet, n *int) {
+	fs.CountVar(n, "force", "replace an XDP program someone else attached through netlink (it says which first); give it twice to replace one a running process holds open (that process loses the device); never one held by a bpf_link")
+}
+
+// forceNote says, before a run with --force, which XDP program on dev it
+// is about to replace, and how that one is attached and held; nothing when
+// there is none, or when it will be refused.
+func forceNote(w io.Writer, dev string, force int) {
+	if force == 0 {
+		return
+	}
+	info, err := netdev.Lookup(dev)
+	if err != nil {
+		return
+	}
+	a, err := netdev.XDPAttachmentOf(info.Index)
+	if err != nil || a.ProgID == 0 || a.Refusal(dev, netdev.ReplaceOf(true, force > 1)) != nil {
+		return
+	}
+	name := ""
+	if a.ProgName != "" {
+		name = " " + a.ProgName
+	}
+	fmt.Fprintf(w, "xdpeng: --force: replacing XDP program id %d%s (%s mode) on %s, attached %s\n", a.ProgID, name, a.Mode, dev, a.How())
 }

@@ -38,7 +38,13 @@ func TestAdvise(t *testing.T) {
 		{inputOrOutput(&engine.DeviceError{Name: "nosuch1"}, "nosuch0"), `-o: interface "nosuch1" not found in this network namespace (list them with: ip link)`},
 		{inputOrOutput(&engine.DeviceError{Name: "nosuch0"}, "nosuch0"), `-i: interface "nosuch0" not found in this network namespace (list them with: ip link)`},
 		{&engine.AttachedError{Device: "dut0", ProgramID: 42, Mode: "native"},
-			"interface dut0 already has XDP program id 42 (native mode) attached by someone else: detach it (ip link set dev dut0 xdp off), or pass --force to replace it"},
+			"interface dut0 already has XDP program id 42 (native mode) attached by someone else through netlink, held by no running process: detach it (ip link set dev dut0 xdp off), or pass --force to replace it"},
+		{&engine.AttachedError{Device: "dut0", ProgramID: 42, ProgramName: "xdp_drop", Mode: "native", OwnerPID: 40, OwnerComm: "xdp-bench"},
+			"interface dut0 already has XDP program id 42 xdp_drop (native mode) attached by someone else through netlink, held open by a running process (pid 40, xdp-bench): " +
+				"stop that process, or pass --force twice (--force --force) to replace it anyway: it then loses dut0 without noticing"},
+		{&engine.AttachedError{Device: "dut0", ProgramID: 42, Mode: "native", OwnerPID: 40, OwnerComm: "xdp-bench", Forced: true},
+			"interface dut0 already has XDP program id 42 (native mode) attached by someone else through netlink, held open by a running process (pid 40, xdp-bench): " +
+				"a program in use is replaced only when that is asked for too: stop that process, or pass --force twice (--force --force) to replace it anyway: it then loses dut0 without noticing"},
 		{&engine.AttachedError{Device: "dut0", ProgramID: 42, Mode: "native", LinkID: 7, OwnerPID: 99, OwnerComm: "xdpeng"},
 			"interface dut0 already has XDP program id 42 (native mode) attached by someone else through bpf_link id 7, held by a running process (pid 99, xdpeng): " +
 				"it is not replaced even with --force; stop that process"},

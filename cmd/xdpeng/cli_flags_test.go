@@ -223,6 +223,8 @@ func TestCLIFlagErrors(t *testing.T) {
 			want: []string{"--udp-port and --match are xdpeng's program's"}},
 		{name: "match with xsk-map", args: []string{"rxdrop", "-i", "lo", "-d", "1s", "--xsk-map", "/x", "--match", "proto=tcp"},
 			want: []string{"--udp-port and --match are xdpeng's program's"}},
+		{name: "force with xsk-map", args: []string{"rxdrop", "-i", "lo", "-d", "1s", "--xsk-map", "/x", "--force"},
+			want: []string{"--force replaces an XDP program", "with --xsk-map alone xdpeng attaches none"}},
 		{name: "bad match", args: []string{"count", "-i", "lo", "-d", "1s", "--match", "proto=icmp,port=7"},
 			want: []string{"--match", "ports are UDP's or TCP's"}},
 		{name: "match and udp-port", args: []string{"rxdrop", "-i", "lo", "-d", "1s", "--match", "proto=tcp", "--udp-port", "9"},

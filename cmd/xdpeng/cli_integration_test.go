@@ -121,11 +121,23 @@ func TestCLIBadInput(t *testing.T) {
 // detaches it if it is still there.
 func attachForeign(t *testing.T, ns, dev string) uint32 {
 	t.Helper()
+	return attachForeignHeld(t, ns, dev, false)
+}
+
+// attachForeignHeld is attachForeign, and with hold the test process keeps
+// the program open until the test ends, as a loader that stays running
+// (xdp-bench) does: a program in use.
+func attachForeignHeld(t *testing.T, ns, dev string, hold bool) uint32 {
+	t.Helper()
 	k, err := bpf.LoadKern(bpf.Pass, bpf.KernOptions{})
 	if err != nil {
 		t.Fatalf("load XDP_PASS: %v", err)
 	}
-	defer k.Close() // the netlink attachment holds its own reference
+	if hold {
+		t.Cleanup(func() { k.Close() })
+	} else {
+		defer k.Close() // the netlink attachment holds its own reference
+	}
 	err = testbed.Do(ns, func() error {
 		l, err := netlink.LinkByName(dev)
 		if err != nil {
@@ -156,9 +168,11 @@ func attachForeign(t *testing.T, ns, dev string) uint32 {
 }
 
 // TestCLIForeignXDPProgram: a program someone else attached (through
-// netlink) is refused without --force and left untouched; --force
-// replaces it, and at exit the interface has no program at all: --force
-// does not restore what it replaced.
+// netlink) is refused without --force and left untouched; --force says
+// what it replaces, then replaces it, and at exit the interface has no
+// program at all: --force does not restore what it replaced. A program a
+// running process (here the test) holds open is refused with one --force,
+// naming that process, and replaced with two.
 func TestCLIForeignXDPProgram(t *testing.T) {
 	bed := testbedtest.New(t, 1, 1)
 	bin := buildCLI(t)
@@ -170,7 +184,7 @@ func TestCLIForeignXDPProgram(t *testing.T) {
 			if r.code == 0 {
 				t.Fatalf("replaced another's program without --force:\n%s", r)
 			}
-			for _, w := range []string{fmt.Sprintf("XDP program id %d", id), "someone else", "--force"} {
+			for _, w := range []string{fmt.Sprintf("XDP program id %d", id), "someone else", "through netlink, held by no running process", "--force"} {
 				if !strings.Contains(r.stderr, w) {
 					t.Errorf("message lacks %q: %s", w, r.stderr)
 				}
@@ -185,8 +199,39 @@ func TestCLIForeignXDPProgram(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("--force did not replace the program:\n%s", r)
 			}
+			if w := fmt.Sprintf("--force: replacing XDP program id %d xdp_pass (native mode) on dut0, attached through netlink, held by no running process", id); !strings.Contains(r.stderr, w) {
+				t.Errorf("--force did not say what it replaced (%q): %s", w, r.stderr)
+			}
 			if h, ok := waitHooks(t, ns, "dut0", testbedtest.Hooks.Empty); !ok {
 				t.Errorf("after a --force run the interface has %+v, want nothing (the replaced program %d is not restored)", h, id)
+			}
+		})
+		t.Run(cmd[0]+" held open", func(t *testing.T) {
+			id := attachForeignHeld(t, ns, "dut0", true)
+			holder := fmt.Sprintf("held open by a running process (pid %d, ", os.Getpid())
+			for _, force := range [][]string{nil, {"--force"}} {
+				r := runIn(t, 20*time.Second, ns, append(append(append([]string{bin}, cmd...), "-d", "1s"), force...)...)
+				if r.code == 0 {
+					t.Fatalf("%v replaced a program in use:\n%s", force, r)
+				}
+				for _, w := range []string{fmt.Sprintf("XDP program id %d", id), holder, "--force twice"} {
+					if !strings.Contains(r.stderr, w) {
+						t.Errorf("%v: message lacks %q: %s", force, w, r.stderr)
+					}
+				}
+				if h := readHooks(t, ns, "dut0"); h.XDPProg != id {
+					t.Fatalf("program %d replaced by %d after a refusal", id, h.XDPProg)
+				}
+			}
+			r := runIn(t, 20*time.Second, ns, append(append([]string{bin}, cmd...), "-d", "1s", "--force", "--force")...)
+			if r.code != 0 {
+				t.Fatalf("--force twice did not replace the program:\n%s", r)
+			}
+			if w := fmt.Sprintf("--force: replacing XDP program id %d xdp_pass (native mode) on dut0, attached through netlink, %s", id, holder); !strings.Contains(r.stderr, w) {
+				t.Errorf("--force twice did not say what it replaced (%q): %s", w, r.stderr)
+			}
+			if h, ok := waitHooks(t, ns, "dut0", testbedtest.Hooks.Empty); !ok {
+				t.Errorf("after a --force --force run the interface has %+v, want nothing", h)
 			}
 		})
 	}

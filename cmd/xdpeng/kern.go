@@ -33,7 +33,7 @@ type kernFlags struct {
 	hook       string
 	out        []string
 	countProto bool
-	force      bool
+	force      int // --force given once, twice
 	duration   time.Duration
 	interval   time.Duration
 	json       bool
@@ -50,7 +50,9 @@ with, the xdp-bench set, and prints packets per second per rx queue and per CPU
 every interval (like xdp_rxq_info), then the totals when the duration ends or
 on Ctrl-C/SIGTERM. The program is attached through bpf_link, so it is detached
 on every exit path, even kill -9. A program someone else attached is never
-replaced unless --force (and never one held by another process's bpf_link).`,
+replaced unless --force (which says what it replaces first), nor one a running
+process holds open unless --force twice, nor ever one held by another
+process's bpf_link.`,
 		Example: `  sudo xdpeng kern drop -i dut0                   # XDP_DROP in the driver (native mode where it has it)
   sudo xdpeng kern drop -i dut0 -S                # ... on the skb, generic mode (works on any interface)
   sudo xdpeng kern drop -i dut0 --count-proto     # parse and count per IP protocol first
@@ -97,7 +99,7 @@ replaced unless --force (and never one held by another process's bpf_link).`,
 		for _, old := range []string{"mode", "skb-mode", "native-mode"} {
 			_ = fs.MarkHidden(old)
 		}
-		fs.BoolVar(&f.force, "force", false, "replace an XDP program someone else attached through netlink")
+		forceFlag(fs, &f.force)
 		secondsVarP(fs, &f.duration, "duration", "d", 0, "stop after this long (seconds, or a duration like 500ms; default: until Ctrl-C)")
 		intervalFlags(fs, &f.interval, "statistics interval")
 		fs.BoolVar(&f.json, "json", false, "one JSON object per line: interval lines, then a summary")
@@ -121,7 +123,7 @@ replaced unless --force (and never one held by another process's bpf_link).`,
 // looks the interfaces up (no privilege needed for that), so that bad input
 // is refused before anything else, root included.
 func (f *kernFlags) kernConfig(path string) (kern.Config, error) {
-	cfg := kern.Config{Action: kern.Action(path), Interface: f.iface, Outs: f.out, Force: f.force}
+	cfg := kern.Config{Action: kern.Action(path), Interface: f.iface, Outs: f.out, Force: f.force > 0, ForceInUse: f.force > 1}
 	if f.skb && f.native {
 		return cfg, errors.New("-S (generic) and -N (native) contradict each other")
 	}
@@ -229,6 +231,9 @@ func runKern(cmd *cobra.Command, path string, f *kernFlags) error {
 	}
 	if err := needRoot("kern "+path, privilege.BPF); err != nil {
 		return err
+	}
+	if cfg.Hook != kern.TC {
+		forceNote(cmd.ErrOrStderr(), f.iface, f.force)
 	}
 	w, err := f.watch.startWatch(f.iface)
 	if err != nil {

@@ -27,7 +27,8 @@ type steerFlags struct {
 	pods                      []string
 	udpPort                   uint16
 	match                     string
-	native, generic, force    bool
+	native, generic           bool
+	force                     int // --force given once, twice
 	frags                     bool
 	duration                  time.Duration
 }
@@ -80,7 +81,7 @@ on that path takes it over (it removes a socket file nothing listens on).`,
 	fs.BoolVarP(&f.native, "native", "N", false, "attach XDP in native (driver) mode (default: native where the device has it, else generic)")
 	fs.BoolVarP(&f.generic, "generic", "S", false, "attach XDP in generic (SKB) mode")
 	fs.BoolVarP(&f.frags, "frags", "F", false, "load the program multi-buffer aware, for workers run with -F")
-	fs.BoolVar(&f.force, "force", false, "replace an XDP program attached through netlink")
+	forceFlag(fs, &f.force)
 	secondsVarP(fs, &f.duration, "duration", "d", 0, "stay this long, then detach (seconds, or a duration like 500ms; default: until Ctrl-C)")
 	return c
 }
@@ -188,6 +189,7 @@ func runSteer(cmd *cobra.Command, f *steerFlags) error {
 	if err := needRoot(typed(cmd), privilege.BPF); err != nil {
 		return err
 	}
+	forceNote(cmd.ErrOrStderr(), f.iface, f.force)
 	ctx, stop := signalContext()
 	defer stop()
 	if f.duration > 0 {
@@ -195,7 +197,7 @@ func runSteer(cmd *cobra.Command, f *steerFlags) error {
 		ctx, cancel = context.WithTimeout(ctx, f.duration)
 		defer cancel()
 	}
-	s, err := engine.NewSteering(engine.SteeringConfig{Interface: f.iface, XDPMode: mode, Match: match, MultiBuffer: f.frags, Force: f.force})
+	s, err := engine.NewSteering(engine.SteeringConfig{Interface: f.iface, XDPMode: mode, Match: match, MultiBuffer: f.frags, Force: f.force > 0, ForceInUse: f.force > 1})
 	if err != nil {
 		return advise(err)
 	}

@@ -50,7 +50,7 @@ type xskFlags struct {
 	poll, busy, busyPoll               bool
 	busyPollUsecs, busyPollBudget      int
 	sharedUmem                         bool
-	force                              bool
+	force                              int // --force given once, twice
 	udpPort                            uint16
 	match                              string
 	// xskMap and program are --xsk-map and --program; steering says, for
@@ -97,7 +97,7 @@ func (f *xskFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.busyPollUsecs, "busy-poll-usecs", d.BusyPollUsecs, "SO_BUSY_POLL time in microseconds (with --busy-poll)")
 	fs.IntVar(&f.busyPollBudget, "busy-poll-budget", d.BusyPollBudget, "SO_BUSY_POLL_BUDGET in packets (with --busy-poll)")
 	fs.BoolVar(&f.sharedUmem, "shared-umem", false, "one UMEM shared by all queues' sockets (XDP_SHARED_UMEM)")
-	fs.BoolVar(&f.force, "force", false, "replace an XDP program someone else attached")
+	forceFlag(fs, &f.force)
 	fs.Uint16Var(&f.udpPort, "udp-port", 0, "steer only UDP to this destination port to userspace; the rest goes to the stack (--match proto=udp,port=N)")
 	fs.StringVar(&f.match, "match", "", matchUsage)
 	fs.StringVar(&f.xskMap, "xsk-map", "", "put the sockets in this XSKMAP instead of attaching xdpeng's program: a pinned map (a bpffs path), or a Unix socket that hands it over (xdpeng steer --socket, or the AF_XDP device plugin's: /tmp/afxdp.sock in a pod); the XDP program on DEV that redirects to it by rx_queue_index, and passes what finds no socket, is someone else's and stays. Needs only CAP_NET_RAW (and CAP_IPC_LOCK or a memlock limit for the UMEM), not root")
@@ -204,7 +204,7 @@ func (f *xskFlags) config() (engine.Config, error) {
 	}
 	cfg.BusyPollUsecs, cfg.BusyPollBudget = f.busyPollUsecs, f.busyPollBudget
 	cfg.SharedUmem = f.sharedUmem
-	cfg.Force = f.force
+	cfg.Force, cfg.ForceInUse = f.force > 0, f.force > 1
 	cfg.UDPPort = f.udpPort
 	if f.match != "" {
 		if f.udpPort != 0 {
@@ -339,6 +339,7 @@ func runXskWith(cmd *cobra.Command, mode string, f *xskFlags, cfg engine.Config,
 	if err := needRoot(command, need); err != nil {
 		return err
 	}
+	forceNote(cmd.ErrOrStderr(), cfg.Interface, f.force)
 	eng, links, w, done, err := openEngine(f, cfg)
 	if err != nil {
 		return err
@@ -834,6 +835,9 @@ func (f *xskFlags) steer(cfg *engine.Config) error {
 	}
 	if f.udpPort != 0 || f.match != "" {
 		return errors.New("--udp-port and --match are xdpeng's program's: with --xsk-map or --program, the program that redirects to the XSKMAP chooses what reaches the sockets")
+	}
+	if f.force > 0 && f.program == "" {
+		return errors.New("--force replaces an XDP program, and with --xsk-map alone xdpeng attaches none: the program on the device stays as it is")
 	}
 	if f.xskMap != "" {
 		if st, err := os.Stat(f.xskMap); err == nil && st.Mode().Type() == fs.ModeSocket {

@@ -74,7 +74,7 @@ func helperAttach(spec string) error {
 	if kind == bpf.TCDrop {
 		_, err = AttachTCIngress(k.Program, ifindex)
 	} else {
-		_, err = AttachXDP(k.Program, ifindex, Native, false)
+		_, err = AttachXDP(k.Program, ifindex, Native, netdev.ReplaceNone)
 	}
 	if err != nil {
 		return err
@@ -116,7 +116,7 @@ func TestAttachXDPCloseLeavesNothing(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			var c interface{ Close() error }
 			ns.mustDo(t, func() (err error) {
-				c, err = AttachXDP(k.Program, a.Index, mode, false)
+				c, err = AttachXDP(k.Program, a.Index, mode, netdev.ReplaceNone)
 				return err
 			})
 			id, got := ns.xdpState(t, a.Index)
@@ -163,7 +163,7 @@ func TestAttachXDPRefusesAndForcesNetlinkProgram(t *testing.T) {
 
 	for _, mode := range []XDPMode{Native, Generic} {
 		err := ns.do(func() error {
-			c, err := AttachXDP(ours.Program, a.Index, mode, false)
+			c, err := AttachXDP(ours.Program, a.Index, mode, netdev.ReplaceNone)
 			if err == nil {
 				c.Close()
 			}
@@ -178,7 +178,7 @@ func TestAttachXDPRefusesAndForcesNetlinkProgram(t *testing.T) {
 
 	var c interface{ Close() error }
 	ns.mustDo(t, func() (err error) {
-		c, err = AttachXDP(ours.Program, a.Index, Generic, true)
+		c, err = AttachXDP(ours.Program, a.Index, Generic, netdev.ReplaceUnused)
 		return err
 	})
 	if id, mode := ns.xdpState(t, a.Index); id != progID(t, ours.Program) || mode != "generic" {
@@ -202,7 +202,7 @@ func TestAttachXDPRefusesForeignLinkEvenWithForce(t *testing.T) {
 	})
 	defer l.Close()
 	err := ns.do(func() error {
-		c, err := AttachXDP(ours.Program, a.Index, Native, true)
+		c, err := AttachXDP(ours.Program, a.Index, Native, netdev.ReplaceUnused)
 		if err == nil {
 			c.Close()
 		}
@@ -243,7 +243,7 @@ func TestAttachXDPNetlinkFallbackCloses(t *testing.T) {
 		t.Fatalf("attached: %d (%s)", id, mode)
 	}
 	// Our own netlink attachment is "someone else's" to a second caller.
-	err := ns.do(func() error { _, err := AttachXDP(k.Program, a.Index, Native, false); return err })
+	err := ns.do(func() error { _, err := AttachXDP(k.Program, a.Index, Native, netdev.ReplaceNone); return err })
 	if err == nil || !strings.Contains(err.Error(), "already has XDP program") {
 		t.Fatalf("second attach: got %v, want refusal", err)
 	}
@@ -257,7 +257,7 @@ func TestAttachXDPBadInterface(t *testing.T) {
 	privtest.Root(t)
 	ns := newNS(t)
 	k := loadDrop(t)
-	err := ns.do(func() error { _, err := AttachXDP(k.Program, 4242, Native, false); return err })
+	err := ns.do(func() error { _, err := AttachXDP(k.Program, 4242, Native, netdev.ReplaceNone); return err })
 	if err == nil || !strings.Contains(err.Error(), "interface index 4242") {
 		t.Fatalf("got %v", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"io"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
 // Point is where on a device a program runs.
@@ -58,14 +60,14 @@ func ParsePoint(s string) (Point, error) {
 }
 
 // Attach attaches prog at p of the interface ifindex and returns what
-// detaches it: AttachXDP in native or generic mode (force as there), or
+// detaches it: AttachXDP in native or generic mode (replace as there), or
 // AttachTCIngress.
-func Attach(prog *ebpf.Program, ifindex int, p Point, force bool) (io.Closer, error) {
+func Attach(prog *ebpf.Program, ifindex int, p Point, replace netdev.Replace) (io.Closer, error) {
 	switch p {
 	case XDP:
-		return AttachXDP(prog, ifindex, Native, force)
+		return AttachXDP(prog, ifindex, Native, replace)
 	case XDPGeneric:
-		return AttachXDP(prog, ifindex, Generic, force)
+		return AttachXDP(prog, ifindex, Generic, replace)
 	case TC:
 		return AttachTCIngress(prog, ifindex)
 	}

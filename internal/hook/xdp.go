@@ -79,15 +79,17 @@ func (a attached) String() string {
 // detaches it.
 //
 // If a program is already attached (in any mode) it refuses with a
-// *netdev.ForeignXDPError naming the program, unless force is set. With force, a program attached through
-// netlink (ip link, libxdp, older tools) is detached through netlink first;
-// a program held by a bpf_link is refused even then, because a live process
-// owns that link (bpftool link show names it).
+// *netdev.ForeignXDPError naming the program, how it is attached and the
+// process that holds it, unless replace lets it go (netdev.Replace): a
+// program attached through netlink (ip link, libxdp, older tools) is then
+// detached through netlink first. A program held by a bpf_link is refused
+// always, because a live process owns that link (bpftool link show names
+// it).
 //
 // The attachment is a bpf_link; on kernels without XDP links (before 5.9) it
 // falls back to netlink, and then the program stays if the process is killed
 // before Close.
-func AttachXDP(prog *ebpf.Program, ifindex int, mode XDPMode, force bool) (io.Closer, error) {
+func AttachXDP(prog *ebpf.Program, ifindex int, mode XDPMode, replace netdev.Replace) (io.Closer, error) {
 	if mode != Native && mode != Generic {
 		return nil, fmt.Errorf("attach XDP: invalid mode %v", mode)
 	}
@@ -97,7 +99,7 @@ func AttachXDP(prog *ebpf.Program, ifindex int, mode XDPMode, force bool) (io.Cl
 	}
 	name := dev.Attrs().Name
 	if cur, ok := currentXDP(dev); ok {
-		if err := takeOver(dev, cur, force); err != nil {
+		if err := takeOver(dev, cur, replace); err != nil {
 			return nil, err
 		}
 	}
@@ -130,29 +132,16 @@ func currentXDP(dev netlink.Link) (attached, bool) {
 	return a, true
 }
 
-// refusal is why cur may not be replaced, nil if force may replace it: a
-// *netdev.ForeignXDPError.
-func refusal(dev netlink.Link, cur attached, force bool) error {
+// takeOver refuses or, as replace lets it, removes the program cur on dev.
+func takeOver(dev netlink.Link, cur attached, replace netdev.Replace) error {
 	name := dev.Attrs().Name
-	fe := &netdev.ForeignXDPError{Interface: name, XDPAttachment: netdev.XDPAttachment{
-		XDPState: netdev.XDPState{ProgID: cur.progID, Mode: cur.mode}, LinkID: cur.linkID,
-	}}
-	if fe.Held() {
-		fe.OwnerPID, fe.OwnerComm, _ = netdev.LinkOwner(cur.linkID)
-		return fe
+	a := netdev.XDPAttachment{XDPState: netdev.XDPState{ProgID: cur.progID, Mode: cur.mode}, LinkID: cur.linkID}
+	if full, err := netdev.XDPAttachmentOf(dev.Attrs().Index); err == nil && full.ProgID == cur.progID {
+		a = full // with its name and the process that holds it
 	}
-	if !force {
-		return fe
-	}
-	return nil
-}
-
-// takeOver refuses or, with force, removes the program cur on dev.
-func takeOver(dev netlink.Link, cur attached, force bool) error {
-	if err := refusal(dev, cur, force); err != nil {
+	if err := a.Refusal(name, replace); err != nil {
 		return err
 	}
-	name := dev.Attrs().Name
 	if err := detachNetlinkAll(dev); err != nil {
 		return fmt.Errorf("replace %s on %s: %w", cur, name, err)
 	}

@@ -77,9 +77,11 @@ type Config struct {
 	// or TC.
 	Hook Hook
 	// Force replaces an XDP program someone else attached through netlink
-	// (ip link, libxdp); one held by a bpf_link is never replaced. TCX
-	// replaces nothing, so at TC it does nothing.
-	Force bool
+	// (ip link, libxdp) that no running process holds open, and with
+	// ForceInUse also one a running process holds open; one held by a
+	// bpf_link is never replaced. TCX replaces nothing, so at TC they do
+	// nothing.
+	Force, ForceInUse bool
 	// Outs are Redirect's egress interfaces: one, or up to MaxOuts for a
 	// copy of every frame out of each (never back out of Interface).
 	Outs []string

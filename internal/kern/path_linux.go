@@ -146,7 +146,7 @@ func Open(cfg Config) (_ *Path, err error) {
 			return nil, err
 		}
 	}
-	if p.att, err = hook.Attach(p.objs.Program, in.Index, cfg.Hook, cfg.Force); err != nil {
+	if p.att, err = hook.Attach(p.objs.Program, in.Index, cfg.Hook, netdev.ReplaceOf(cfg.Force, cfg.ForceInUse)); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -44,44 +44,6 @@ type Channels struct {
 	MaxCombined, MaxRx, MaxTx, MaxOther int
 }
 
-// XDPAttachment says which XDP program is attached to a device and how.
-type XDPAttachment struct {
-	XDPState        // program id and mode; zero when nothing is attached
-	ProgName string // "" when the program cannot be read
-	// LinkID is the bpf_link that holds the program: the kernel detaches it
-	// when the link's last file descriptor closes. 0 means the program was
-	// attached through netlink (ip link, libxdp) and stays after its loader
-	// exits.
-	LinkID uint32
-	// OwnerPID and OwnerComm name a process that holds LinkID open, as far
-	// as /proc shows: 0 and "" when none is visible.
-	OwnerPID  int
-	OwnerComm string
-}
-
-// ForeignXDPError reports that an interface already has an XDP program
-// someone else attached, which the caller does not replace.
-type ForeignXDPError struct {
-	Interface string
-	XDPAttachment
-}
-
-// Held reports whether a bpf_link holds the program: a running process owns
-// the attachment and would not notice it had been taken away, so it is not
-// replaced even when the caller would replace one attached through netlink.
-func (e *ForeignXDPError) Held() bool { return e.LinkID != 0 }
-
-func (e *ForeignXDPError) Error() string {
-	msg := fmt.Sprintf("interface %s already has XDP program id %d (%s mode) attached by someone else", e.Interface, e.ProgID, e.Mode)
-	if e.Held() {
-		msg += fmt.Sprintf(" through bpf_link id %d, held by a running process", e.LinkID)
-		if e.OwnerPID != 0 {
-			msg += fmt.Sprintf(" (pid %d, %s)", e.OwnerPID, e.OwnerComm)
-		}
-	}
-	return msg
-}
-
 // Probe gathers the Facts about the interface called name in the current
 // network namespace. A missing interface is a *NoInterfaceError. Where the
 // kernel does not report XDP features, Features is nil and Probe succeeds.
@@ -190,6 +152,8 @@ func XDPAttachmentOf(ifindex int) (XDPAttachment, error) {
 	a.LinkID = XDPLinkID(ifindex, st.ProgID)
 	if a.LinkID != 0 {
 		a.OwnerPID, a.OwnerComm, _ = LinkOwner(a.LinkID)
+	} else {
+		a.OwnerPID, a.OwnerComm, _ = ProgHolder(st.ProgID)
 	}
 	return a, nil
 }
@@ -217,11 +181,22 @@ func XDPLinkID(ifindex int, progID uint32) uint32 {
 // says "link_id:". It reads /proc, so it sees only the processes this one may
 // inspect.
 func LinkOwner(id uint32) (pid int, comm string, ok bool) {
+	return fdHolder(fmt.Sprintf("link_id:\t%d\n", id), -1)
+}
+
+// ProgHolder finds a process other than this one that holds BPF program
+// id open (its fdinfo says "prog_id:"), as LinkOwner does for links.
+func ProgHolder(id uint32) (pid int, comm string, ok bool) {
+	return fdHolder(fmt.Sprintf("prog_id:\t%d\n", id), os.Getpid())
+}
+
+// fdHolder finds a process, not skip, with a file descriptor whose fdinfo
+// holds want.
+func fdHolder(want string, skip int) (pid int, comm string, ok bool) {
 	procs, _ := os.ReadDir("/proc")
-	want := fmt.Sprintf("link_id:\t%d\n", id)
 	for _, p := range procs {
 		n, err := strconv.Atoi(p.Name())
-		if err != nil {
+		if err != nil || n == skip {
 			continue
 		}
 		fdinfo := filepath.Join("/proc", p.Name(), "fdinfo")

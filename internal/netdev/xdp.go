@@ -9,14 +9,6 @@ import (
 	"github.com/vishvananda/netlink/nl"
 )
 
-// XDPState says which XDP program, if any, is attached to an interface.
-type XDPState struct {
-	ProgID uint32 // 0 when nothing is attached
-	// Mode is "native", "generic", "offload", "multi" (programs in more than
-	// one mode) or "" when nothing is attached.
-	Mode string
-}
-
 // XDPAttached reports the XDP program attached to the interface with index
 // ifindex in the current network namespace, as netlink sees it (this includes
 // programs attached through bpf_link).

@@ -268,7 +268,7 @@ func TestLosses(t *testing.T) {
 			prog := sc.setup(t, bed)
 			var cookie uint64
 			err := bed.InDUT(func() error {
-				c, err := hook.AttachXDP(prog, in.DUTIndex, hook.Native, false)
+				c, err := hook.AttachXDP(prog, in.DUTIndex, hook.Native, netdev.ReplaceNone)
 				if err != nil {
 					return err
 				}

@@ -99,7 +99,7 @@ func (r *asavieRunner) start(context.Context) error {
 				return fmt.Errorf("asavie/xdp: queue %d: %w", q, err)
 			}
 		}
-		r.att, err = hook.AttachXDP(r.prog.Program, r.e.dutIndex, hook.Native, false)
+		r.att, err = hook.AttachXDP(r.prog.Program, r.e.dutIndex, hook.Native, netdev.ReplaceNone)
 		return err
 	})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/xdpeng/xdpeng/internal/hook"
 	"github.com/xdpeng/xdpeng/internal/lab/ndr"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
 // checkSearch checks what holds of any search whatever the machine's load:
@@ -193,7 +194,7 @@ func (g *gcra) start(context.Context) (err error) {
 		return fmt.Errorf("load the rate-limiting program: %w", err)
 	}
 	return g.e.inDUT(func() (err error) {
-		g.att, err = hook.AttachXDP(g.prog, g.e.dutIndex, hook.Native, false)
+		g.att, err = hook.AttachXDP(g.prog, g.e.dutIndex, hook.Native, netdev.ReplaceNone)
 		return err
 	})
 }

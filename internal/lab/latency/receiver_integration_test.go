@@ -18,6 +18,7 @@ import (
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
@@ -35,7 +36,7 @@ import (
 func attachDUT(t *testing.T, bed *testbed.Bed, prog *ebpf.Program) {
 	t.Helper()
 	err := bed.InDUT(func() error {
-		c, err := hook.AttachXDP(prog, bed.Links[0].DUTIndex, hook.Native, false)
+		c, err := hook.AttachXDP(prog, bed.Links[0].DUTIndex, hook.Native, netdev.ReplaceNone)
 		if err != nil {
 			return err
 		}

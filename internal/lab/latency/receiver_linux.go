@@ -12,6 +12,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/internal/hook"
+	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
 // The Go histogram and the receiver's per-CPU one must have the same shape.
@@ -98,7 +99,7 @@ func Attach(cfg ReceiverConfig) (*Receiver, error) {
 	if cfg.Hook == TC {
 		prog = objs.TC
 	}
-	l, err := hook.Attach(prog, cfg.Ifindex, cfg.Hook, false)
+	l, err := hook.Attach(prog, cfg.Ifindex, cfg.Hook, netdev.ReplaceNone)
 	if err != nil {
 		objs.Close()
 		return nil, fmt.Errorf("latency receiver: %w", err)

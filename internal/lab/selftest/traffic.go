@@ -202,7 +202,7 @@ func (t *tcase) attach(end End, opts bpf.SelftestOptions) (*steer, error) {
 	t.onClose(p.Close)
 	var l io.Closer
 	err = end.do(func() (err error) {
-		l, err = hook.AttachXDP(p.Program, end.Index, t.mode.xdpMode(), false)
+		l, err = hook.AttachXDP(p.Program, end.Index, t.mode.xdpMode(), netdev.ReplaceNone)
 		return err
 	})
 	if errors.Is(err, hook.ErrNoNativeXDP) {
