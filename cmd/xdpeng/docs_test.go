@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -37,8 +38,10 @@ func pageName(c *cobra.Command) string {
 }
 
 // TestManPages: xdpeng docs --man writes one page per command, and only
-// those, each with its name, synopsis and flags; groff renders each
-// without error where it is installed.
+// those, each titled by its own name, with its synopsis, flags (a boolean
+// without a value), exit statuses and related pages, every one of which
+// exists; groff renders each without error where it is installed, and at
+// 80 columns its footer keeps source, date and title apart.
 func TestManPages(t *testing.T) {
 	dir := t.TempDir()
 	if err := writeManPages(rootCmd, dir); err != nil {
@@ -54,9 +57,19 @@ func TestManPages(t *testing.T) {
 			continue
 		}
 		page := string(b)
-		for _, s := range []string{`.TH "XDPENG" "1"`, ".SH NAME\n" + strings.TrimSuffix(name, ".1") + " - ", ".SH SYNOPSIS", c.UseLine()} {
+		title := strings.ToUpper(strings.TrimSuffix(name, ".1"))
+		for _, s := range []string{`.TH "` + title + `" "1"`, ".SH NAME\n" + strings.TrimSuffix(name, ".1") + " - ", ".SH SYNOPSIS", c.UseLine(),
+			".SH EXIT STATUS", "\\fB0\\fP", "\\fB1\\fP", ".SH SEE ALSO"} {
 			if !strings.Contains(page, s) {
 				t.Errorf("%s lacks %q", name, s)
+			}
+		}
+		if strings.Contains(page, "[=false]") || strings.Contains(page, "[=true]") {
+			t.Errorf("%s shows a boolean flag with a value", name)
+		}
+		for _, r := range seeAlso(c) {
+			if p, ok := strings.CutSuffix(r, "(1)"); ok && strings.HasPrefix(p, "xdpeng") && !slices.ContainsFunc(documented(rootCmd), func(d *cobra.Command) bool { return pageName(d) == p+".1" }) {
+				t.Errorf("%s: SEE ALSO %s, which has no page", name, r)
 			}
 		}
 		c.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
@@ -67,6 +80,13 @@ func TestManPages(t *testing.T) {
 		if groff, err := exec.LookPath("groff"); err == nil {
 			if out, err := exec.Command(groff, "-man", "-Tutf8", "-z", filepath.Join(dir, name)).CombinedOutput(); err != nil || len(out) > 0 {
 				t.Errorf("groff %s: %v\n%s", name, err, out)
+			}
+			out, err := exec.Command(groff, "-man", "-Tascii", "-rLL=80n", "-P-c", "-P-b", "-P-u", filepath.Join(dir, name)).Output()
+			lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+			foot := lines[len(lines)-1]
+			th := regexp.MustCompile(`(?m)^\.TH "[^"]*" "1" "([^"]*)" "([^"]*)"`).FindStringSubmatch(page)
+			if err != nil || th == nil || !strings.HasPrefix(foot, th[2]+" ") || !strings.Contains(foot, " "+th[1]+" ") || !strings.HasSuffix(foot, " "+title+"(1)") {
+				t.Errorf("%s at 80 columns: footer %q (%v), want the source, the date (%q) and %s(1) apart", name, foot, err, th, title)
 			}
 		}
 	}
@@ -90,6 +110,23 @@ func TestManPages(t *testing.T) {
 	}
 	if slices.Contains(got, "xdpeng-docs.1") || slices.Contains(got, "xdpeng-help.1") {
 		t.Errorf("pages of the hidden docs command or of help: %v", got)
+	}
+}
+
+// TestManSource: the footer names a release by its version, and anything
+// else by its commit, short enough for 80 columns.
+func TestManSource(t *testing.T) {
+	for v, want := range map[string]string{
+		"v1.2.0, commit 0123456789ab (2026-12-02T04:37:41Z), go1.26.8":                              "xdpeng v1.2.0",
+		"v0.0.0-20261202043741-51e51df906b2, commit 51e51df906b2 (2026-12-02T04:37:41Z), go1.26.8":  "xdpeng 51e51df906b2",
+		"v0.0.0-20261202043741-51e51df906b2":                                                        "xdpeng 51e51df906b2",
+		"v1.2.4-0.20261202043741-51e51df906b2+dirty":                                                "xdpeng 51e51df906b2",
+		"(devel), commit 51e51df906b2 with uncommitted changes (2026-12-02T04:37:41Z), go1.26.8":    "xdpeng 51e51df906b2",
+		"(devel), commit unknown (built outside a git checkout, or with -buildvcs=false), go1.26.8": "xdpeng (devel)",
+	} {
+		if got := manSource(v); got != want {
+			t.Errorf("manSource(%q) = %q, want %q", v, got, want)
+		}
 	}
 }
 
