@@ -11,6 +11,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -85,6 +86,10 @@ func explainNoArgs(c *cobra.Command) {
 	}
 }
 
+// completionsOnce registers the flags' value completions before the first
+// command line runs, when every command has been added.
+var completionsOnce sync.Once
+
 // exitCode is returned by errors that want a specific process exit status.
 type exitCode interface{ ExitCode() int }
 
@@ -123,6 +128,7 @@ func main() {
 // under an error about its flags.
 func run(args []string, stderr io.Writer) int {
 	explainNoArgs(rootCmd)
+	completionsOnce.Do(func() { registerCompletions(rootCmd) })
 	rootCmd.SetArgs(args)
 	rootCmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return cliFlagError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
