@@ -36,6 +36,21 @@ volatile const __u8 enable_counters = 0;
 // (a bridge's IGMP reports). Every frame is still handled alike.
 volatile const __u16 count_udp_dst_port = 0;
 
+// What an XDP path does to each frame before its verdict, xdp-bench's
+// packet operations (-p): nothing, read the Ethernet header, parse it and
+// the IP header, or swap the MAC addresses. A frame the operation finds
+// malformed (shorter than its headers, no EtherType, a bad IP header) gets
+// XDP_ABORTED, which the xdp:xdp_exception tracepoint counts.
+#define OP_NO_TOUCH 0
+#define OP_READ_DATA 1
+#define OP_PARSE_IP 2
+#define OP_SWAP_MACS 3
+volatile const __u8 packet_op = OP_NO_TOUCH;
+// Read (and write) the frame through bpf_xdp_load_bytes and
+// bpf_xdp_store_bytes instead of direct packet access (xdp-bench's -l
+// load-bytes, which also reaches the fragments of a multi-buffer frame).
+volatile const __u8 load_bytes = 0;
+
 struct queue_counters {
 	__u64 packets;
 	__u64 bytes;
@@ -160,10 +175,92 @@ static __always_inline void count_xdp(struct xdp_md *ctx)
 	count(ctx->rx_queue_index, end - data, data, end);
 }
 
+// ip_ok reports whether the IP header of a frame whose EtherType is proto
+// is sound as far as a router would look before forwarding (version, IPv4
+// header length); a frame of another EtherType passes.
+static __always_inline int ip_ok(__u16 proto, __u8 first)
+{
+	if (proto == bpf_htons(ETH_P_IP))
+		return first >> 4 == 4 && (first & 0xf) >= 5;
+	if (proto == bpf_htons(ETH_P_IPV6))
+		return first >> 4 == 6;
+	return 1;
+}
+
+// touch applies packet_op to the frame; it returns 0, or -1 for a frame
+// to abort.
+static __always_inline int touch(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct ethhdr e;
+	void *l3p = data;
+	__u16 proto;
+	__u8 first;
+
+	if (packet_op == OP_NO_TOUCH)
+		return 0;
+	if (load_bytes) {
+		if (bpf_xdp_load_bytes(ctx, 0, &e, sizeof(e)))
+			return -1;
+		switch (packet_op) {
+		case OP_READ_DATA:
+			return bpf_ntohs(e.h_proto) < ETH_P_802_3_MIN ? -1 : 0;
+		case OP_PARSE_IP:
+			// No VLAN tags walked: the header follows at once.
+			if (e.h_proto != bpf_htons(ETH_P_IP) && e.h_proto != bpf_htons(ETH_P_IPV6))
+				return bpf_ntohs(e.h_proto) < ETH_P_802_3_MIN ? -1 : 0;
+			if (bpf_xdp_load_bytes(ctx, sizeof(e), &first, 1))
+				return -1;
+			return ip_ok(e.h_proto, first) ? 0 : -1;
+		case OP_SWAP_MACS: {
+			struct ethhdr s = e;
+
+			__builtin_memcpy(s.h_dest, e.h_source, ETH_ALEN);
+			__builtin_memcpy(s.h_source, e.h_dest, ETH_ALEN);
+			return bpf_xdp_store_bytes(ctx, 0, &s, 2 * ETH_ALEN) ? -1 : 0;
+		}
+		}
+		return 0;
+	}
+	if ((void *)(eth + 1) > end)
+		return -1;
+	switch (packet_op) {
+	case OP_READ_DATA:
+		return bpf_ntohs(eth->h_proto) < ETH_P_802_3_MIN ? -1 : 0;
+	case OP_PARSE_IP:
+		proto = l3(data, end, &l3p);
+		if (!proto || bpf_ntohs(proto) < ETH_P_802_3_MIN)
+			return -1;
+		if (proto != bpf_htons(ETH_P_IP) && proto != bpf_htons(ETH_P_IPV6))
+			return 0;
+		if (l3p + 1 > end)
+			return -1;
+		first = *(__u8 *)l3p;
+		if (!ip_ok(proto, first))
+			return -1;
+		if (proto == bpf_htons(ETH_P_IP))
+			return l3p + (first & 0xf) * 4 > end ? -1 : 0;
+		return l3p + sizeof(struct ipv6hdr) > end ? -1 : 0;
+	case OP_SWAP_MACS: {
+		__u8 tmp[ETH_ALEN];
+
+		__builtin_memcpy(tmp, eth->h_dest, ETH_ALEN);
+		__builtin_memcpy(eth->h_dest, eth->h_source, ETH_ALEN);
+		__builtin_memcpy(eth->h_source, tmp, ETH_ALEN);
+		return 0;
+	}
+	}
+	return 0;
+}
+
 SEC("xdp")
 int xdp_drop(struct xdp_md *ctx)
 {
 	count_xdp(ctx);
+	if (touch(ctx))
+		return XDP_ABORTED;
 	return XDP_DROP;
 }
 
@@ -171,23 +268,20 @@ SEC("xdp")
 int xdp_pass(struct xdp_md *ctx)
 {
 	count_xdp(ctx);
+	if (touch(ctx))
+		return XDP_ABORTED;
 	return XDP_PASS;
 }
 
+// xdp_tx sends each frame back out of the port it came in on; with
+// packet_op swap-macs (the loader's default for it) its MAC addresses
+// swapped first.
 SEC("xdp")
 int xdp_tx(struct xdp_md *ctx)
 {
-	void *data = (void *)(long)ctx->data;
-	void *end = (void *)(long)ctx->data_end;
-	struct ethhdr *eth = data;
-	__u8 tmp[ETH_ALEN];
-
 	count_xdp(ctx);
-	if ((void *)(eth + 1) > end)
-		return XDP_DROP;
-	__builtin_memcpy(tmp, eth->h_dest, ETH_ALEN);
-	__builtin_memcpy(eth->h_dest, eth->h_source, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, tmp, ETH_ALEN);
+	if (touch(ctx))
+		return XDP_ABORTED;
 	return XDP_TX;
 }
 
@@ -195,6 +289,8 @@ SEC("xdp")
 int xdp_redirect(struct xdp_md *ctx)
 {
 	count_xdp(ctx);
+	if (touch(ctx))
+		return XDP_ABORTED;
 	// With flags 0 a missing entry gives XDP_ABORTED, which the
 	// xdp:xdp_exception tracepoint shows.
 	return bpf_redirect_map(&tx_ports, 0, 0);
@@ -204,6 +300,8 @@ SEC("xdp")
 int xdp_redirect_multi(struct xdp_md *ctx)
 {
 	count_xdp(ctx);
+	if (touch(ctx))
+		return XDP_ABORTED;
 	// The key is ignored with BPF_F_BROADCAST; never send a copy back out
 	// of the port it came in on.
 	return bpf_redirect_map(&tx_ports_multi, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS);

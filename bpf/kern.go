@@ -5,6 +5,7 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cilium/ebpf"
 )
@@ -56,6 +57,55 @@ const MaxPorts = 64
 // ProtoNotIP is the ProtoStat.Proto of frames that are neither IPv4 nor IPv6.
 const ProtoNotIP = 256
 
+// PacketOp is what an XDP path does to each frame before its verdict,
+// xdp-bench's packet operations. A frame the operation finds malformed
+// (shorter than its headers, no EtherType, an IP header of the wrong
+// version or length) gets XDP_ABORTED, which the xdp:xdp_exception
+// tracepoint counts.
+type PacketOp string
+
+// The packet operations, cheapest first.
+const (
+	// NoTouch leaves the frame's data unread.
+	NoTouch PacketOp = "no-touch"
+	// ReadData reads the Ethernet header's EtherType.
+	ReadData PacketOp = "read-data"
+	// ParseIP parses the Ethernet header, up to two VLAN tags (not with
+	// LoadBytes) and the IPv4 or IPv6 header: version and length.
+	ParseIP PacketOp = "parse-ip"
+	// SwapMACs swaps the destination and source MAC addresses (writes
+	// the frame).
+	SwapMACs PacketOp = "swap-macs"
+)
+
+// PacketOps lists every PacketOp, cheapest first.
+var PacketOps = []PacketOp{NoTouch, ReadData, ParseIP, SwapMACs}
+
+// packetOpCodes are the PacketOps' values of kern.c's packet_op.
+var packetOpCodes = map[PacketOp]uint8{NoTouch: 0, ReadData: 1, ParseIP: 2, SwapMACs: 3}
+
+// ParsePacketOp returns the PacketOp called s.
+func ParsePacketOp(s string) (PacketOp, error) {
+	if _, ok := packetOpCodes[PacketOp(s)]; ok {
+		return PacketOp(s), nil
+	}
+	return "", fmt.Errorf("unknown packet operation %q (want no-touch, read-data, parse-ip or swap-macs)", s)
+}
+
+// DefaultPacketOp is the operation p applies when KernOptions names
+// none: TX swaps the MAC addresses (it sends the frame back to its
+// sender), the others leave the frame untouched.
+func (p KernProgram) DefaultPacketOp() PacketOp {
+	if p == TX {
+		return SwapMACs
+	}
+	return NoTouch
+}
+
+// TakesPacketOp reports whether p applies a PacketOp: every XDP path but
+// DropCountProto, which parses the headers itself.
+func (p KernProgram) TakesPacketOp() bool { return p.IsXDP() && p != DropCountProto }
+
 // KernOptions are the load-time choices of LoadKern.
 type KernOptions struct {
 	// Counters turns on the per rx queue, per CPU packet and byte counters.
@@ -67,12 +117,23 @@ type KernOptions struct {
 	// port: a sink counts the generator's frames and not what the kernel
 	// sends on the link besides. The program still handles every frame.
 	CountUDPDstPort uint16
+	// PacketOp is what the program does to each frame before its
+	// verdict; "" is the program's DefaultPacketOp. Only programs that
+	// TakesPacketOp take another.
+	PacketOp PacketOp
+	// LoadBytes makes the packet operation read and write the frame
+	// through bpf_xdp_load_bytes and bpf_xdp_store_bytes (Linux 5.18)
+	// instead of direct packet access.
+	LoadBytes bool
 }
 
 // KernObjects is one loaded in-kernel path: its program and the maps it uses.
 // Maps the program does not use are nil.
 type KernObjects struct {
-	Kind    KernProgram
+	Kind KernProgram
+	// Op is the packet operation the program applies (NoTouch for those
+	// that take none).
+	Op      PacketOp
 	Program *ebpf.Program
 	// Stats holds the per rx queue, per CPU counters (see ReadStats).
 	Stats *ebpf.Map
@@ -91,9 +152,28 @@ func LoadKern(p KernProgram, opts KernOptions) (*KernObjects, error) {
 	if !ok {
 		return nil, fmt.Errorf("load kern program: unknown program %q (known: %v)", p, KernPrograms)
 	}
+	op := opts.PacketOp
+	if op == "" {
+		op = p.DefaultPacketOp()
+	}
+	code, ok := packetOpCodes[op]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("load kern program %s: unknown packet operation %q", p, op)
+	case !p.TakesPacketOp() && (op != NoTouch || opts.LoadBytes):
+		return nil, fmt.Errorf("load kern program %s: it takes no packet operation or load mode", p)
+	case opts.LoadBytes && op == NoTouch:
+		return nil, fmt.Errorf("load kern program %s: load-bytes is how a packet operation reads the frame, and no-touch reads nothing", p)
+	}
 	spec, err := loadKern()
 	if err != nil {
 		return nil, fmt.Errorf("load kern program %s: %w", p, err)
+	}
+	if err := spec.Variables[kernVarPacketOp].Set(code); err != nil {
+		return nil, fmt.Errorf("load kern program %s: set the packet operation: %w", p, err)
+	}
+	if err := spec.Variables[kernVarLoadBytes].Set(boolByte(opts.LoadBytes)); err != nil {
+		return nil, fmt.Errorf("load kern program %s: set the load mode: %w", p, err)
 	}
 	if err := spec.Variables[kernVarEnableCounters].Set(boolByte(opts.Counters)); err != nil {
 		return nil, fmt.Errorf("load kern program %s: set counters: %w", p, err)
@@ -104,11 +184,15 @@ func LoadKern(p KernProgram, opts KernOptions) (*KernObjects, error) {
 	keepOnly(spec, name)
 
 	coll, err := ebpf.NewCollection(spec)
+	if err != nil && opts.LoadBytes && strings.Contains(err.Error(), "bpf_xdp_load_bytes") {
+		return nil, fmt.Errorf("load kern program %s: reading the frame with load-bytes needs bpf_xdp_load_bytes (Linux 5.18), which this kernel refuses: %w", p, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load kern program %s: %w", p, err)
 	}
 	k := &KernObjects{
 		Kind:       p,
+		Op:         op,
 		Program:    coll.DetachProgram(name),
 		Stats:      coll.DetachMap(kernMapQueueStats),
 		ProtoStats: coll.DetachMap(kernMapProtoStats),

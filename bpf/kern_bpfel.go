@@ -36,6 +36,8 @@ const (
 	kernProgXdpTx             = "xdp_tx"
 	kernVarCountUdpDstPort    = "count_udp_dst_port"
 	kernVarEnableCounters     = "enable_counters"
+	kernVarLoadBytes          = "load_bytes"
+	kernVarPacketOp           = "packet_op"
 )
 
 // loadKern returns the embedded CollectionSpec for kern.
@@ -105,6 +107,8 @@ type kernMapSpecs struct {
 type kernVariableSpecs struct {
 	CountUdpDstPort *ebpf.VariableSpec `ebpf:"count_udp_dst_port"`
 	EnableCounters  *ebpf.VariableSpec `ebpf:"enable_counters"`
+	LoadBytes       *ebpf.VariableSpec `ebpf:"load_bytes"`
+	PacketOp        *ebpf.VariableSpec `ebpf:"packet_op"`
 }
 
 // kernObjects contains all objects after they have been loaded into the kernel.
@@ -148,6 +152,8 @@ func (m *kernMaps) Close() error {
 type kernVariables struct {
 	CountUdpDstPort *ebpf.Variable `ebpf:"count_udp_dst_port"`
 	EnableCounters  *ebpf.Variable `ebpf:"enable_counters"`
+	LoadBytes       *ebpf.Variable `ebpf:"load_bytes"`
+	PacketOp        *ebpf.Variable `ebpf:"packet_op"`
 }
 
 // kernPrograms contains all programs after they have been loaded into the kernel.

@@ -175,3 +175,105 @@ func TestCountUDPDstPort(t *testing.T) {
 		})
 	}
 }
+
+// TestPacketOps runs each XDP path under each packet operation, in both
+// load modes, on sound frames and on frames each operation must abort,
+// and checks what swap-macs wrote (TX swaps by default, and with
+// no-touch sends the frame back as it came).
+func TestPacketOps(t *testing.T) {
+	privtest.Root(t)
+	sound := ethFrame(9)
+	vlan := make([]byte, 0, 68)
+	vlan = append(append(append(vlan, sound[:12]...), 0x81, 0x00, 0, 7), sound[12:]...)
+	notEtherType := ethFrame(9)
+	notEtherType[12], notEtherType[13] = 0x00, 0x40 // an 802.3 length
+	badIP := ethFrame(9)
+	badIP[14] = 0x44    // IHL 4
+	short := sound[:14] // the Ethernet header alone (BPF_PROG_TEST_RUN takes no shorter frame)
+	swapped := append([]byte(nil), sound...)
+	copy(swapped[0:6], sound[6:12])
+	copy(swapped[6:12], sound[0:6])
+	verdict := map[KernProgram]uint32{Drop: 1, Pass: 2, TX: 3, Redirect: 4, RedirectMulti: 4}
+	const aborted = 0
+	for _, p := range KernPrograms {
+		if !p.TakesPacketOp() {
+			if _, err := LoadKern(p, KernOptions{PacketOp: ParseIP}); err == nil {
+				t.Errorf("%s took a packet operation", p)
+			}
+			continue
+		}
+		for _, op := range PacketOps {
+			for _, lb := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/load-bytes=%v", p, op, lb), func(t *testing.T) {
+					k, err := LoadKern(p, KernOptions{PacketOp: op, LoadBytes: lb})
+					if op == NoTouch && lb {
+						if err == nil {
+							k.Close()
+							t.Fatal("no-touch with load-bytes: no error")
+						}
+						return
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer k.Close()
+					if k.Op != op {
+						t.Errorf("Op = %s, want %s", k.Op, op)
+					}
+					if p == Redirect || p == RedirectMulti {
+						if err := k.SetPorts(1); err != nil { // lo
+							t.Fatal(err)
+						}
+					}
+					frames := []struct {
+						name  string
+						frame []byte
+						abort bool
+					}{
+						{"sound", sound, false},
+						{"vlan", vlan, op == ParseIP && lb}, // load-bytes walks no VLAN tag: 0x8100 is no IP
+						{"802.3 length", notEtherType, op != NoTouch && op != SwapMACs},
+						{"IHL 4", badIP, op == ParseIP},
+						{"no IP header", short, op == ParseIP},
+					}
+					for _, f := range frames {
+						ret, out, err := k.Program.Test(f.frame)
+						if err != nil {
+							t.Fatalf("%s: %v", f.name, err)
+						}
+						want := verdict[p]
+						if f.abort {
+							want = aborted
+						}
+						if f.name == "vlan" && op == ParseIP && lb {
+							want = verdict[p] // an EtherType, not IP: nothing to parse
+						}
+						if ret != want {
+							t.Errorf("%s: verdict %d, want %d", f.name, ret, want)
+						}
+						if f.name == "sound" && ret != aborted {
+							wantOut := sound
+							if op == SwapMACs {
+								wantOut = swapped
+							}
+							if string(out) != string(wantOut) {
+								t.Errorf("%s: frame out % x, want % x", f.name, out[:12], wantOut[:12])
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+	if k, err := LoadKern(TX, KernOptions{}); err != nil {
+		t.Error(err)
+	} else {
+		if k.Op != SwapMACs {
+			t.Errorf("TX's default operation %s, want swap-macs", k.Op)
+		}
+		k.Close()
+	}
+	if _, err := ParsePacketOp("touch-all"); err == nil {
+		t.Error("ParsePacketOp(touch-all): no error")
+	}
+}

@@ -43,6 +43,8 @@ type compareFlags struct {
 	resolution       float64
 	verify           int
 	peers            string
+	packetOp         string // --packet-operation
+	loadMode         string // --load-mode
 	dut              dutFlags
 }
 
@@ -145,6 +147,8 @@ with the receiver threads.`,
 	fs.StringVarP(&f.queues, "queues", "q", "", "with -i or --dut: rx queues of the device for the AF_XDP paths (default: all)")
 	fs.StringVar(&f.paths, "paths", "", "comma-separated paths to run (default: the --family's)")
 	fs.StringVar(&f.family, "family", "drop", "drop, forward or all")
+	fs.StringVar(&f.packetOp, "packet-operation", "", "what the in-kernel XDP paths (xdp-drop, xdp-tx, xdp-redirect, ...) do to each frame before their verdict, as xdpeng kern -p and xdp-bench's -p: no-touch, read-data, parse-ip or swap-macs (default: each path's own, no-touch; swap-macs for xdp-tx)")
+	fs.StringVar(&f.loadMode, "load-mode", "dpa", "how those paths read the frame, as xdp-bench's -l: dpa (direct packet access) or load-bytes (bpf_xdp_load_bytes)")
 	secondsVarP(fs, &f.duration, "duration", "d", 5*time.Second, "measurement time per path (seconds, or a duration like 500ms)")
 	fs.Uint64Var(&f.rate, "rate", 0, "test bed, two hosts: offered load in frames per second (default: as fast as the generator goes)")
 	fs.IntVar(&f.size, "size", 64, "test bed, two hosts: frame length in bytes without the FCS (unlike gen and txonly -s, which count it: 64 here is their -s 68)")
@@ -269,6 +273,14 @@ func (f *compareFlags) config(cmd *cobra.Command) (compare.Config, error) {
 				return cfg, fmt.Errorf("--%s is for --ndr", fl)
 			}
 		}
+	}
+	cfg.PacketOp = f.packetOp
+	switch f.loadMode {
+	case "dpa":
+	case "load-bytes":
+		cfg.LoadBytes = true
+	default:
+		return cfg, fmt.Errorf("--load-mode %q: want dpa or load-bytes", f.loadMode)
 	}
 	switch {
 	case f.paths != "":

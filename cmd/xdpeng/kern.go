@@ -33,7 +33,9 @@ type kernFlags struct {
 	hook       string
 	out        []string
 	countProto bool
-	force      int // --force given once, twice
+	packetOp   string // -p, "" for the path's default
+	loadMode   string // -l: dpa or load-bytes
+	force      int    // --force given once, twice
 	duration   time.Duration
 	interval   time.Duration
 	json       bool
@@ -107,6 +109,12 @@ process's bpf_link.`,
 		f.watch.registerMetrics(fs)
 		f.watch.registerErrors(fs)
 		f.watch.registerIRQ(fs)
+		if path.name != "tx" {
+			fs.StringVarP(&f.packetOp, "packet-operation", "p", "", "what the program does to each frame before its verdict, as xdp-bench's -p: no-touch (default), read-data (the EtherType), parse-ip (Ethernet, VLAN and IP headers) or swap-macs (writes the frame); a frame it finds malformed is aborted (-e counts it)")
+		} else {
+			fs.StringVarP(&f.packetOp, "packet-operation", "p", "", "what the program does to each frame before sending it back, as xdp-bench's -p: swap-macs (default), no-touch (send it back as it came), read-data or parse-ip; a frame it finds malformed is aborted (-e counts it)")
+		}
+		fs.StringVarP(&f.loadMode, "load-mode", "l", "dpa", "how the packet operation reads the frame, as xdp-bench's -l: dpa (direct packet access) or load-bytes (bpf_xdp_load_bytes, Linux 5.18; VLAN tags are not walked)")
 		switch path.name {
 		case "drop":
 			fs.StringVar(&f.hook, "hook", "xdp", "where to drop: xdp or tc (ingress, TCX)")
@@ -172,6 +180,25 @@ func (f *kernFlags) kernConfig(path string) (kern.Config, error) {
 		return cfg, err
 	}
 
+	if f.packetOp != "" && !slices.Contains(kern.PacketOps, f.packetOp) {
+		return cfg, fmt.Errorf("-p/--packet-operation %q: want %s", f.packetOp, strings.Join(kern.PacketOps, ", "))
+	}
+	switch f.loadMode {
+	case "dpa":
+	case "load-bytes":
+		cfg.LoadBytes = true
+	default:
+		return cfg, fmt.Errorf("-l/--load-mode %q: want dpa or load-bytes", f.loadMode)
+	}
+	cfg.PacketOp = f.packetOp
+	switch {
+	case (f.packetOp != "" || cfg.LoadBytes) && h == kern.TC:
+		return cfg, errors.New("-p and -l are the XDP hook's: tc drop reads no frame (leave them out, or drop at XDP)")
+	case (f.packetOp != "" || cfg.LoadBytes) && f.countProto:
+		return cfg, errors.New("--count-proto parses the headers itself: it takes no -p or -l (for the cost of parsing alone: -p parse-ip)")
+	case cfg.LoadBytes && (f.packetOp == "no-touch" || f.packetOp == "" && path != "tx"):
+		return cfg, errors.New("-l load-bytes is how a packet operation reads the frame, and no-touch reads nothing: give -p read-data, parse-ip or swap-macs too")
+	}
 	switch path {
 	case "drop":
 		if h == kern.TC && f.countProto {
@@ -378,6 +405,12 @@ func (p *kernPrinter) header() {
 	if len(p.f.out) > 0 {
 		extra = " -> " + strings.Join(p.f.out, ",")
 	}
+	if op := p.k.PacketOp(); op != "" {
+		where += ", packet operation " + op
+		if p.k.Config().LoadBytes {
+			where += " (load-bytes)"
+		}
+	}
 	fmt.Fprintf(p.w, "%s (%s) on %s%s, %s; counting per rx queue and CPU every %v; %s\n",
 		p.name(), p.k.Program(), p.k.Interface().Name, extra, where, p.f.interval, howLong(p.f.duration))
 	p.watch.header(p.w)
@@ -543,6 +576,10 @@ type kernSummary struct {
 	PerCPU     []kernRate `json:"per_cpu"`
 	PerProto   []kernRate `json:"per_proto,omitempty"`
 	CountProto bool       `json:"count_proto,omitempty"`
+	// PacketOp is what the program did to each frame (-p); LoadMode how
+	// it read it (-l): dpa or load-bytes. Empty for tc and count-proto.
+	PacketOp string `json:"packet_operation,omitempty"`
+	LoadMode string `json:"load_mode,omitempty"`
 	// XDPTx and XDPTxErrors are, for tx on a veth, the frames the driver
 	// put on the peer's receive ring and those it could not; XDPTxNote
 	// says why frames failed, when some did.
@@ -565,7 +602,11 @@ func (p *kernPrinter) summary(first, last kernSnapshot) {
 		Interface: p.k.Interface().Name, Out: p.f.out, DurationS: round3(dur),
 		RxPackets: pkts, RxBytes: bytes, PerQueue: perQueue, PerCPU: perCPU, OutTx: outs, PerProto: protos,
 		CountProto: p.k.Config().CountProto, XDPMode: p.k.Config().Hook.XDPMode(),
+		PacketOp:  p.k.PacketOp(),
 		watchJSON: p.watch.summaryJSON(),
+	}
+	if sum.PacketOp != "" {
+		sum.LoadMode = p.f.loadMode
 	}
 	if dur > 0 {
 		sum.RxPPS = float64(pkts) / dur

@@ -23,6 +23,8 @@ func newProgbenchCmd() *cobra.Command {
 		rounds   int
 		cpu      int
 		asJSON   bool
+		ops      []string
+		lb       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "progbench",
@@ -41,9 +43,16 @@ rounds are the program's own cost. The frame is UDP over IPv4 to port 9999.
 Programs: ` + strings.Join(progbench.Programs, ", ") + `
 xsk-redirect is the AF_XDP steering program as deployed before sockets bind
 (empty XSKMAP: frames fall back to XDP_PASS); drop, pass, tx and tc-drop are
-measured without counters, drop-counters with them.`,
+measured without counters, drop-counters with them.
+
+--packet-ops measures drop, drop-counters, pass and tx once per packet
+operation, xdp-bench's -p (what the program does to each frame before its
+verdict: no-touch, read-data, parse-ip, swap-macs; xdpeng kern -p), and
+--load-bytes each that reads the frame also through bpf_xdp_load_bytes
+(xdp-bench's -l load-bytes): what touching the packet costs, in ns.`,
 		Example: `  sudo xdpeng progbench
   sudo xdpeng progbench --programs drop,xsk-redirect --sizes 64 --repeat 10000000
+  sudo xdpeng progbench --programs drop,tx --packet-ops no-touch,read-data,parse-ip,swap-macs --load-bytes
   sudo xdpeng progbench --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -56,7 +65,7 @@ measured without counters, drop-counters with them.`,
 				}
 				cpu = online[len(online)-1]
 			}
-			cfg := progbench.Config{Programs: programs, Sizes: sizes, Repeat: repeat, Rounds: rounds, CPU: cpu}
+			cfg := progbench.Config{Programs: programs, Sizes: sizes, Repeat: repeat, Rounds: rounds, CPU: cpu, PacketOps: ops, LoadBytes: lb}
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
@@ -66,9 +75,13 @@ measured without counters, drop-counters with them.`,
 			ctx, cancel := signalContext()
 			defer cancel()
 			w := cmd.OutOrStdout()
+			width := 22
+			for _, l := range cfg.Labels() {
+				width = max(width, len(l))
+			}
 			if !asJSON {
 				fmt.Fprintf(w, "BPF_PROG_TEST_RUN, %d runs x %d rounds (median), CPU %s; ns per run timed from userspace, the kernel's whole ns beside\n", cfg.Repeat, cfg.Rounds, cpuLabel(cpu))
-				fmt.Fprintf(w, "%-22s %6s %8s %7s %7s %7s  %s\n", "program", "size", "ns/run", "quiet", "kernel", "quiet", "rounds")
+				fmt.Fprintf(w, "%-*s %6s %8s %7s %7s %7s  %s\n", width, "program", "size", "ns/run", "quiet", "kernel", "quiet", "rounds")
 			}
 			results, err := progbench.Run(ctx, cfg, func(r progbench.Result) {
 				if asJSON {
@@ -82,7 +95,7 @@ measured without counters, drop-counters with them.`,
 				for i, v := range r.UserRounds {
 					rs[i] = strconv.FormatFloat(v, 'f', 1, 64)
 				}
-				fmt.Fprintf(w, "%-22s %6d %8.1f %7.1f %7.1f %7.0f  %s\n", r.Program, r.Size, r.Ns, r.QuietNs, r.KernelNs, r.KernelQuietNs, strings.Join(rs, " "))
+				fmt.Fprintf(w, "%-*s %6d %8.1f %7.1f %7.1f %7.0f  %s\n", width, r.Label(), r.Size, r.Ns, r.QuietNs, r.KernelNs, r.KernelQuietNs, strings.Join(rs, " "))
 			})
 			if err == nil {
 				if asJSON {
@@ -93,7 +106,7 @@ measured without counters, drop-counters with them.`,
 						}{"over_drop", d})
 					}
 				} else {
-					printOverDrop(w, results)
+					printOverDrop(w, results, width)
 				}
 			}
 			return err
@@ -106,6 +119,8 @@ measured without counters, drop-counters with them.`,
 	fs.IntVar(&rounds, "rounds", 5, "measurements per program and size; the median is shown")
 	fs.IntVar(&cpu, "cpu", -1, "pin the measuring thread to this CPU, -1 not to pin")
 	fs.Lookup("cpu").DefValue = "the last online CPU"
+	fs.StringSliceVar(&ops, "packet-ops", nil, "measure drop, drop-counters, pass and tx with each of these packet operations (xdp-bench's -p): no-touch, read-data, parse-ip, swap-macs (default: each program's own, no-touch; swap-macs for tx)")
+	fs.BoolVar(&lb, "load-bytes", false, "with --packet-ops: each operation that reads the frame also through bpf_xdp_load_bytes (xdp-bench's -l load-bytes)")
 	fs.BoolVar(&asJSON, "json", false, `one JSON object per program and size ("type": "result"), then one per program and size for its cost over drop ("type": "over_drop")`)
 	return cmd
 }
@@ -119,13 +134,13 @@ func cpuLabel(cpu int) string {
 
 // printOverDrop prints what each program costs over a bare XDP_DROP at the
 // same frame size: the difference of their lower quartiles.
-func printOverDrop(w io.Writer, results []progbench.Result) {
+func printOverDrop(w io.Writer, results []progbench.Result, width int) {
 	ds := progbench.OverDrop(results)
 	if len(ds) == 0 {
 		return
 	}
 	fmt.Fprintf(w, "\nover a bare XDP_DROP at the same size (quiet - quiet; the kernel's whole ns beside):\n")
 	for _, d := range ds {
-		fmt.Fprintf(w, "%-22s %6d %+8.1f ns %+7.0f ns\n", d.Program, d.Size, d.Ns, d.KernelNs)
+		fmt.Fprintf(w, "%-*s %6d %+8.1f ns %+7.0f ns\n", width, d.Label(), d.Size, d.Ns, d.KernelNs)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/hook"
@@ -92,7 +93,21 @@ type Config struct {
 	// only UDP frames (IPv4 or IPv6, up to two VLAN tags) to this
 	// destination port; the path still handles every frame alike.
 	CountUDPDstPort uint16
+	// PacketOp is what an XDP path does to each frame before its
+	// verdict, xdp-bench's packet operations: no-touch, read-data,
+	// parse-ip or swap-macs (see PacketOps). "" is the path's default:
+	// swap-macs for TX, no-touch for the others. Not with TC or
+	// CountProto, which parses the headers itself.
+	PacketOp string
+	// LoadBytes makes the packet operation read and write the frame
+	// through bpf_xdp_load_bytes and bpf_xdp_store_bytes (Linux 5.18)
+	// instead of direct packet access: xdp-bench's load mode.
+	LoadBytes bool
 }
+
+// PacketOps are the packet operations Config.PacketOp takes, cheapest
+// first.
+var PacketOps = []string{"no-touch", "read-data", "parse-ip", "swap-macs"}
 
 // Validate checks c without touching the kernel.
 func (c Config) Validate() error {
@@ -113,6 +128,16 @@ func (c Config) Validate() error {
 	}
 	if c.CountProto && (c.Action != Drop || c.Hook == TC) {
 		return fmt.Errorf("kern: counting per IP protocol is for drop at XDP, not %s at %v", c.Action, c.Hook)
+	}
+	switch {
+	case c.PacketOp != "" && !slices.Contains(PacketOps, c.PacketOp):
+		return fmt.Errorf("kern: unknown packet operation %q (want %s)", c.PacketOp, strings.Join(PacketOps, ", "))
+	case (c.PacketOp != "" || c.LoadBytes) && c.Hook == TC:
+		return errors.New("kern: packet operations and the load mode are the XDP paths': tc drop takes none")
+	case (c.PacketOp != "" || c.LoadBytes) && c.CountProto:
+		return errors.New("kern: counting per IP protocol parses the headers itself: it takes no packet operation or load mode")
+	case c.LoadBytes && (c.PacketOp == "no-touch" || c.PacketOp == "" && c.Action != TX):
+		return errors.New("kern: the load mode is how a packet operation reads the frame, and no-touch reads nothing: give read-data, parse-ip or swap-macs too")
 	}
 	if c.Action != Redirect {
 		if len(c.Outs) > 0 {

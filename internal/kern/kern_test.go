@@ -25,6 +25,12 @@ func TestValidate(t *testing.T) {
 		{"tx", Config{Action: TX, Interface: "dut0", Hook: XDPGeneric}, ""},
 		{"redirect", Config{Action: Redirect, Interface: "dut0", Outs: []string{"dut1"}}, ""},
 		{"redirect to the most", Config{Action: Redirect, Interface: "dut0", Outs: many[:MaxOuts]}, ""},
+		{"drop parsing", Config{Action: Drop, Interface: "dut0", PacketOp: "parse-ip", LoadBytes: true}, ""},
+		{"tx with load-bytes", Config{Action: TX, Interface: "dut0", LoadBytes: true}, ""},
+		{"unknown packet operation", Config{Action: Drop, Interface: "dut0", PacketOp: "parse"}, `unknown packet operation "parse"`},
+		{"packet operation at tc", Config{Action: Drop, Interface: "dut0", Hook: TC, PacketOp: "read-data"}, "tc drop takes none"},
+		{"packet operation counting protocols", Config{Action: Drop, Interface: "dut0", CountProto: true, PacketOp: "read-data"}, "parses the headers itself"},
+		{"load-bytes reading nothing", Config{Action: Drop, Interface: "dut0", LoadBytes: true}, "no-touch reads nothing"},
 
 		{"no action", Config{Interface: "dut0"}, `unknown action ""`},
 		{"unknown action", Config{Action: "bounce", Interface: "dut0"}, `unknown action "bounce"`},

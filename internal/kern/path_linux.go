@@ -133,7 +133,7 @@ func Open(cfg Config) (_ *Path, err error) {
 			p.Close()
 		}
 	}()
-	opts := bpf.KernOptions{Counters: true, CountUDPDstPort: cfg.CountUDPDstPort}
+	opts := bpf.KernOptions{Counters: true, CountUDPDstPort: cfg.CountUDPDstPort, PacketOp: bpf.PacketOp(cfg.PacketOp), LoadBytes: cfg.LoadBytes}
 	if p.objs, err = bpf.LoadKern(bpf.KernProgram(cfg.Program()), opts); err != nil {
 		return nil, err
 	}
@@ -165,6 +165,15 @@ func (p *Path) Config() Config {
 
 // Program names the program the path runs (Config.Program).
 func (p *Path) Program() string { return p.cfg.Program() }
+
+// PacketOp is the packet operation the path applies: Config.PacketOp, or
+// the path's default; "" for a path that takes none (tc, CountProto).
+func (p *Path) PacketOp() string {
+	if !p.objs.Kind.TakesPacketOp() {
+		return ""
+	}
+	return string(p.objs.Op)
+}
 
 // Interface is the interface the path runs on, as it was when opened.
 func (p *Path) Interface() netdev.Info { return p.in }

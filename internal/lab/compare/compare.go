@@ -58,6 +58,7 @@ import (
 	"time"
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
+	"github.com/xdpeng/xdpeng/internal/kern"
 	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
@@ -98,6 +99,26 @@ type PathInfo struct {
 	// xdpeng's (xdp-trafficgen, trafgen) into the xdp-drop receiver: its
 	// row never says whether xdpeng's generator bound the run.
 	Generator bool
+}
+
+// PacketOpPaths are the paths Config.PacketOp and LoadBytes apply to: the
+// in-kernel XDP paths.
+var PacketOpPaths = []string{"xdp-drop", "xdp-drop-generic", "xdp-tx", "xdp-redirect", "xdp-redirect-generic", "xdp-redirect-multi"}
+
+// checkPacketOp checks PacketOp and LoadBytes against each other and the
+// paths.
+func (c *Config) checkPacketOp() error {
+	switch {
+	case c.PacketOp == "" && !c.LoadBytes:
+		return nil
+	case c.PacketOp != "" && !slices.Contains(kern.PacketOps, c.PacketOp):
+		return fmt.Errorf("unknown packet operation %q (want %s)", c.PacketOp, strings.Join(kern.PacketOps, ", "))
+	case c.LoadBytes && (c.PacketOp == "" || c.PacketOp == "no-touch"):
+		return errors.New("load-bytes is how a packet operation reads the frame: name one that reads it (read-data, parse-ip, swap-macs)")
+	case !slices.ContainsFunc(c.Paths, func(p string) bool { return slices.Contains(PacketOpPaths, p) }):
+		return fmt.Errorf("a packet operation applies to the in-kernel XDP paths (%s), and none of them runs", strings.Join(PacketOpPaths, ", "))
+	}
+	return nil
 }
 
 // namedOnly are paths that, like those with PathInfo.Needs, run only when
@@ -283,6 +304,14 @@ type Config struct {
 	// (see ErrDefaultRoute).
 	Force bool
 
+	// PacketOp is what the in-kernel XDP paths (xdp-drop, xdp-tx,
+	// xdp-redirect, ...; not tc-drop) do to each frame before their
+	// verdict: kern.PacketOps' names, "" each path's default (no-touch;
+	// swap-macs for xdp-tx). LoadBytes makes them read the frame through
+	// bpf_xdp_load_bytes. The AF_XDP paths read every frame regardless.
+	PacketOp  string
+	LoadBytes bool
+
 	// Peers is a directory where the peer paths look for their tools
 	// (xdpsock, xdp-bench) before PATH; "" is PATH alone.
 	Peers string
@@ -350,6 +379,9 @@ func (c *Config) Resolve() error {
 		if p.Testbed && !c.Testbed {
 			return fmt.Errorf("path %s counts frames on a test bed's veth ends (where they come out, or at the DUT's veth counters): use --testbed", n)
 		}
+	}
+	if err := c.checkPacketOp(); err != nil {
+		return err
 	}
 	if c.Peers != "" {
 		if st, err := os.Stat(c.Peers); err != nil || !st.IsDir() {
@@ -461,8 +493,13 @@ type Setup struct {
 	GenMethod *gen.Method `json:"gen_method,omitempty"`
 	// GenCopies is how many frames the generator sent for each its sender
 	// made (gen.Config.Copies), where the run made traffic.
-	GenCopies int    `json:"gen_copies,omitempty"`
-	Kernel    string `json:"kernel,omitempty"`
+	GenCopies int `json:"gen_copies,omitempty"`
+	// PacketOp and LoadMode are what the in-kernel XDP paths did to each
+	// frame, and how they read it (dpa, load-bytes), where the run named
+	// an operation (Config.PacketOp).
+	PacketOp string `json:"packet_operation,omitempty"`
+	LoadMode string `json:"load_mode,omitempty"`
+	Kernel   string `json:"kernel,omitempty"`
 	// CPUNote says what the CPU figures include.
 	CPUNote string `json:"cpu_note"`
 	// Env is the environment every row shares; each row's Env adds the
@@ -589,6 +626,12 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	res.Setup = Setup{
 		Queues: cfg.Queues, FrameSize: cfg.FrameSize, GenCPUs: cfg.GenCPUs, DUTCPUs: cfg.DUTCPUs,
 		DurationS: cfg.Duration.Seconds(), Rate: cfg.Rate, Kernel: kernelRelease(),
+	}
+	if cfg.PacketOp != "" {
+		res.Setup.PacketOp, res.Setup.LoadMode = cfg.PacketOp, "dpa"
+		if cfg.LoadBytes {
+			res.Setup.LoadMode = "load-bytes"
+		}
 	}
 	e, done, err := prepare(ctx, &cfg, &res.Setup)
 	defer func() { err = errors.Join(err, done()) }()

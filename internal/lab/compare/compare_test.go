@@ -478,3 +478,25 @@ func TestReportNothingMeasured(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckPacketOp: a packet operation is one kern knows, load-bytes
+// comes with one that reads the frame, and at least one path takes it.
+func TestCheckPacketOp(t *testing.T) {
+	for _, tc := range []struct {
+		c    Config
+		want string
+	}{
+		{Config{Paths: []string{"xsk-drop"}}, ""},
+		{Config{Paths: []string{"xdp-drop", "xsk-drop"}, PacketOp: "parse-ip", LoadBytes: true}, ""},
+		{Config{Paths: []string{"xdp-tx"}, PacketOp: "no-touch"}, ""},
+		{Config{Paths: []string{"xdp-drop"}, PacketOp: "parse"}, "unknown packet operation"},
+		{Config{Paths: []string{"xdp-drop"}, LoadBytes: true}, "name one that reads it"},
+		{Config{Paths: []string{"xdp-drop"}, PacketOp: "no-touch", LoadBytes: true}, "name one that reads it"},
+		{Config{Paths: []string{"xsk-drop", "tc-drop"}, PacketOp: "read-data"}, "none of them runs"},
+	} {
+		err := tc.c.checkPacketOp()
+		if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.c, err, tc.want)
+		}
+	}
+}

@@ -359,7 +359,7 @@ type ender interface {
 // tear down; with cfg.NDR, search its zero-loss rate before tearing down.
 func measure(ctx context.Context, e *env, cfg *Config, info PathInfo, shared labenv.Env) (row Row, err error) {
 	row = newRow(info, shared)
-	s, err := openSession(ctx, e, info, pathOpts{})
+	s, err := openSession(ctx, e, info, pathOpts{packetOp: cfg.PacketOp, loadBytes: cfg.LoadBytes})
 	if s != nil {
 		defer func() {
 			if serr := s.close(); serr != nil {

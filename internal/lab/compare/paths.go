@@ -25,6 +25,10 @@ type pathOpts struct {
 	handler func(queue int) engine.Handler
 	// stamp, if set, makes the sinks latency receivers of a stamped run.
 	stamp *stampRun
+	// packetOp and loadBytes are what the in-kernel XDP paths do to each
+	// frame (Config.PacketOp, Config.LoadBytes).
+	packetOp  string
+	loadBytes bool
 }
 
 // stampRun is a run of stamped frames (internal/lab/latency).
@@ -80,8 +84,10 @@ func newRunner(name string, e *env, o pathOpts) (runner, error) {
 	}
 	switch name {
 	case "xdp-trafficgen-udp":
+		o.packetOp, o.loadBytes = "", false // the sink of the generator under test
 		return &trafficgenRunner{kernRunner: kernRunner{e: e, o: o, action: kern.Drop, hook: kern.XDP}, name: name, tool: XdpTrafficgen}, nil
 	case "trafgen-udp":
+		o.packetOp, o.loadBytes = "", false
 		return &trafficgenRunner{kernRunner: kernRunner{e: e, o: o, action: kern.Drop, hook: kern.XDP}, name: name, tool: Trafgen}, nil
 	}
 	if p, ok := peerPaths[name]; ok {
@@ -241,6 +247,9 @@ func (r *kernRunner) start(context.Context) (err error) {
 		}
 	}
 	cfg := kern.Config{Action: r.action, Interface: r.e.dut, Hook: r.hook}
+	if r.hook != kern.TC {
+		cfg.PacketOp, cfg.LoadBytes = r.o.packetOp, r.o.loadBytes
+	}
 	for _, k := range r.outs {
 		cfg.Outs = append(cfg.Outs, r.e.links[k].DUT)
 	}

@@ -331,7 +331,7 @@ type remoteSpec struct {
 
 // kernArgs is `kern ACTION -i DEV` in hook h, with -o for the egress links.
 func kernArgs(action kern.Action, h kern.Hook, outs ...int) func(*env, pathOpts) []string {
-	return func(e *env, _ pathOpts) []string {
+	return func(e *env, o pathOpts) []string {
 		a := []string{"kern", string(action), "-i", e.links[0].DUT}
 		switch h {
 		case kern.XDP:
@@ -347,6 +347,12 @@ func kernArgs(action kern.Action, h kern.Hook, outs ...int) func(*env, pathOpts)
 				names = append(names, e.links[k].DUT)
 			}
 			a = append(a, "-o", strings.Join(names, ","))
+		}
+		if o.packetOp != "" && h != kern.TC {
+			a = append(a, "-p", o.packetOp)
+		}
+		if o.loadBytes && h != kern.TC {
+			a = append(a, "-l", "load-bytes")
 		}
 		return a
 	}

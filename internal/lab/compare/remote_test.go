@@ -143,6 +143,16 @@ func TestRemoteArgs(t *testing.T) {
 			t.Errorf("%s: %q, want %q", name, got, want)
 		}
 	}
+	op := pathOpts{packetOp: "parse-ip", loadBytes: true}
+	for name, want := range map[string]string{
+		"xdp-drop": "kern drop -i eth1 -N -p parse-ip -l load-bytes",
+		"tc-drop":  "kern drop -i eth1 --hook tc",
+		"xsk-drop": "rxdrop -i eth1 -q 0,1 --cpus 3,2",
+	} {
+		if got := strings.Join(remoteSpecs[name].args(e, op), " "); got != want {
+			t.Errorf("%s with a packet operation: %q, want %q", name, got, want)
+		}
+	}
 	for w, flag := range map[engine.WaitMode]string{engine.WaitAdaptive: "", engine.WaitBusy: " --busy", engine.WaitPoll: " -p", engine.WaitBusyPoll: " -B"} {
 		if got, want := strings.Join(remoteSpecs["xsk-l2fwd"].args(e, pathOpts{wait: w}), " "), "l2fwd -i eth1 -q 0,1 --cpus 3,2"+flag; got != want {
 			t.Errorf("%s: %q, want %q", w, got, want)

@@ -117,6 +117,16 @@ func WriteTable(w io.Writer, r *Result) {
 			OfferBoundLoss*100, OfferBoundIdleLoss*100, DUTBusy)
 	}
 	fmt.Fprintf(w, "  XDP mode: %s.\n", xdpModes(r.Rows))
+	if s.PacketOp != "" {
+		var touched []string
+		for _, row := range r.Rows {
+			if slices.Contains(PacketOpPaths, row.Path) {
+				touched = append(touched, row.Path)
+			}
+		}
+		fmt.Fprintf(w, "  packet operation: %s did %s to each frame before the verdict, reading it by %s (xdpeng kern -p and -l, as xdp-bench's).\n",
+			strings.Join(touched, ", "), s.PacketOp, s.LoadMode)
+	}
 	fmt.Fprintf(w, "  cpuN: busy %% of each CPU in the window (%s).\n", cpuRoles(cpus))
 	fmt.Fprintf(w, "  ns/pkt: %s.\n", s.CPUNote)
 	if s.generated() {

@@ -65,6 +65,67 @@ type Config struct {
 	Rounds   int      // measurements per program and size, the median is kept; 0 means 5
 	// CPU pins the measuring thread; -1 leaves it where the scheduler puts it.
 	CPU int
+	// PacketOps are the packet operations (bpf.PacketOps' names) each
+	// program that takes one (drop, drop-counters, pass, tx) is measured
+	// with, one result each; empty measures each with its default
+	// (no-touch; swap-macs for tx). LoadBytes measures each operation
+	// that reads the frame with load-bytes too.
+	PacketOps []string
+	LoadBytes bool
+}
+
+// unit is one program as measured: a program, and for one that takes
+// them a packet operation and load mode.
+type unit struct {
+	program string
+	op      string // "" is the program's default
+	lb      bool
+}
+
+// label names u as progbench shows it: "drop", "drop -p parse-ip",
+// "drop -p parse-ip -l load-bytes".
+func (u unit) label() string {
+	s := u.program
+	if u.op != "" {
+		s += " -p " + u.op
+	}
+	if u.lb {
+		s += " -l load-bytes"
+	}
+	return s
+}
+
+// takesOp reports whether program applies a packet operation.
+func takesOp(program string) bool {
+	return program == Drop || program == DropCounters || program == Pass || program == TX
+}
+
+// units are what cfg measures, in order.
+func (cfg *Config) units() []unit {
+	var out []unit
+	for _, p := range cfg.Programs {
+		if len(cfg.PacketOps) == 0 || !takesOp(p) {
+			out = append(out, unit{program: p})
+			continue
+		}
+		for _, op := range cfg.PacketOps {
+			out = append(out, unit{program: p, op: op})
+			if cfg.LoadBytes && op != string(bpf.NoTouch) {
+				out = append(out, unit{program: p, op: op, lb: true})
+			}
+		}
+	}
+	return out
+}
+
+// Labels names what Run measures, in order, as Result.Label does: after
+// Validate.
+func (cfg *Config) Labels() []string {
+	var out []string
+	for _, u := range cfg.units() {
+		out = append(out, u.label())
+	}
+	return out
 }
 
 // DefaultRepeat makes one measurement take some tens of milliseconds, long
@@ -75,7 +136,12 @@ const DefaultRepeat = 10_000_000
 // Result is one program at one frame size.
 type Result struct {
 	Program string `json:"program"`
-	Size    int    `json:"size"`
+	// PacketOp is the packet operation the program applied, where
+	// Config.PacketOps named them ("" is the program's default);
+	// LoadBytes whether it read the frame with load-bytes.
+	PacketOp  string `json:"packet_operation,omitempty"`
+	LoadBytes bool   `json:"load_bytes,omitempty"`
+	Size      int    `json:"size"`
 	// Ns is the median over the rounds of the time per run timed from
 	// userspace, to a tenth of a nanosecond; QuietNs the lower quartile
 	// of the rounds: the machine's quiet phases, the figure closest to
@@ -97,6 +163,9 @@ type Result struct {
 	Verdict     uint32 `json:"verdict"`
 	VerdictName string `json:"verdict_name"`
 }
+
+// Label names what r measured: "drop", "drop -p parse-ip -l load-bytes".
+func (r Result) Label() string { return unit{r.Program, r.PacketOp, r.LoadBytes}.label() }
 
 // VerdictName names what program returned: an XDP action, or a TC action
 // for tc-drop; the number itself where it has no name.
@@ -141,6 +210,17 @@ func (cfg *Config) Validate() error {
 	if cfg.Rounds < 1 {
 		return fmt.Errorf("rounds %d: need at least 1", cfg.Rounds)
 	}
+	for _, op := range cfg.PacketOps {
+		if _, err := bpf.ParsePacketOp(op); err != nil {
+			return err
+		}
+	}
+	if cfg.LoadBytes && !slices.ContainsFunc(cfg.PacketOps, func(op string) bool { return op != string(bpf.NoTouch) }) {
+		return errors.New("load-bytes is how a packet operation reads the frame: name one that reads it (read-data, parse-ip, swap-macs)")
+	}
+	if len(cfg.PacketOps) > 0 && !slices.ContainsFunc(cfg.Programs, takesOp) {
+		return fmt.Errorf("packet operations are for %s, %s, %s and %s: none of them is measured", Drop, DropCounters, Pass, TX)
+	}
 	return nil
 }
 
@@ -170,11 +250,12 @@ func Run(ctx context.Context, cfg Config, each func(Result)) ([]Result, error) {
 	// Every program is loaded first and the rounds go round-robin over
 	// programs and sizes, so the machine's quiet and noisy moments fall on
 	// all of them alike.
-	progs := make([]*ebpf.Program, len(cfg.Programs))
-	for i, name := range cfg.Programs {
-		prog, closeProg, err := load(name)
+	units := cfg.units()
+	progs := make([]*ebpf.Program, len(units))
+	for i, u := range units {
+		prog, closeProg, err := load(u)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, fmt.Errorf("%s: %w", u.label(), err)
 		}
 		defer closeProg()
 		progs[i] = prog
@@ -188,9 +269,9 @@ func Run(ctx context.Context, cfg Config, each func(Result)) ([]Result, error) {
 		frames[i] = f
 	}
 	results := make([]Result, 0, len(progs)*len(frames))
-	for _, name := range cfg.Programs {
+	for _, u := range units {
 		for _, size := range cfg.Sizes {
-			results = append(results, Result{Program: name, Size: size, Repeat: cfg.Repeat})
+			results = append(results, Result{Program: u.program, PacketOp: u.op, LoadBytes: u.lb, Size: size, Repeat: cfg.Repeat})
 		}
 	}
 	for range cfg.Rounds {
@@ -206,7 +287,7 @@ func Run(ctx context.Context, cfg Config, each func(Result)) ([]Result, error) {
 				}
 				verdict, per, err := prog.Benchmark(frame, cfg.Repeat, nil)
 				if err != nil {
-					return nil, fmt.Errorf("%s at %d bytes: %w", r.Program, r.Size, err)
+					return nil, fmt.Errorf("%s at %d bytes: %w", r.Label(), r.Size, err)
 				}
 				end, err := threadTime()
 				if err != nil {
@@ -243,16 +324,27 @@ func threadTime() (time.Duration, error) {
 
 // Delta is what a program costs over a bare XDP_DROP at the same size.
 type Delta struct {
-	Program string `json:"program"`
-	Size    int    `json:"size"`
+	Program   string `json:"program"`
+	PacketOp  string `json:"packet_operation,omitempty"`
+	LoadBytes bool   `json:"load_bytes,omitempty"`
+	Size      int    `json:"size"`
 	// Ns is QuietNs of the program - QuietNs of drop, to a tenth of a
 	// nanosecond; KernelNs the same of the kernel's whole nanoseconds.
 	Ns       float64 `json:"ns_over_drop"`
 	KernelNs float64 `json:"kernel_ns_over_drop"`
 }
 
-// OverDrop returns, for every result that has a Drop result at the same
-// size, the difference of their QuietNs (and KernelQuietNs). On a VM a slow
+// Label names what d measured, as Result.Label.
+func (d Delta) Label() string { return unit{d.Program, d.PacketOp, d.LoadBytes}.label() }
+
+// bare reports whether r is a bare XDP_DROP: drop with no packet
+// operation.
+func (r Result) bare() bool {
+	return r.Program == Drop && (r.PacketOp == "" || r.PacketOp == string(bpf.NoTouch)) && !r.LoadBytes
+}
+
+// OverDrop returns, for every result that has a bare Drop result at the
+// same size, the difference of their QuietNs (and KernelQuietNs). On a VM a slow
 // phase of the host stretches every run, the costlier program most (drop
 // 22 -> 27 ns, xsk-redirect 28 -> 36 ns here), so medians and even
 // per-round differences grow with it, while the lower quartiles come from
@@ -261,17 +353,17 @@ type Delta struct {
 func OverDrop(results []Result) []Delta {
 	drop := map[int]Result{}
 	for _, r := range results {
-		if r.Program == Drop && len(r.Rounds) > 0 {
+		if r.bare() && len(r.Rounds) > 0 {
 			drop[r.Size] = r
 		}
 	}
 	var out []Delta
 	for _, r := range results {
 		d, ok := drop[r.Size]
-		if !ok || r.Program == Drop || len(r.Rounds) == 0 {
+		if !ok || r.bare() || len(r.Rounds) == 0 {
 			continue
 		}
-		out = append(out, Delta{Program: r.Program, Size: r.Size,
+		out = append(out, Delta{Program: r.Program, PacketOp: r.PacketOp, LoadBytes: r.LoadBytes, Size: r.Size,
 			Ns:       round(quartile(r.UserRounds)-quartile(d.UserRounds), 10),
 			KernelNs: quartile(r.Rounds) - quartile(d.Rounds)})
 	}
@@ -304,8 +396,9 @@ func Median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// load loads the named program and returns it with what releases it.
-func load(name string) (*ebpf.Program, func(), error) {
+// load loads u's program and returns it with what releases it.
+func load(u unit) (*ebpf.Program, func(), error) {
+	name := u.program
 	switch name {
 	case XskRedirect, XskRedirectCounters, XskRedirectFilter:
 		opts := bpf.XskOptions{Counters: name == XskRedirectCounters}
@@ -320,7 +413,7 @@ func load(name string) (*ebpf.Program, func(), error) {
 	}
 	kind, opts := map[string]bpf.KernProgram{
 		Drop: bpf.Drop, DropCounters: bpf.Drop, Pass: bpf.Pass, TX: bpf.TX, CountProto: bpf.DropCountProto, TCDrop: bpf.TCDrop,
-	}[name], bpf.KernOptions{Counters: name == DropCounters}
+	}[name], bpf.KernOptions{Counters: name == DropCounters, PacketOp: bpf.PacketOp(u.op), LoadBytes: u.lb}
 	if kind == "" {
 		return nil, nil, errors.New("unknown program")
 	}

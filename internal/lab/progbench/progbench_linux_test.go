@@ -48,6 +48,9 @@ func TestConfigValidate(t *testing.T) {
 		{Sizes: []int{9000}},
 		{Repeat: -1},
 		{Rounds: -2},
+		{PacketOps: []string{"touch-all"}},
+		{PacketOps: []string{"no-touch"}, LoadBytes: true},
+		{Programs: []string{CountProto}, PacketOps: []string{"parse-ip"}},
 	} {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%+v: no error", c)
@@ -56,5 +59,44 @@ func TestConfigValidate(t *testing.T) {
 	var c Config
 	if err := c.Validate(); err != nil || c.Repeat != DefaultRepeat || len(c.Sizes) != 2 || len(c.Programs) != len(Programs) {
 		t.Errorf("defaults: %+v, %v", c, err)
+	}
+}
+
+// TestRunPacketOps: with packet operations, each program that takes one is
+// measured once per operation (and load mode), each with its verdict (tx
+// under swap-macs still XDP_TX), the others once; each is compared with
+// the bare drop, not with itself.
+func TestRunPacketOps(t *testing.T) {
+	privtest.Root(t)
+	cfg := Config{Programs: []string{Drop, TX, TCDrop}, Sizes: []int{64}, Repeat: 1000, Rounds: 1, CPU: -1,
+		PacketOps: []string{"no-touch", "parse-ip", "swap-macs"}, LoadBytes: true}
+	res, err := Run(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range res {
+		got = append(got, r.Label()+" "+r.VerdictName)
+	}
+	want := []string{
+		"drop -p no-touch XDP_DROP", "drop -p parse-ip XDP_DROP", "drop -p parse-ip -l load-bytes XDP_DROP",
+		"drop -p swap-macs XDP_DROP", "drop -p swap-macs -l load-bytes XDP_DROP",
+		"tx -p no-touch XDP_TX", "tx -p parse-ip XDP_TX", "tx -p parse-ip -l load-bytes XDP_TX",
+		"tx -p swap-macs XDP_TX", "tx -p swap-macs -l load-bytes XDP_TX",
+		"tc-drop TC_ACT_SHOT",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("measured\n%q\nwant\n%q", got, want)
+	}
+	if l := cfg.Labels(); len(l) != len(want) {
+		t.Errorf("Labels() = %q: %d, want %d", l, len(l), len(want))
+	}
+	for _, d := range OverDrop(res) {
+		if d.Label() == "drop -p no-touch" {
+			t.Error("the bare drop compared with itself")
+		}
+	}
+	if n := len(OverDrop(res)); n != len(want)-1 {
+		t.Errorf("%d differences over drop, want %d", n, len(want)-1)
 	}
 }
