@@ -5,9 +5,9 @@ package bpf
 import (
 	"errors"
 	"fmt"
-	"strings"
-
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/features"
 )
 
 // KernProgram names one of the in-kernel paths of kern.c, the xdp-bench set.
@@ -90,6 +90,21 @@ func ParsePacketOp(s string) (PacketOp, error) {
 		return PacketOp(s), nil
 	}
 	return "", fmt.Errorf("unknown packet operation %q (want no-touch, read-data, parse-ip or swap-macs)", s)
+}
+
+// ErrNoLoadBytes is returned by LoadKern for KernOptions.LoadBytes on a
+// kernel without bpf_xdp_load_bytes.
+var ErrNoLoadBytes = errors.New("reading the frame with load-bytes needs the helper bpf_xdp_load_bytes (Linux 5.18), which this kernel does not have")
+
+// HaveLoadBytes probes, by loading a program that calls it, whether the
+// kernel has bpf_xdp_load_bytes: an error wrapping ErrNoLoadBytes where it
+// has not, another where the probe could not be made (no privilege).
+func HaveLoadBytes() error {
+	err := features.HaveProgramHelper(ebpf.XDP, asm.FnXdpLoadBytes)
+	if errors.Is(err, ebpf.ErrNotSupported) {
+		return fmt.Errorf("%w (%w)", ErrNoLoadBytes, err)
+	}
+	return err
 }
 
 // DefaultPacketOp is the operation p applies when KernOptions names
@@ -183,10 +198,12 @@ func LoadKern(p KernProgram, opts KernOptions) (*KernObjects, error) {
 	}
 	keepOnly(spec, name)
 
-	coll, err := ebpf.NewCollection(spec)
-	if err != nil && opts.LoadBytes && strings.Contains(err.Error(), "bpf_xdp_load_bytes") {
-		return nil, fmt.Errorf("load kern program %s: reading the frame with load-bytes needs bpf_xdp_load_bytes (Linux 5.18), which this kernel refuses: %w", p, err)
+	if opts.LoadBytes {
+		if err := HaveLoadBytes(); err != nil {
+			return nil, fmt.Errorf("load kern program %s: %w", p, err)
+		}
 	}
+	coll, err := ebpf.NewCollection(spec)
 	if err != nil {
 		return nil, fmt.Errorf("load kern program %s: %w", p, err)
 	}

@@ -1,6 +1,7 @@
 package bpf
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -205,6 +206,11 @@ func TestPacketOps(t *testing.T) {
 		for _, op := range PacketOps {
 			for _, lb := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/%s/load-bytes=%v", p, op, lb), func(t *testing.T) {
+					if lb && op != NoTouch {
+						if err := HaveLoadBytes(); errors.Is(err, ErrNoLoadBytes) {
+							privtest.Unsupported(t, "%v", err)
+						}
+					}
 					k, err := LoadKern(p, KernOptions{PacketOp: op, LoadBytes: lb})
 					if op == NoTouch && lb {
 						if err == nil {

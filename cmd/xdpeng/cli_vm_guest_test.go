@@ -306,6 +306,33 @@ func TestGuestKern(t *testing.T) {
 			t.Errorf("Linux %d.%d: the tc program attached through %q, want %q", g.kernel[0], g.kernel[1], s.TCVia, want)
 		}
 	})
+	t.Run("parse-ip", func(t *testing.T) {
+		p := g.start(t, "kern", "drop", "-i", g.rx, "-p", "parse-ip", "--json", "-n", "200ms")
+		running(t, p, "kern drop -p parse-ip")
+		g.send(t)
+		var s kernSummary
+		stop(t, p, "kern drop -p parse-ip", &s)
+		counted(t, "kern drop -p parse-ip", s.RxPackets, 0)
+		if s.PacketOp != "parse-ip" || s.LoadMode != "dpa" {
+			t.Errorf("kern drop -p parse-ip: packet operation %q, load mode %q", s.PacketOp, s.LoadMode)
+		}
+	})
+	t.Run("load-bytes", func(t *testing.T) {
+		// bpf_xdp_load_bytes came with Linux 5.18: where the kernel lacks
+		// it, the command says so before it starts.
+		if r := g.run(t, time.Minute, "kern", "drop", "-i", g.rx, "-p", "swap-macs", "-l", "load-bytes", "-d", "1"); strings.Contains(r.stderr, "does not have") {
+			if !strings.Contains(r.stderr, "leave out -l load-bytes") || r.code == 0 {
+				t.Errorf("kern drop -l load-bytes without the helper: %v", r)
+			}
+			privtest.Unsupported(t, "Linux %d.%d: %s", g.kernel[0], g.kernel[1], strings.TrimSpace(r.stderr))
+		}
+		p := g.start(t, "kern", "drop", "-i", g.rx, "-p", "swap-macs", "-l", "load-bytes", "--json", "-n", "200ms")
+		running(t, p, "kern drop -p swap-macs -l load-bytes")
+		g.send(t)
+		var s kernSummary
+		stop(t, p, "kern drop -p swap-macs -l load-bytes", &s)
+		counted(t, "kern drop -p swap-macs -l load-bytes", s.RxPackets, 0)
+	})
 	t.Run("tx", func(t *testing.T) {
 		back := g.start(t, "kern", "drop", "-i", g.tx, "--json", "-n", "200ms")
 		running(t, back, "kern drop on "+g.tx)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/lab/compare"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
@@ -337,6 +338,9 @@ func (f *compareFlags) config(cmd *cobra.Command) (compare.Config, error) {
 		}
 	}
 	if err := cfg.Check(); err != nil {
+		if errors.Is(err, bpf.ErrNoLoadBytes) {
+			err = fmt.Errorf("--load-mode load-bytes: %w: use --load-mode dpa (direct packet access)", err)
+		}
 		return cfg, err
 	}
 	return cfg, nil

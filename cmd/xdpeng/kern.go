@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/handler"
 	"github.com/xdpeng/xdpeng/internal/counter"
@@ -247,6 +248,8 @@ func kernError(err error, iface string) error {
 		return fmt.Errorf("%w; generic mode (-S) works on every interface, and leaving -N out gets it where native is missing", err)
 	case errors.Is(err, kern.ErrMTUTooLarge):
 		return fmt.Errorf("%w (lower it, or use generic mode: -S)", err)
+	case errors.Is(err, bpf.ErrNoLoadBytes):
+		return fmt.Errorf("%w: leave out -l load-bytes (direct packet access, -l dpa, works on every kernel)", err)
 	}
 	return err
 }

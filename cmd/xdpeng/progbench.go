@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/lab/progbench"
 	"github.com/xdpeng/xdpeng/internal/privilege"
@@ -71,6 +73,11 @@ verdict: no-touch, read-data, parse-ip, swap-macs; xdpeng kern -p), and
 			}
 			if err := needRoot(typed(cmd), privilege.BPF); err != nil {
 				return err
+			}
+			if lb {
+				if err := bpf.HaveLoadBytes(); errors.Is(err, bpf.ErrNoLoadBytes) {
+					return fmt.Errorf("--load-bytes: %w: measure the operations with direct packet access alone (leave out --load-bytes)", err)
+				}
 			}
 			ctx, cancel := signalContext()
 			defer cancel()

@@ -57,6 +57,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/kern"
 	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
@@ -117,6 +118,12 @@ func (c *Config) checkPacketOp() error {
 		return errors.New("load-bytes is how a packet operation reads the frame: name one that reads it (read-data, parse-ip, swap-macs)")
 	case !slices.ContainsFunc(c.Paths, func(p string) bool { return slices.Contains(PacketOpPaths, p) }):
 		return fmt.Errorf("a packet operation applies to the in-kernel XDP paths (%s), and none of them runs", strings.Join(PacketOpPaths, ", "))
+	}
+	if c.LoadBytes && c.Remote == nil {
+		// Where the probe cannot be made (no privilege), the paths say.
+		if err := bpf.HaveLoadBytes(); errors.Is(err, bpf.ErrNoLoadBytes) {
+			return err
+		}
 	}
 	return nil
 }
