@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -275,6 +276,15 @@ type Config struct {
 	// BusyPollUsecs and BusyPollBudget are SO_BUSY_POLL and
 	// SO_BUSY_POLL_BUDGET for WaitBusyPoll.
 	BusyPollUsecs, BusyPollBudget int
+	// Sched is the scheduling policy of the worker threads, as chrt and
+	// xdpsock -W set it: SchedOther (the zero value, the kernel's default
+	// time sharing), SchedFIFO or SchedRR, the last two with
+	// SchedPriority 1-99 (CAP_SYS_NICE). A real-time worker that never
+	// sleeps (WaitBusy) keeps every task of a lower priority off its CPU,
+	// the softirq thread that feeds its queue included, save what the
+	// kernel's real-time throttling leaves them (5% by default).
+	Sched         SchedPolicy
+	SchedPriority int
 	// SharedUmem makes all queues' sockets share one UMEM
 	// (XDP_SHARED_UMEM), each with its own share of the frames.
 	SharedUmem bool
@@ -371,6 +381,58 @@ func DefaultConfig() Config {
 		BusyPollBudget: 64,
 		PollTimeout:    defaultPollTimeout,
 	}
+}
+
+// SchedPolicy is a scheduling policy of the worker threads; its values are
+// Linux's.
+type SchedPolicy int
+
+// The scheduling policies Config.Sched takes.
+const (
+	SchedOther SchedPolicy = 0 // SCHED_OTHER, time sharing
+	SchedFIFO  SchedPolicy = 1 // SCHED_FIFO, real time, first in first out
+	SchedRR    SchedPolicy = 2 // SCHED_RR, real time, round robin
+)
+
+var schedNames = map[SchedPolicy]string{SchedOther: "SCHED_OTHER", SchedFIFO: "SCHED_FIFO", SchedRR: "SCHED_RR"}
+
+func (p SchedPolicy) String() string {
+	if n, ok := schedNames[p]; ok {
+		return n
+	}
+	return fmt.Sprintf("SchedPolicy(%d)", int(p))
+}
+
+// ParseSchedPolicy parses a policy as chrt and xdpsock name it:
+// SCHED_OTHER, SCHED_FIFO, SCHED_RR, or other, fifo, rr.
+func ParseSchedPolicy(s string) (SchedPolicy, error) {
+	u := strings.ToUpper(s)
+	if !strings.HasPrefix(u, "SCHED_") {
+		u = "SCHED_" + u
+	}
+	for p, n := range schedNames {
+		if n == u {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown scheduling policy %q (want SCHED_OTHER, SCHED_FIFO or SCHED_RR)", s)
+}
+
+// checkSched checks a scheduling policy and priority against each other.
+func checkSched(p SchedPolicy, priority int) error {
+	switch p {
+	case SchedOther:
+		if priority != 0 {
+			return fmt.Errorf("scheduling priority %d: SCHED_OTHER takes 0 (a real-time priority needs SCHED_FIFO or SCHED_RR)", priority)
+		}
+	case SchedFIFO, SchedRR:
+		if priority < 1 || priority > 99 {
+			return fmt.Errorf("scheduling priority %d: %v takes 1-99", priority, p)
+		}
+	default:
+		return fmt.Errorf("unknown scheduling policy %v", p)
+	}
+	return nil
 }
 
 // MaxBatch bounds the batch size.
@@ -518,6 +580,9 @@ func (c *Config) checkSockets(rx bool) error {
 	}
 	if c.NumFrames != 0 && c.NumFrames < uint32(c.Batch) {
 		return fmt.Errorf("%d UMEM frames cannot hold a batch of %d", c.NumFrames, c.Batch)
+	}
+	if err := checkSched(c.Sched, c.SchedPriority); err != nil {
+		return err
 	}
 	if c.Wait == WaitBusyPoll && (c.BusyPollUsecs <= 0 || c.BusyPollBudget <= 0) {
 		return fmt.Errorf("busy polling needs a positive time (BusyPollUsecs %d) and budget (BusyPollBudget %d)", c.BusyPollUsecs, c.BusyPollBudget)

@@ -130,3 +130,40 @@ func TestRxDropReason(t *testing.T) {
 		t.Errorf("multi-buffer reason %q does not name the segments", r)
 	}
 }
+
+// TestSched: the policy names chrt and xdpsock use parse, and a policy and
+// its priority are checked against each other, for the engine and the
+// generator alike.
+func TestSched(t *testing.T) {
+	for in, want := range map[string]SchedPolicy{"SCHED_OTHER": SchedOther, "fifo": SchedFIFO, "SCHED_rr": SchedRR, "Other": SchedOther} {
+		if got, err := ParseSchedPolicy(in); err != nil || got != want {
+			t.Errorf("ParseSchedPolicy(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	if _, err := ParseSchedPolicy("idle"); err == nil {
+		t.Error("ParseSchedPolicy(idle): no error")
+	}
+	for _, tc := range []struct {
+		p    SchedPolicy
+		prio int
+		want string
+	}{
+		{SchedOther, 0, ""},
+		{SchedFIFO, 1, ""},
+		{SchedRR, 99, ""},
+		{SchedOther, 5, "SCHED_OTHER takes 0"},
+		{SchedFIFO, 0, "SCHED_FIFO takes 1-99"},
+		{SchedRR, 100, "SCHED_RR takes 1-99"},
+		{SchedPolicy(6), 1, "unknown scheduling policy"},
+	} {
+		c := DefaultConfig()
+		c.Interface, c.Sched, c.SchedPriority = "eth0", tc.p, tc.prio
+		g := DefaultGeneratorConfig()
+		g.Interface, g.Sched, g.SchedPriority, g.Frames = "eth0", tc.p, tc.prio, [][]byte{make([]byte, 60)}
+		for what, err := range map[string]error{"Config": c.Validate(), "GeneratorConfig": g.Validate()} {
+			if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s with %v priority %d: %v, want %q", what, tc.p, tc.prio, err, tc.want)
+			}
+		}
+	}
+}

@@ -205,6 +205,11 @@ type core struct {
 	stop    atomic.Bool
 	started atomic.Int64 // UnixNano when run started, 0 before
 
+	// sched and schedPriority are the workers' scheduling policy and
+	// priority (Config.Sched); SchedOther leaves the threads as they are.
+	sched         SchedPolicy
+	schedPriority int
+
 	links        *LinkWatcher // the devices' link state; nil if not watched
 	onLinkChange func(LinkChange)
 
@@ -403,6 +408,12 @@ func (c *core) runWorker(w worker) (err error) {
 	if err := cpuset.Pin(p.cpu); err != nil {
 		c.stop.Store(true)
 		return fmt.Errorf("queue %d: %w", p.queue, err)
+	}
+	if c.sched != SchedOther {
+		if err := cpuset.SetScheduler(int(c.sched), c.schedPriority); err != nil {
+			c.stop.Store(true)
+			return fmt.Errorf("queue %d: %v priority %d: %w", p.queue, c.sched, c.schedPriority, err)
+		}
 	}
 	p.thread.Store(int64(cpuset.ThreadID()))
 	defer p.thread.Store(0)

@@ -75,7 +75,7 @@ func New(cfg Config) (_ *Engine, err error) {
 		}
 	}
 
-	e := &Engine{core: core{dev: info}, cfg: cfg, outs: outs}
+	e := &Engine{core: core{dev: info, sched: cfg.Sched, schedPriority: cfg.SchedPriority}, cfg: cfg, outs: outs}
 	if e.pages, err = choosePages(cfg.HugePages, cfg.Unaligned, e.umemSizes()); err != nil {
 		return nil, err
 	}

@@ -61,6 +61,10 @@ type GeneratorConfig struct {
 	// PollTimeout bounds each poll() so that a stop is noticed promptly;
 	// 0 means 100 ms (NewGenerator fills it in).
 	PollTimeout time.Duration
+	// Sched and SchedPriority are the workers' scheduling policy and
+	// priority, as Config's.
+	Sched         SchedPolicy
+	SchedPriority int
 
 	// Frames are the frames to send, each at least an Ethernet header and
 	// at most FrameSize bytes (18 times that with MultiBuffer), and at most
@@ -144,6 +148,9 @@ func (c *GeneratorConfig) Validate() error {
 	}
 	if uint32(c.Batch) > c.TxSize {
 		return fmt.Errorf("batch size %d is larger than the tx ring (%d): a batch must fit in the ring", c.Batch, c.TxSize)
+	}
+	if err := checkSched(c.Sched, c.SchedPriority); err != nil {
+		return err
 	}
 	if c.CPUs != nil && c.Queues != nil && len(c.CPUs) != len(c.Queues) {
 		return cpuCountError(len(c.CPUs), len(c.Queues))

@@ -63,7 +63,7 @@ func NewGenerator(cfg GeneratorConfig) (_ *Generator, err error) {
 		return nil, err
 	}
 	cfg.CPUs = sc.CPUs
-	g := &Generator{core: core{dev: info}, cfg: cfg}
+	g := &Generator{core: core{dev: info, sched: cfg.Sched, schedPriority: cfg.SchedPriority}, cfg: cfg}
 	n := cfg.txFrames()
 	sizes := make([]int, len(cfg.Queues))
 	for i := range sizes {

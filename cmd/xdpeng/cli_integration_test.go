@@ -897,3 +897,41 @@ func TestCLIStdoutClosed(t *testing.T) {
 		})
 	}
 }
+
+// TestCLIWorkerSchedPolicy: -W and -U (xdpsock's) give the worker thread
+// that scheduling policy and real-time priority, as /proc shows them.
+func TestCLIWorkerSchedPolicy(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	bin := buildCLI(t)
+	p := startIn(t, bed.DUTNS, bin, "rxdrop", "-i", "dut0", "-W", "SCHED_RR", "-U", "7", "--json", "-n", "200ms")
+	if !p.waitOutput(20*time.Second, false, func(s string) bool { return strings.Contains(s, `"type":"interval"`) }) {
+		p.signal(t, syscall.SIGKILL)
+		t.Fatalf("rxdrop -W SCHED_RR -U 7 did not start: %v", p.wait(t))
+	}
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", p.cmd.Process.Pid))
+	found := false
+	for _, task := range tasks {
+		comm, _ := os.ReadFile(task + "/comm")
+		if strings.TrimSpace(string(comm)) != "xdpeng-q0" {
+			continue
+		}
+		found = true
+		stat, err := os.ReadFile(task + "/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// After the ")" that ends comm, field 3 is the first: rt_priority
+		// is field 40 and policy 41.
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if prio, policy := f[40-3], f[41-3]; prio != "7" || policy != "2" {
+			t.Errorf("worker thread: policy %s, priority %s; want 2 (SCHED_RR), 7", policy, prio)
+		}
+	}
+	if !found {
+		t.Errorf("no thread xdpeng-q0 among %v", tasks)
+	}
+	p.signal(t, syscall.SIGINT)
+	if r := p.wait(t); r.code != 0 {
+		t.Errorf("rxdrop -W SCHED_RR: %v", r)
+	}
+}

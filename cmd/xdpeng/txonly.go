@@ -142,6 +142,7 @@ func generatorConfig(cfg engine.Config) engine.GeneratorConfig {
 		BindMode: cfg.BindMode, NeedWakeup: cfg.NeedWakeup, Wait: cfg.Wait,
 		BusyPollUsecs: cfg.BusyPollUsecs, BusyPollBudget: cfg.BusyPollBudget, PollTimeout: cfg.PollTimeout,
 		Unaligned: cfg.Unaligned, HugePages: cfg.HugePages, MultiBuffer: cfg.MultiBuffer,
+		Sched: cfg.Sched, SchedPriority: cfg.SchedPriority,
 	}
 }
 

@@ -97,6 +97,12 @@ func (w *watchFlags) check() error {
 	if w.snaplen < 0 || w.snaplen > pcap.MaxSnaplen {
 		return fmt.Errorf("--snaplen %d: want 1..%d bytes", w.snaplen, pcap.MaxSnaplen)
 	}
+	switch strings.ToUpper(w.write) {
+	case "MONOTONIC", "REALTIME", "TAI", "BOOTTIME":
+		// xdpsock's -w CLOCK: a capture file of that name is not what
+		// its user meant.
+		return fmt.Errorf("-w %s: xdpsock's -w names a clock; xdpeng's -w writes a capture file (-w FILE.pcap or FILE.pcapng): give it a file name with an extension", w.write)
+	}
 	return nil
 }
 

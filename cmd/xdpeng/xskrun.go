@@ -50,6 +50,8 @@ type xskFlags struct {
 	poll, busy, busyPoll               bool
 	busyPollUsecs, busyPollBudget      int
 	sharedUmem                         bool
+	policy                             string // -W
+	schedPriority                      int    // -U
 	force                              int // --force given once, twice
 	udpPort                            uint16
 	match                              string
@@ -96,7 +98,9 @@ func (f *xskFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVarP(&f.busyPoll, "busy-poll", "B", false, "busy-poll sockets: SO_PREFER_BUSY_POLL, the driver's NAPI runs in the worker (xdpsock -B); needs the device's napi_defer_hard_irqs and gro_flush_timeout set, and has nothing to poll on veth (the worker then waits as by default)")
 	fs.IntVar(&f.busyPollUsecs, "busy-poll-usecs", d.BusyPollUsecs, "SO_BUSY_POLL time in microseconds (with --busy-poll)")
 	fs.IntVar(&f.busyPollBudget, "busy-poll-budget", d.BusyPollBudget, "SO_BUSY_POLL_BUDGET in packets (with --busy-poll)")
-	fs.BoolVar(&f.sharedUmem, "shared-umem", false, "one UMEM shared by all queues' sockets (XDP_SHARED_UMEM)")
+	fs.BoolVarP(&f.sharedUmem, "shared-umem", "M", false, "one UMEM shared by all queues' sockets (XDP_SHARED_UMEM; xdpsock's -M puts its sockets on one queue instead)")
+	fs.StringVarP(&f.policy, "policy", "W", "SCHED_OTHER", "scheduling policy of the workers, as xdpsock's -W and chrt: SCHED_OTHER, SCHED_FIFO or SCHED_RR (the last two need -U and CAP_SYS_NICE; a real-time worker that never sleeps, --busy, starves its CPU's softirq thread save 5% a second)")
+	fs.IntVarP(&f.schedPriority, "schpri", "U", 0, "real-time priority of the workers, 1-99, with -W SCHED_FIFO or SCHED_RR (xdpsock's -U)")
 	forceFlag(fs, &f.force)
 	fs.Uint16Var(&f.udpPort, "udp-port", 0, "steer only UDP to this destination port to userspace; the rest goes to the stack (--match proto=udp,port=N)")
 	fs.StringVar(&f.match, "match", "", matchUsage)
@@ -204,6 +208,17 @@ func (f *xskFlags) config() (engine.Config, error) {
 	}
 	cfg.BusyPollUsecs, cfg.BusyPollBudget = f.busyPollUsecs, f.busyPollBudget
 	cfg.SharedUmem = f.sharedUmem
+	pol, err := engine.ParseSchedPolicy(f.policy)
+	if err != nil {
+		return cfg, fmt.Errorf("-W/--policy: %w", err)
+	}
+	cfg.Sched, cfg.SchedPriority = pol, f.schedPriority
+	switch {
+	case pol == engine.SchedOther && f.schedPriority != 0:
+		return cfg, fmt.Errorf("-U/--schpri %d: give -W SCHED_FIFO or SCHED_RR too (SCHED_OTHER has no real-time priority)", f.schedPriority)
+	case pol != engine.SchedOther && (f.schedPriority < 1 || f.schedPriority > 99):
+		return cfg, fmt.Errorf("-W %v needs a real-time priority: -U 1-99 (not %d)", pol, f.schedPriority)
+	}
 	cfg.Force, cfg.ForceInUse = f.force > 0, f.force > 1
 	cfg.UDPPort = f.udpPort
 	if f.match != "" {
@@ -457,9 +472,13 @@ func (p *xskPrinter) header() {
 	if p.eng.ZeroCopy() {
 		zc = "zero-copy"
 	}
-	fmt.Fprintf(p.w, "%s on %s (%s): %s, XDP %s, %s, batch %d, frames %d B, rings fill/comp/rx/tx %d/%d/%d/%d, need_wakeup %v, wait %s\n",
+	sched := ""
+	if cfg.Sched != engine.SchedOther {
+		sched = fmt.Sprintf(", %v priority %d", cfg.Sched, cfg.SchedPriority)
+	}
+	fmt.Fprintf(p.w, "%s on %s (%s): %s, XDP %s, %s, batch %d, frames %d B, rings fill/comp/rx/tx %d/%d/%d/%d, need_wakeup %v, wait %s%s\n",
 		p.mode, cfg.Interface, driverLabel(p.eng.Device().Driver), queuesOnCPUs(cfg.Queues, cfg.CPUs), cfg.XDPMode, zc, cfg.Batch,
-		cfg.FrameSize, cfg.FillSize, cfg.CompletionSize, cfg.RxSize, cfg.TxSize, cfg.NeedWakeup, cfg.Wait)
+		cfg.FrameSize, cfg.FillSize, cfg.CompletionSize, cfg.RxSize, cfg.TxSize, cfg.NeedWakeup, cfg.Wait, sched)
 	p.watch.header(p.w)
 	fmt.Fprint(p.w, umemLine(p.eng.Umem()))
 	if p.f.steering != "" {

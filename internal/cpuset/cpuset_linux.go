@@ -39,3 +39,15 @@ func Pin(cpu int) error {
 // ThreadID is the calling thread's id (gettid). It names the goroutine
 // only while the goroutine is locked to its thread (Pin locks it).
 func ThreadID() int { return unix.Gettid() }
+
+// SetScheduler sets the calling thread's scheduling policy (unix.SCHED_OTHER,
+// SCHED_FIFO or SCHED_RR) and its real-time priority (0 for SCHED_OTHER,
+// 1-99 for the others), as chrt does. The caller's goroutine must be
+// locked to its thread (Pin).
+func SetScheduler(policy, priority int) error {
+	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: uint32(policy), Priority: uint32(priority)}
+	if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
+		return fmt.Errorf("set thread %d's scheduling policy %d, priority %d: %w", unix.Gettid(), policy, priority, err)
+	}
+	return nil
+}

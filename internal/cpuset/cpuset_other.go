@@ -22,3 +22,8 @@ func Pin(cpu int) error { return fmt.Errorf("pin thread to CPU %d: %w", cpu, Err
 
 // ThreadID is -1: threads are not told apart here.
 func ThreadID() int { return -1 }
+
+// SetScheduler fails with ErrNotSupported: scheduling policies need Linux.
+func SetScheduler(policy, priority int) error {
+	return fmt.Errorf("set scheduling policy %d: %w", policy, ErrNotSupported)
+}
