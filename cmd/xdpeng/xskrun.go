@@ -52,7 +52,7 @@ type xskFlags struct {
 	sharedUmem                         bool
 	policy                             string // -W
 	schedPriority                      int    // -U
-	force                              int // --force given once, twice
+	force                              int    // --force given once, twice
 	udpPort                            uint16
 	match                              string
 	// xskMap and program are --xsk-map and --program; steering says, for
