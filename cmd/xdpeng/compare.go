@@ -276,12 +276,8 @@ func (f *compareFlags) config(cmd *cobra.Command) (compare.Config, error) {
 		}
 	}
 	cfg.PacketOp = f.packetOp
-	switch f.loadMode {
-	case "dpa":
-	case "load-bytes":
-		cfg.LoadBytes = true
-	default:
-		return cfg, fmt.Errorf("--load-mode %q: want dpa or load-bytes", f.loadMode)
+	if cfg.LoadBytes, err = loadBytes("--load-mode", f.loadMode); err != nil {
+		return cfg, err
 	}
 	switch {
 	case f.paths != "":

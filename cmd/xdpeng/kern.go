@@ -128,6 +128,18 @@ process's bpf_link.`,
 	return cmd
 }
 
+// loadBytes reads a load mode flag (kern's -l, compare's --load-mode):
+// whether the packet operation reads the frame with load-bytes.
+func loadBytes(flag, mode string) (bool, error) {
+	switch mode {
+	case "dpa":
+		return false, nil
+	case "load-bytes":
+		return true, nil
+	}
+	return false, fmt.Errorf("%s %q: want dpa or load-bytes", flag, mode)
+}
+
 // kernConfig checks the flags of a kern path and makes its kern.Config. It
 // looks the interfaces up (no privilege needed for that), so that bad input
 // is refused before anything else, root included.
@@ -184,12 +196,9 @@ func (f *kernFlags) kernConfig(path string) (kern.Config, error) {
 	if f.packetOp != "" && !slices.Contains(kern.PacketOps, f.packetOp) {
 		return cfg, fmt.Errorf("-p/--packet-operation %q: want %s", f.packetOp, strings.Join(kern.PacketOps, ", "))
 	}
-	switch f.loadMode {
-	case "dpa":
-	case "load-bytes":
-		cfg.LoadBytes = true
-	default:
-		return cfg, fmt.Errorf("-l/--load-mode %q: want dpa or load-bytes", f.loadMode)
+	var err error
+	if cfg.LoadBytes, err = loadBytes("-l/--load-mode", f.loadMode); err != nil {
+		return cfg, err
 	}
 	cfg.PacketOp = f.packetOp
 	switch {
