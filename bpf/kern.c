@@ -91,6 +91,46 @@ struct {
 	__type(value, __u32);
 } tx_ports_multi SEC(".maps");
 
+// The CPUs xdp_redirect_cpu sends frames to, round robin: cpus_count
+// entries of cpus_available, each a key of cpu_map. The loader sizes both
+// maps to the machine's possible CPUs.
+volatile const __u32 cpus_count = 1;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CPUMAP);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bpf_cpumap_val);
+} cpu_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} cpus_available SEC(".maps");
+
+// Each receiving CPU's place in the round.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} cpus_iterator SEC(".maps");
+
+// What xdp_cpumap_remote saw, per CPU: the frames that reached the CPUs
+// they were sent to.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct queue_counters);
+} remote_stats SEC(".maps");
+
+// What xdp_cpumap_remote does with a frame on the CPU it was sent to:
+// drop it, or (1) pass it to the network stack there.
+volatile const __u8 remote_pass = 0;
+
 struct vlan_hdr {
 	__be16 tci;
 	__be16 proto;
@@ -305,6 +345,44 @@ int xdp_redirect_multi(struct xdp_md *ctx)
 	// The key is ignored with BPF_F_BROADCAST; never send a copy back out
 	// of the port it came in on.
 	return bpf_redirect_map(&tx_ports_multi, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS);
+}
+
+// xdp_redirect_cpu sends each frame to another CPU through a cpumap, as
+// xdp-bench redirect-cpu does, round robin over the CPUs in
+// cpus_available; there xdp_cpumap_remote takes it.
+SEC("xdp")
+int xdp_redirect_cpu(struct xdp_md *ctx)
+{
+	__u32 zero = 0, idx, *it, *cpu;
+
+	count_xdp(ctx);
+	if (touch(ctx))
+		return XDP_ABORTED;
+	it = bpf_map_lookup_elem(&cpus_iterator, &zero);
+	if (!it)
+		return XDP_ABORTED;
+	idx = *it;
+	*it = idx + 1 < cpus_count ? idx + 1 : 0;
+	cpu = bpf_map_lookup_elem(&cpus_available, &idx);
+	if (!cpu)
+		return XDP_ABORTED;
+	return bpf_redirect_map(&cpu_map, *cpu, 0);
+}
+
+// xdp_cpumap_remote runs on the CPU a frame was sent to (the cpumap
+// entry's program, Linux 5.9): it counts the frame there, then drops it
+// or passes it to the stack.
+SEC("xdp/cpumap")
+int xdp_cpumap_remote(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	struct queue_counters *c = bpf_map_lookup_elem(&remote_stats, &zero);
+
+	if (c) {
+		c->packets++;
+		c->bytes += ctx->data_end - ctx->data;
+	}
+	return remote_pass ? XDP_PASS : XDP_DROP;
 }
 
 // ip_proto returns the IP protocol of the frame, PROTO_NOT_IP for anything

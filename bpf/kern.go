@@ -5,6 +5,8 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"slices"
+
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/features"
@@ -22,11 +24,12 @@ const (
 	Redirect       KernProgram = "redirect"         // to the one port in a DEVMAP
 	RedirectMulti  KernProgram = "redirect-multi"   // a copy to every port in a DEVMAP_HASH
 	DropCountProto KernProgram = "drop-count-proto" // count per IP protocol, then XDP_DROP
+	RedirectCPU    KernProgram = "redirect-cpu"     // to other CPUs through a CPUMAP, dropped or passed there
 	TCDrop         KernProgram = "tc-drop"          // tc ingress, TC_ACT_SHOT
 )
 
 // KernPrograms lists every KernProgram, in the order tools show them.
-var KernPrograms = []KernProgram{Drop, Pass, TX, Redirect, RedirectMulti, DropCountProto, TCDrop}
+var KernPrograms = []KernProgram{Drop, Pass, TX, Redirect, RedirectMulti, RedirectCPU, DropCountProto, TCDrop}
 
 // kernSections maps a KernProgram to its function name in kern.c.
 var kernSections = map[KernProgram]string{
@@ -35,6 +38,7 @@ var kernSections = map[KernProgram]string{
 	TX:             kernProgXdpTx,
 	Redirect:       kernProgXdpRedirect,
 	RedirectMulti:  kernProgXdpRedirectMulti,
+	RedirectCPU:    kernProgXdpRedirectCpu,
 	DropCountProto: kernProgXdpDropCountProto,
 	TCDrop:         kernProgTcDrop,
 }
@@ -140,12 +144,29 @@ type KernOptions struct {
 	// through bpf_xdp_load_bytes and bpf_xdp_store_bytes (Linux 5.18)
 	// instead of direct packet access.
 	LoadBytes bool
+	// CPUs are the CPUs RedirectCPU sends frames to, round robin; each
+	// gets a CPUMAP entry of QSize frames (0: DefaultQSize) whose program
+	// counts the frames that reach it and drops them, or with
+	// RemotePass passes them to the network stack there.
+	CPUs       []int
+	QSize      int
+	RemotePass bool
 }
+
+// DefaultQSize is the queue of each CPUMAP entry of RedirectCPU, in
+// frames, as xdp-bench's.
+const DefaultQSize = 2048
 
 // KernObjects is one loaded in-kernel path: its program and the maps it uses.
 // Maps the program does not use are nil.
 type KernObjects struct {
 	Kind KernProgram
+	// Remote is RedirectCPU's program on the CPUs frames are sent to;
+	// CPUMap its CPUMAP, RemoteStats what Remote counted per CPU (see
+	// ReadRemoteStats). nil for the other programs.
+	Remote      *ebpf.Program
+	CPUMap      *ebpf.Map
+	RemoteStats *ebpf.Map
 	// Op is the packet operation the program applies (NoTouch for those
 	// that take none).
 	Op      PacketOp
@@ -196,7 +217,16 @@ func LoadKern(p KernProgram, opts KernOptions) (*KernObjects, error) {
 	if err := spec.Variables[kernVarCountUdpDstPort].Set(opts.CountUDPDstPort); err != nil {
 		return nil, fmt.Errorf("load kern program %s: set the UDP port to count: %w", p, err)
 	}
-	keepOnly(spec, name)
+	keep := []string{name}
+	if p == RedirectCPU {
+		if err := cpuMapSpec(spec, opts); err != nil {
+			return nil, fmt.Errorf("load kern program %s: %w", p, err)
+		}
+		keep = append(keep, kernProgXdpCpumapRemote)
+	} else if len(opts.CPUs) > 0 || opts.RemotePass || opts.QSize != 0 {
+		return nil, fmt.Errorf("load kern program %s: CPUs, QSize and RemotePass are %s's", p, RedirectCPU)
+	}
+	keepOnly(spec, keep...)
 
 	if opts.LoadBytes {
 		if err := HaveLoadBytes(); err != nil {
@@ -220,20 +250,111 @@ func LoadKern(p KernProgram, opts KernOptions) (*KernObjects, error) {
 		k.TxPorts = coll.DetachMap(kernMapTxPorts)
 	case RedirectMulti:
 		k.TxPorts = coll.DetachMap(kernMapTxPortsMulti)
+	case RedirectCPU:
+		k.Remote = coll.DetachProgram(kernProgXdpCpumapRemote)
+		k.CPUMap = coll.DetachMap(kernMapCpuMap)
+		k.RemoteStats = coll.DetachMap(kernMapRemoteStats)
+		err = setCPUs(coll.Maps[kernMapCpusAvailable], k.CPUMap, k.Remote, opts)
 	}
 	coll.Close() // the .rodata map stays alive through the program's reference
+	if err != nil {
+		k.Close()
+		return nil, fmt.Errorf("load kern program %s: %w", p, err)
+	}
 	return k, nil
 }
 
-// keepOnly trims spec to the program prog and the maps it references, so
-// loading one path does not create the maps of the others.
-func keepOnly(spec *ebpf.CollectionSpec, prog string) {
-	ps := spec.Programs[prog]
-	spec.Programs = map[string]*ebpf.ProgramSpec{prog: ps}
+// cpuMapSpec sizes RedirectCPU's maps to the machine's possible CPUs and
+// sets its constants from opts.
+func cpuMapSpec(spec *ebpf.CollectionSpec, opts KernOptions) error {
+	n, err := ebpf.PossibleCPU()
+	if err != nil {
+		return err
+	}
+	if len(opts.CPUs) == 0 {
+		return errors.New("no CPU to send frames to")
+	}
+	for i, c := range opts.CPUs {
+		if c < 0 || c >= n {
+			return fmt.Errorf("CPU %d: this machine has CPUs 0-%d", c, n-1)
+		}
+		if slices.Contains(opts.CPUs[:i], c) {
+			return fmt.Errorf("CPU %d listed twice", c)
+		}
+	}
+	if opts.QSize < 0 {
+		return fmt.Errorf("queue size %d: must be positive", opts.QSize)
+	}
+	spec.Maps[kernMapCpuMap].MaxEntries = uint32(n)
+	spec.Maps[kernMapCpusAvailable].MaxEntries = uint32(len(opts.CPUs))
+	if err := spec.Variables[kernVarCpusCount].Set(uint32(len(opts.CPUs))); err != nil {
+		return fmt.Errorf("set the CPU count: %w", err)
+	}
+	if err := spec.Variables[kernVarRemotePass].Set(boolByte(opts.RemotePass)); err != nil {
+		return fmt.Errorf("set the remote action: %w", err)
+	}
+	return nil
+}
+
+// setCPUs fills RedirectCPU's maps: the CPUs in order, and each one's
+// CPUMAP entry with its queue size and the remote program.
+func setCPUs(available, cpuMap *ebpf.Map, remote *ebpf.Program, opts KernOptions) error {
+	qsize := uint32(opts.QSize)
+	if qsize == 0 {
+		qsize = DefaultQSize
+	}
+	for i, c := range opts.CPUs {
+		if err := available.Put(uint32(i), uint32(c)); err != nil {
+			return fmt.Errorf("add CPU %d to %s: %w", c, available, err)
+		}
+		// struct bpf_cpumap_val: the queue size, then the program's fd.
+		val := [2]uint32{qsize, uint32(remote.FD())}
+		if err := cpuMap.Put(uint32(c), val); err != nil {
+			// Before Linux 5.9 an entry takes no program: EINVAL.
+			return fmt.Errorf("add CPU %d to the CPUMAP with a program to count and drop there (which needs Linux 5.9): %w", c, err)
+		}
+	}
+	return nil
+}
+
+// RemoteStat is what RedirectCPU's remote program counted on one CPU.
+type RemoteStat struct {
+	CPU     int    `json:"cpu"`
+	Packets uint64 `json:"packets"`
+	Bytes   uint64 `json:"bytes"`
+}
+
+// ReadRemoteStats reads what RedirectCPU's remote program counted on each
+// CPU that counted anything, since load, ordered by CPU.
+func (k *KernObjects) ReadRemoteStats() ([]RemoteStat, error) {
+	if k.RemoteStats == nil {
+		return nil, fmt.Errorf("read remote stats: program %s sends nothing to other CPUs", k.Kind)
+	}
+	var out []RemoteStat
+	err := readPerCPU(k.RemoteStats, 1, func(_, cpu int, v *kernQueueCounters) {
+		if v.Packets != 0 || v.Bytes != 0 {
+			out = append(out, RemoteStat{CPU: cpu, Packets: v.Packets, Bytes: v.Bytes})
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read remote stats: %w", err)
+	}
+	return out, nil
+}
+
+// keepOnly trims spec to the programs progs and the maps they reference,
+// so loading one path does not create the maps of the others.
+func keepOnly(spec *ebpf.CollectionSpec, progs ...string) {
+	all := spec.Programs
+	spec.Programs = map[string]*ebpf.ProgramSpec{}
 	used := map[string]bool{}
-	for _, ins := range ps.Instructions {
-		if ref := ins.Reference(); ref != "" {
-			used[ref] = true
+	for _, prog := range progs {
+		ps := all[prog]
+		spec.Programs[prog] = ps
+		for _, ins := range ps.Instructions {
+			if ref := ins.Reference(); ref != "" {
+				used[ref] = true
+			}
 		}
 	}
 	for name := range spec.Maps {
@@ -276,7 +397,10 @@ func (k *KernObjects) Close() error {
 	if k.Program != nil {
 		errs = append(errs, k.Program.Close())
 	}
-	for _, m := range []*ebpf.Map{k.Stats, k.TxPorts, k.ProtoStats} {
+	if k.Remote != nil {
+		errs = append(errs, k.Remote.Close())
+	}
+	for _, m := range []*ebpf.Map{k.Stats, k.TxPorts, k.ProtoStats, k.CPUMap, k.RemoteStats} {
 		if m != nil {
 			errs = append(errs, m.Close())
 		}

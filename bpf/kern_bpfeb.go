@@ -13,6 +13,15 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type kernBpfCpumapVal struct {
+	_       structs.HostLayout
+	Qsize   uint32
+	BpfProg struct {
+		_  structs.HostLayout
+		Fd int32
+	}
+}
+
 type kernQueueCounters struct {
 	_       structs.HostLayout
 	Packets uint64
@@ -23,21 +32,29 @@ type kernQueueCounters struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	kernMapCpuMap             = "cpu_map"
+	kernMapCpusAvailable      = "cpus_available"
+	kernMapCpusIterator       = "cpus_iterator"
 	kernMapProtoStats         = "proto_stats"
 	kernMapQueueStats         = "queue_stats"
+	kernMapRemoteStats        = "remote_stats"
 	kernMapTxPorts            = "tx_ports"
 	kernMapTxPortsMulti       = "tx_ports_multi"
 	kernProgTcDrop            = "tc_drop"
+	kernProgXdpCpumapRemote   = "xdp_cpumap_remote"
 	kernProgXdpDrop           = "xdp_drop"
 	kernProgXdpDropCountProto = "xdp_drop_count_proto"
 	kernProgXdpPass           = "xdp_pass"
 	kernProgXdpRedirect       = "xdp_redirect"
+	kernProgXdpRedirectCpu    = "xdp_redirect_cpu"
 	kernProgXdpRedirectMulti  = "xdp_redirect_multi"
 	kernProgXdpTx             = "xdp_tx"
 	kernVarCountUdpDstPort    = "count_udp_dst_port"
+	kernVarCpusCount          = "cpus_count"
 	kernVarEnableCounters     = "enable_counters"
 	kernVarLoadBytes          = "load_bytes"
 	kernVarPacketOp           = "packet_op"
+	kernVarRemotePass         = "remote_pass"
 )
 
 // loadKern returns the embedded CollectionSpec for kern.
@@ -83,10 +100,12 @@ type kernSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type kernProgramSpecs struct {
 	TcDrop            *ebpf.ProgramSpec `ebpf:"tc_drop"`
+	XdpCpumapRemote   *ebpf.ProgramSpec `ebpf:"xdp_cpumap_remote"`
 	XdpDrop           *ebpf.ProgramSpec `ebpf:"xdp_drop"`
 	XdpDropCountProto *ebpf.ProgramSpec `ebpf:"xdp_drop_count_proto"`
 	XdpPass           *ebpf.ProgramSpec `ebpf:"xdp_pass"`
 	XdpRedirect       *ebpf.ProgramSpec `ebpf:"xdp_redirect"`
+	XdpRedirectCpu    *ebpf.ProgramSpec `ebpf:"xdp_redirect_cpu"`
 	XdpRedirectMulti  *ebpf.ProgramSpec `ebpf:"xdp_redirect_multi"`
 	XdpTx             *ebpf.ProgramSpec `ebpf:"xdp_tx"`
 }
@@ -95,10 +114,14 @@ type kernProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type kernMapSpecs struct {
-	ProtoStats   *ebpf.MapSpec `ebpf:"proto_stats"`
-	QueueStats   *ebpf.MapSpec `ebpf:"queue_stats"`
-	TxPorts      *ebpf.MapSpec `ebpf:"tx_ports"`
-	TxPortsMulti *ebpf.MapSpec `ebpf:"tx_ports_multi"`
+	CpuMap        *ebpf.MapSpec `ebpf:"cpu_map"`
+	CpusAvailable *ebpf.MapSpec `ebpf:"cpus_available"`
+	CpusIterator  *ebpf.MapSpec `ebpf:"cpus_iterator"`
+	ProtoStats    *ebpf.MapSpec `ebpf:"proto_stats"`
+	QueueStats    *ebpf.MapSpec `ebpf:"queue_stats"`
+	RemoteStats   *ebpf.MapSpec `ebpf:"remote_stats"`
+	TxPorts       *ebpf.MapSpec `ebpf:"tx_ports"`
+	TxPortsMulti  *ebpf.MapSpec `ebpf:"tx_ports_multi"`
 }
 
 // kernVariableSpecs contains global variables before they are loaded into the kernel.
@@ -106,9 +129,11 @@ type kernMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type kernVariableSpecs struct {
 	CountUdpDstPort *ebpf.VariableSpec `ebpf:"count_udp_dst_port"`
+	CpusCount       *ebpf.VariableSpec `ebpf:"cpus_count"`
 	EnableCounters  *ebpf.VariableSpec `ebpf:"enable_counters"`
 	LoadBytes       *ebpf.VariableSpec `ebpf:"load_bytes"`
 	PacketOp        *ebpf.VariableSpec `ebpf:"packet_op"`
+	RemotePass      *ebpf.VariableSpec `ebpf:"remote_pass"`
 }
 
 // kernObjects contains all objects after they have been loaded into the kernel.
@@ -131,16 +156,24 @@ func (o *kernObjects) Close() error {
 //
 // It can be passed to loadKernObjects or ebpf.CollectionSpec.LoadAndAssign.
 type kernMaps struct {
-	ProtoStats   *ebpf.Map `ebpf:"proto_stats"`
-	QueueStats   *ebpf.Map `ebpf:"queue_stats"`
-	TxPorts      *ebpf.Map `ebpf:"tx_ports"`
-	TxPortsMulti *ebpf.Map `ebpf:"tx_ports_multi"`
+	CpuMap        *ebpf.Map `ebpf:"cpu_map"`
+	CpusAvailable *ebpf.Map `ebpf:"cpus_available"`
+	CpusIterator  *ebpf.Map `ebpf:"cpus_iterator"`
+	ProtoStats    *ebpf.Map `ebpf:"proto_stats"`
+	QueueStats    *ebpf.Map `ebpf:"queue_stats"`
+	RemoteStats   *ebpf.Map `ebpf:"remote_stats"`
+	TxPorts       *ebpf.Map `ebpf:"tx_ports"`
+	TxPortsMulti  *ebpf.Map `ebpf:"tx_ports_multi"`
 }
 
 func (m *kernMaps) Close() error {
 	return _KernClose(
+		m.CpuMap,
+		m.CpusAvailable,
+		m.CpusIterator,
 		m.ProtoStats,
 		m.QueueStats,
+		m.RemoteStats,
 		m.TxPorts,
 		m.TxPortsMulti,
 	)
@@ -151,9 +184,11 @@ func (m *kernMaps) Close() error {
 // It can be passed to loadKernObjects or ebpf.CollectionSpec.LoadAndAssign.
 type kernVariables struct {
 	CountUdpDstPort *ebpf.Variable `ebpf:"count_udp_dst_port"`
+	CpusCount       *ebpf.Variable `ebpf:"cpus_count"`
 	EnableCounters  *ebpf.Variable `ebpf:"enable_counters"`
 	LoadBytes       *ebpf.Variable `ebpf:"load_bytes"`
 	PacketOp        *ebpf.Variable `ebpf:"packet_op"`
+	RemotePass      *ebpf.Variable `ebpf:"remote_pass"`
 }
 
 // kernPrograms contains all programs after they have been loaded into the kernel.
@@ -161,10 +196,12 @@ type kernVariables struct {
 // It can be passed to loadKernObjects or ebpf.CollectionSpec.LoadAndAssign.
 type kernPrograms struct {
 	TcDrop            *ebpf.Program `ebpf:"tc_drop"`
+	XdpCpumapRemote   *ebpf.Program `ebpf:"xdp_cpumap_remote"`
 	XdpDrop           *ebpf.Program `ebpf:"xdp_drop"`
 	XdpDropCountProto *ebpf.Program `ebpf:"xdp_drop_count_proto"`
 	XdpPass           *ebpf.Program `ebpf:"xdp_pass"`
 	XdpRedirect       *ebpf.Program `ebpf:"xdp_redirect"`
+	XdpRedirectCpu    *ebpf.Program `ebpf:"xdp_redirect_cpu"`
 	XdpRedirectMulti  *ebpf.Program `ebpf:"xdp_redirect_multi"`
 	XdpTx             *ebpf.Program `ebpf:"xdp_tx"`
 }
@@ -172,10 +209,12 @@ type kernPrograms struct {
 func (p *kernPrograms) Close() error {
 	return _KernClose(
 		p.TcDrop,
+		p.XdpCpumapRemote,
 		p.XdpDrop,
 		p.XdpDropCountProto,
 		p.XdpPass,
 		p.XdpRedirect,
+		p.XdpRedirectCpu,
 		p.XdpRedirectMulti,
 		p.XdpTx,
 	)

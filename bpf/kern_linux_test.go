@@ -6,8 +6,10 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"testing"
 
+	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/engine/packet"
@@ -29,13 +31,20 @@ func ethFrame(dport uint16) []byte {
 
 func TestLoadKernEvery(t *testing.T) {
 	privtest.Root(t)
-	want := map[KernProgram]uint32{Drop: 1, Pass: 2, TX: 3, DropCountProto: 1, TCDrop: 2 /* TC_ACT_SHOT */}
+	want := map[KernProgram]uint32{Drop: 1, Pass: 2, TX: 3, RedirectCPU: 4, DropCountProto: 1, TCDrop: 2 /* TC_ACT_SHOT */}
 	for _, p := range KernPrograms {
 		for _, counters := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/counters=%v", p, counters), func(t *testing.T) {
-				k, err := LoadKern(p, KernOptions{Counters: counters})
+				opts := KernOptions{Counters: counters}
+				if p == RedirectCPU {
+					opts.CPUs = []int{0}
+				}
+				k, err := LoadKern(p, opts)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if (k.Remote != nil && k.CPUMap != nil && k.RemoteStats != nil) != (p == RedirectCPU) {
+					t.Errorf("Remote %v, CPUMap %v, RemoteStats %v", k.Remote, k.CPUMap, k.RemoteStats)
 				}
 				defer k.Close()
 				if (k.TxPorts != nil) != (p == Redirect || p == RedirectMulti) {
@@ -194,7 +203,7 @@ func TestPacketOps(t *testing.T) {
 	swapped := append([]byte(nil), sound...)
 	copy(swapped[0:6], sound[6:12])
 	copy(swapped[6:12], sound[0:6])
-	verdict := map[KernProgram]uint32{Drop: 1, Pass: 2, TX: 3, Redirect: 4, RedirectMulti: 4}
+	verdict := map[KernProgram]uint32{Drop: 1, Pass: 2, TX: 3, Redirect: 4, RedirectMulti: 4, RedirectCPU: 4}
 	const aborted = 0
 	for _, p := range KernPrograms {
 		if !p.TakesPacketOp() {
@@ -211,7 +220,11 @@ func TestPacketOps(t *testing.T) {
 							privtest.Unsupported(t, "%v", err)
 						}
 					}
-					k, err := LoadKern(p, KernOptions{PacketOp: op, LoadBytes: lb})
+					opts := KernOptions{PacketOp: op, LoadBytes: lb}
+					if p == RedirectCPU {
+						opts.CPUs = []int{0}
+					}
+					k, err := LoadKern(p, opts)
 					if op == NoTouch && lb {
 						if err == nil {
 							k.Close()
@@ -281,5 +294,54 @@ func TestPacketOps(t *testing.T) {
 	}
 	if _, err := ParsePacketOp("touch-all"); err == nil {
 		t.Error("ParsePacketOp(touch-all): no error")
+	}
+}
+
+// TestRedirectCPUOptions: RedirectCPU takes CPUs that exist, once each, and
+// only it takes them; each CPU gets its CPUMAP entry with the remote
+// program and the queue size.
+func TestRedirectCPUOptions(t *testing.T) {
+	privtest.Root(t)
+	n, err := ebpf.PossibleCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		p    KernProgram
+		opts KernOptions
+		want string
+	}{
+		{RedirectCPU, KernOptions{}, "no CPU"},
+		{RedirectCPU, KernOptions{CPUs: []int{n}}, fmt.Sprintf("CPU %d: this machine has CPUs 0-%d", n, n-1)},
+		{RedirectCPU, KernOptions{CPUs: []int{0, 0}}, "CPU 0 listed twice"},
+		{Drop, KernOptions{CPUs: []int{0}}, "are redirect-cpu's"},
+		{Drop, KernOptions{RemotePass: true}, "are redirect-cpu's"},
+	} {
+		if k, err := LoadKern(tc.p, tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if k != nil {
+				k.Close()
+			}
+			t.Errorf("LoadKern(%s, %+v) = %v, want %q", tc.p, tc.opts, err, tc.want)
+		}
+	}
+	k, err := LoadKern(RedirectCPU, KernOptions{CPUs: []int{0}, QSize: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	var val [2]uint32
+	if err := k.CPUMap.Lookup(uint32(0), &val); err != nil {
+		t.Fatal(err)
+	}
+	info, err := k.Remote.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := info.ID()
+	if val[0] != 64 || val[1] != uint32(id) {
+		t.Errorf("CPUMAP entry of CPU 0: queue %d, program id %d; want 64, %d", val[0], val[1], id)
+	}
+	if s, err := k.ReadRemoteStats(); err != nil || len(s) != 0 {
+		t.Errorf("ReadRemoteStats before any frame: %v, %v", s, err)
 	}
 }

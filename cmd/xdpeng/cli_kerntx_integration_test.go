@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 )
 
@@ -127,5 +128,35 @@ func TestCLIKernPacketOps(t *testing.T) {
 				t.Errorf("sound frames aborted:\n%s", r.stdout)
 			}
 		})
+	}
+}
+
+// TestCLIKernRedirectCPU: kern redirect-cpu sends every frame to the CPU
+// named, where the CPUMAP's program counts and drops it: at a rate its
+// queue takes, each frame the generator sent reached that CPU.
+func TestCLIKernRedirectCPU(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	bin := buildCLI(t)
+	online, err := cpuset.Online()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := online[len(online)-1]
+	p := startIn(t, bed.DUTNS, bin, "kern", "redirect-cpu", "-i", "dut0", "-c", strconv.Itoa(cpu), "--json", "-n", "200ms")
+	if !p.waitOutput(20*time.Second, false, func(s string) bool { return strings.Contains(s, `"type":"interval"`) }) {
+		p.signal(t, syscall.SIGKILL)
+		t.Fatalf("kern redirect-cpu did not start: %v", p.wait(t))
+	}
+	const count = 4000
+	if r := runIn(t, 30*time.Second, bed.GenNS, bin, "gen", "-i", "gen0", "--count", strconv.Itoa(count), "--rate", "100000", "-Q"); r.code != 0 {
+		t.Fatalf("gen: %v", r)
+	}
+	time.Sleep(300 * time.Millisecond)
+	p.signal(t, syscall.SIGINT)
+	r := p.wait(t)
+	var s kernSummary
+	summaryLine(t, r.stdout, &s)
+	if s.RxPackets != count || s.RemotePackets != count || len(s.Remote) != 1 || *s.Remote[0].CPU != cpu {
+		t.Errorf("kern redirect-cpu -c %d: received %d, reached the CPU %d (%+v); want %d, all on CPU %d", cpu, s.RxPackets, s.RemotePackets, s.Remote, count, cpu)
 	}
 }

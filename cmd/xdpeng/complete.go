@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/xdpeng/xdpeng/internal/kern"
 	"github.com/xdpeng/xdpeng/internal/lab/bench"
 	"github.com/xdpeng/xdpeng/internal/lab/compare"
 	"github.com/xdpeng/xdpeng/internal/lab/progbench"
@@ -23,19 +24,24 @@ import (
 // a list (a StringSlice, or one whose name is in listFlags) completes each
 // element after a comma.
 var valueCompletions = map[string]func(c *cobra.Command) []string{
-	"interface":  devices,
-	"out":        devices,
-	"peer":       devices,
-	"family":     words("drop", "forward", "all"),
-	"layout":     words("A", "B"),
-	"modes":      words("skb", "drv", "zc"),
-	"huge-pages": words("auto", "on", "off"),
-	"xdp-pass":   words(xdpPassAuto, xdpPassAlways, xdpPassNever),
-	"hook":       words("xdp", "tc"),
-	"method":     words("auto", "live", "xsk", "packet"),
-	"gen-method": words("auto", "live", "xsk", "packet"),
-	"by":         words("port", "rxhash"),
-	"programs":   func(*cobra.Command) []string { return progbench.Programs },
+	"interface":        devices,
+	"out":              devices,
+	"peer":             devices,
+	"family":           words("drop", "forward", "all"),
+	"layout":           words("A", "B"),
+	"modes":            words("skb", "drv", "zc"),
+	"huge-pages":       words("auto", "on", "off"),
+	"xdp-pass":         words(xdpPassAuto, xdpPassAlways, xdpPassNever),
+	"hook":             words("xdp", "tc"),
+	"method":           words("auto", "live", "xsk", "packet"),
+	"gen-method":       words("auto", "live", "xsk", "packet"),
+	"by":               words("port", "rxhash"),
+	"packet-operation": func(*cobra.Command) []string { return kern.PacketOps },
+	"packet-ops":       func(*cobra.Command) []string { return kern.PacketOps },
+	"load-mode":        words("dpa", "load-bytes"),
+	"remote-action":    words("drop", "pass"),
+	"policy":           words("SCHED_OTHER", "SCHED_FIFO", "SCHED_RR"),
+	"programs":         func(*cobra.Command) []string { return progbench.Programs },
 	"tests": func(*cobra.Command) []string {
 		var out []string
 		for _, t := range selftest.Tests() {

@@ -15,6 +15,7 @@ import (
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/handler"
 	"github.com/xdpeng/xdpeng/internal/counter"
+	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/kern"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/metrics"
@@ -34,6 +35,9 @@ type kernFlags struct {
 	hook       string
 	out        []string
 	countProto bool
+	cpus       string // redirect-cpu's -c
+	remote     string // redirect-cpu's -r: drop or pass
+	qsize      int    // redirect-cpu's -q
 	packetOp   string // -p, "" for the path's default
 	loadMode   string // -l: dpa or load-bytes
 	force      int    // --force given once, twice
@@ -46,8 +50,8 @@ type kernFlags struct {
 
 func newKernCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "kern drop|pass|tx|redirect -i DEV",
-		Short: "Run an in-kernel path (XDP drop/pass/tx/redirect, tc drop) and count per rx queue and CPU",
+		Use:   "kern drop|pass|tx|redirect|redirect-cpu -i DEV",
+		Short: "Run an in-kernel path (XDP drop/pass/tx/redirect/redirect-cpu, tc drop) and count per rx queue and CPU",
 		Long: `kern attaches one of the in-kernel paths that xdpeng's AF_XDP engine is compared
 with, the xdp-bench set, and prints packets per second per rx queue and per CPU
 every interval (like xdp_rxq_info), then the totals when the duration ends or
@@ -63,7 +67,8 @@ process's bpf_link.`,
   sudo xdpeng kern pass -i dut0 -d 10s            # XDP_PASS: the stack's cost
   sudo xdpeng kern tx -i dut0 --json              # swap MACs, send back (XDP_TX)
   sudo xdpeng kern redirect -i dut0 -o dut1       # to another port (DEVMAP)
-  sudo xdpeng kern redirect -i dut0 -o dut1,dut2  # a copy to each (DEVMAP_HASH broadcast)`,
+  sudo xdpeng kern redirect -i dut0 -o dut1,dut2  # a copy to each (DEVMAP_HASH broadcast)
+  sudo xdpeng kern redirect-cpu -i dut0 -c 1      # to CPU 1 (CPUMAP), dropped there`,
 	}
 	requireSubcommand(cmd)
 	for _, path := range []struct{ name, short, example string }{
@@ -79,6 +84,8 @@ process's bpf_link.`,
 		{"redirect", "redirect every frame out of -o (DEVMAP), or a copy out of each -o port", `  sudo xdpeng kern redirect -i dut0 -o dut1       # DEVMAP
   sudo xdpeng kern redirect -i dut0 -o dut1,dut2  # a copy to each (DEVMAP_HASH broadcast)
   sudo xdpeng kern redirect -i dut0 -o dut1 -e    # and why frames were lost (xdp-bench -e)`},
+		{"redirect-cpu", "redirect every frame to other CPUs (CPUMAP), round robin, and drop it there (xdp-bench redirect-cpu)", `  sudo xdpeng kern redirect-cpu -i dut0 -c 1      # from the receiving CPU to CPU 1, dropped there
+  sudo xdpeng kern redirect-cpu -i dut0 -c 0-3 -r pass   # spread over CPUs 0-3, to the stack there`},
 	} {
 		f := &kernFlags{}
 		sub := &cobra.Command{
@@ -122,6 +129,10 @@ process's bpf_link.`,
 			fs.BoolVar(&f.countProto, "count-proto", false, "parse Ethernet/VLAN/IP and count per IP protocol before dropping")
 		case "redirect":
 			fs.StringSliceVarP(&f.out, "out", "o", nil, "egress interface(s); several: a copy to each (required)")
+		case "redirect-cpu":
+			fs.StringVarP(&f.cpus, "cpus", "c", "", "CPUs to send the frames to, round robin, e.g. 1 or 0-3 (required; xdp-bench's -c)")
+			fs.StringVarP(&f.remote, "remote-action", "r", "drop", "what a frame meets on the CPU it was sent to: drop, or pass (to the network stack there) (xdp-bench's -r)")
+			fs.IntVarP(&f.qsize, "qsize", "q", bpf.DefaultQSize, "each CPU's queue in the CPUMAP, in frames (xdp-bench's -q)")
 		}
 		cmd.AddCommand(sub)
 	}
@@ -219,6 +230,29 @@ func (f *kernFlags) kernConfig(path string) (kern.Config, error) {
 		if len(f.out) == 0 {
 			return cfg, cliFlagError{errors.New("redirect needs -o OUT (or -o OUT1,OUT2 for a copy to each)")}
 		}
+	case "redirect-cpu":
+		if f.cpus == "" {
+			return cfg, cliFlagError{errors.New("redirect-cpu needs -c CPUS, the CPUs to send the frames to (e.g. -c 1)")}
+		}
+		cpus, err := cpuset.ParseList(f.cpus, "CPU")
+		if err != nil {
+			return cfg, fmt.Errorf("-c/--cpus: %w", err)
+		}
+		if err := cpuset.CheckOnline(cpus); err != nil {
+			return cfg, fmt.Errorf("-c/--cpus: %w", err)
+		}
+		cfg.CPUs = cpus
+		switch f.remote {
+		case "drop":
+		case "pass":
+			cfg.RemotePass = true
+		default:
+			return cfg, fmt.Errorf("-r/--remote-action %q: want drop or pass", f.remote)
+		}
+		if f.qsize < 1 {
+			return cfg, fmt.Errorf("-q/--qsize %d: want a queue of 1 frame or more", f.qsize)
+		}
+		cfg.QSize = f.qsize
 	}
 	if f.iface == "" {
 		return cfg, cliFlagError{errors.New("no interface given: use -i DEV")}
@@ -474,8 +508,9 @@ func statRows(s kern.Stats, dt float64) (perQueue, perCPU []kernRate) {
 	return perQueue, perCPU
 }
 
-// extraRows are the egress ports' and protocols' rows between two snapshots.
-func (p *kernPrinter) extraRows(prev, cur kernSnapshot, dt float64) (outs, protos []kernRate) {
+// extraRows are the egress ports', the protocols' and the remote CPUs'
+// (redirect-cpu) rows between two snapshots.
+func (p *kernPrinter) extraRows(prev, cur kernSnapshot, dt float64) (outs, protos, remote []kernRate) {
 	outs, protos = []kernRate{}, []kernRate{}
 	per := func(n uint64) float64 {
 		if dt <= 0 {
@@ -496,7 +531,17 @@ func (p *kernPrinter) extraRows(prev, cur kernSnapshot, dt float64) (outs, proto
 			protos = append(protos, kernRate{Proto: intp(e.Proto), ProtoName: kernProtoName(e.Proto), PPS: per(n), Packets: n})
 		}
 	}
-	return outs, protos
+	had := map[int]kern.RemoteCount{}
+	for _, r := range prev.Remote {
+		had[r.CPU] = r
+	}
+	for _, r := range cur.Remote {
+		n, b := counter.Sub(r.Packets, had[r.CPU].Packets), counter.Sub(r.Bytes, had[r.CPU].Bytes)
+		if n > 0 {
+			remote = append(remote, kernRate{CPU: intp(r.CPU), PPS: per(n), BPS: per(b) * 8, Packets: n})
+		}
+	}
+	return outs, protos, remote
 }
 
 func (p *kernPrinter) interval(prev, cur kernSnapshot) {
@@ -507,7 +552,7 @@ func (p *kernPrinter) interval(prev, cur kernSnapshot) {
 	d := cur.Stats.Sub(prev.Stats)
 	pkts, bytes := d.Total()
 	perQueue, perCPU := statRows(d, dt)
-	outs, protos := p.extraRows(prev, cur, dt)
+	outs, protos, remote := p.extraRows(prev, cur, dt)
 	total, _ := cur.Stats.Total()
 	elapsed := cur.t.Sub(p.start).Seconds()
 	if p.f.json {
@@ -515,6 +560,9 @@ func (p *kernPrinter) interval(prev, cur kernSnapshot) {
 			"type": "interval", "mode": p.name(), "interface": p.k.Interface().Name, "hook": p.hookName(), "t": round3(elapsed),
 			"rx_pps": float64(pkts) / dt, "rx_bps": float64(bytes) * 8 / dt, "rx_packets": total,
 			"per_queue": perQueue, "per_cpu": perCPU, "out": outs, "proto": protos,
+		}
+		if p.k.Config().Action == kern.RedirectCPU {
+			line["remote"] = append([]kernRate{}, remote...)
 		}
 		if sent, failed, ok := xdpTxSince(prev, cur); ok {
 			line["xdp_tx_pps"] = float64(sent) / dt
@@ -529,11 +577,11 @@ func (p *kernPrinter) interval(prev, cur kernSnapshot) {
 		fmt.Fprintf(p.w, "%10s %-14s %12s %12s errors\n", "", "xdp_tx sent", units.PPS(float64(sent)/dt),
 			units.PPS(float64(failed)/dt))
 	}
-	p.rows(perQueue, perCPU, outs, protos, true)
+	p.rows(perQueue, perCPU, outs, protos, remote, true)
 	p.watch.interval(p.w, nil, dt)
 }
 
-func (p *kernPrinter) rows(perQueue, perCPU, outs, protos []kernRate, rates bool) {
+func (p *kernPrinter) rows(perQueue, perCPU, outs, protos, remote []kernRate, rates bool) {
 	line := func(label string, r kernRate) {
 		if rates {
 			bps := "" // egress ports and protocols count packets only
@@ -565,6 +613,9 @@ func (p *kernPrinter) rows(perQueue, perCPU, outs, protos []kernRate, rates bool
 	}
 	for _, r := range protos {
 		line(protocolLabel(r.ProtoName), r)
+	}
+	for _, r := range remote {
+		line(fmt.Sprintf("remote cpu %d", *r.CPU), r)
 	}
 }
 
@@ -598,6 +649,10 @@ type kernSummary struct {
 	XDPTx       *uint64 `json:"xdp_tx,omitempty"`
 	XDPTxErrors *uint64 `json:"xdp_tx_errors,omitempty"`
 	XDPTxNote   string  `json:"xdp_tx_note,omitempty"`
+	// Remote is, for redirect-cpu, what each CPU the frames were sent to
+	// took, RemotePackets their sum.
+	Remote        []kernRate `json:"remote,omitempty"`
+	RemotePackets uint64     `json:"remote_packets,omitempty"`
 	watchJSON
 }
 
@@ -608,7 +663,7 @@ func (p *kernPrinter) summary(first, last kernSnapshot) {
 	pkts, bytes := last.Stats.Total()
 	perQueue, perCPU := statRows(last.Stats, dur)
 	zero := kernSnapshot{Counters: kern.Counters{OutTx: first.OutTx}}
-	outs, protos := p.extraRows(zero, last, dur)
+	outs, protos, remote := p.extraRows(zero, last, dur)
 	sum := kernSummary{
 		Type: "summary", Mode: p.name(), Program: p.k.Program(), Hook: p.hookName(), TCVia: p.k.TCVia(),
 		Interface: p.k.Interface().Name, Out: p.f.out, DurationS: round3(dur),
@@ -616,6 +671,12 @@ func (p *kernPrinter) summary(first, last kernSnapshot) {
 		CountProto: p.k.Config().CountProto, XDPMode: p.k.Config().Hook.XDPMode(),
 		PacketOp:  p.k.PacketOp(),
 		watchJSON: p.watch.summaryJSON(),
+	}
+	if p.k.Config().Action == kern.RedirectCPU {
+		sum.Remote = append([]kernRate{}, remote...)
+		for _, r := range remote {
+			sum.RemotePackets += r.Packets
+		}
 	}
 	if sum.PacketOp != "" {
 		sum.LoadMode = p.f.loadMode
@@ -642,7 +703,17 @@ func (p *kernPrinter) summary(first, last kernSnapshot) {
 			fmt.Fprintf(p.w, "  (%s)\n", sum.XDPTxNote)
 		}
 	}
-	p.rows(perQueue, perCPU, outs, protos, false)
+	if sum.Remote != nil {
+		action := "dropped"
+		if p.k.Config().RemotePass {
+			action = "passed to the stack"
+		}
+		fmt.Fprintf(p.w, "  remote: %d packets reached the CPUs they were sent to (%s), and were %s there\n", sum.RemotePackets, cpuset.Format(p.k.Config().CPUs), action)
+		if sum.RemotePackets < pkts {
+			fmt.Fprintf(p.w, "  (%d did not: dropped when a CPU's queue was full, which -e counts as xdp_cpumap_enqueue drops, or still on their way when the run stopped)\n", pkts-sum.RemotePackets)
+		}
+	}
+	p.rows(perQueue, perCPU, outs, protos, remote, false)
 	p.watch.summaryText(p.w)
 }
 

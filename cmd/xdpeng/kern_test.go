@@ -17,7 +17,7 @@ func TestKernProtoRows(t *testing.T) {
 	for _, n := range []int{17, 47, kern.ProtoNotIP} {
 		protos = append(protos, kernRate{Proto: intp(n), ProtoName: kernProtoName(n), Packets: 5})
 	}
-	p.rows(nil, nil, nil, protos, false)
+	p.rows(nil, nil, nil, protos, nil, false)
 	for _, want := range []string{"proto 17 (udp)", "proto 47 (gre)", "other (not IP)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("rows do not say %q:\n%s", want, out.String())

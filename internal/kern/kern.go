@@ -39,9 +39,13 @@ const (
 	Pass     Action = "pass"     // XDP_PASS: on to the stack
 	TX       Action = "tx"       // swap the MAC addresses, XDP_TX back out
 	Redirect Action = "redirect" // XDP_REDIRECT out of Config.Outs
+	// RedirectCPU sends each frame to another CPU through a CPUMAP,
+	// round robin over Config.CPUs, where it is dropped, or with
+	// RemotePass passed to the stack (xdp-bench redirect-cpu).
+	RedirectCPU Action = "redirect-cpu"
 )
 
-var actions = []Action{Drop, Pass, TX, Redirect}
+var actions = []Action{Drop, Pass, TX, Redirect, RedirectCPU}
 
 // Hook is where a path's program runs: XDP (native mode), XDPGeneric, or
 // TC (tc ingress, TCX; only Drop runs there).
@@ -103,6 +107,12 @@ type Config struct {
 	// through bpf_xdp_load_bytes and bpf_xdp_store_bytes (Linux 5.18)
 	// instead of direct packet access: xdp-bench's load mode.
 	LoadBytes bool
+	// CPUs are RedirectCPU's CPUs, QSize each one's queue in frames (0:
+	// 2048, xdp-bench's), RemotePass what happens to a frame there: the
+	// stack takes it, rather than a drop.
+	CPUs       []int
+	QSize      int
+	RemotePass bool
 }
 
 // PacketOps are the packet operations Config.PacketOp takes, cheapest
@@ -138,6 +148,19 @@ func (c Config) Validate() error {
 		return errors.New("kern: counting per IP protocol parses the headers itself: it takes no packet operation or load mode")
 	case c.LoadBytes && (c.PacketOp == "no-touch" || c.PacketOp == "" && c.Action != TX):
 		return errors.New("kern: the load mode is how a packet operation reads the frame, and no-touch reads nothing: give read-data, parse-ip or swap-macs too")
+	}
+	if c.Action == RedirectCPU {
+		if c.Hook == TC {
+			return errors.New("kern: redirect-cpu is an XDP path: it does not run at tc")
+		}
+		if len(c.CPUs) == 0 {
+			return errors.New("kern: redirect-cpu needs the CPUs to send frames to")
+		}
+		if c.QSize < 0 {
+			return fmt.Errorf("kern: queue size %d: must be positive", c.QSize)
+		}
+	} else if len(c.CPUs) > 0 || c.QSize != 0 || c.RemotePass {
+		return fmt.Errorf("kern: CPUs, a queue size and the remote action are redirect-cpu's, not %s's", c.Action)
 	}
 	if c.Action != Redirect {
 		if len(c.Outs) > 0 {
@@ -291,6 +314,15 @@ type Counters struct {
 	// other paths and interfaces. veth counts them in native mode only:
 	// in generic mode the frames go back out as skbs, and these stay.
 	XDPTx *XDPTx
+	// Remote are, for RedirectCPU, the frames each CPU they were sent to
+	// took, ordered by CPU: where the path's work ends.
+	Remote []RemoteCount
+}
+
+// RemoteCount is what one CPU took of the frames RedirectCPU sent it.
+type RemoteCount struct {
+	CPU            int
+	Packets, Bytes uint64
 }
 
 // XDPTx counts the frames a TX path sent back, as the driver counts them

@@ -126,14 +126,15 @@ func Open(cfg Config) (_ *Path, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.Outs = slices.Clone(cfg.Outs)
+	cfg.Outs, cfg.CPUs = slices.Clone(cfg.Outs), slices.Clone(cfg.CPUs)
 	p := &Path{cfg: cfg, in: *in, outs: outs}
 	defer func() {
 		if err != nil {
 			p.Close()
 		}
 	}()
-	opts := bpf.KernOptions{Counters: true, CountUDPDstPort: cfg.CountUDPDstPort, PacketOp: bpf.PacketOp(cfg.PacketOp), LoadBytes: cfg.LoadBytes}
+	opts := bpf.KernOptions{Counters: true, CountUDPDstPort: cfg.CountUDPDstPort, PacketOp: bpf.PacketOp(cfg.PacketOp), LoadBytes: cfg.LoadBytes,
+		CPUs: cfg.CPUs, QSize: cfg.QSize, RemotePass: cfg.RemotePass}
 	if p.objs, err = bpf.LoadKern(bpf.KernProgram(cfg.Program()), opts); err != nil {
 		return nil, err
 	}
@@ -233,6 +234,15 @@ func (p *Path) Read() (Counters, error) {
 			return c, err
 		}
 		c.OutTx = append(c.OutTx, st.TxPackets)
+	}
+	if p.cfg.Action == RedirectCPU {
+		rs, err := p.objs.ReadRemoteStats()
+		if err != nil {
+			return c, err
+		}
+		for _, r := range rs {
+			c.Remote = append(c.Remote, RemoteCount{CPU: r.CPU, Packets: r.Packets, Bytes: r.Bytes})
+		}
 	}
 	if p.cfg.Action == TX {
 		// Only veth counts XDP_TX per queue; other drivers have nothing

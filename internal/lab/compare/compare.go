@@ -104,7 +104,7 @@ type PathInfo struct {
 
 // PacketOpPaths are the paths Config.PacketOp and LoadBytes apply to: the
 // in-kernel XDP paths.
-var PacketOpPaths = []string{"xdp-drop", "xdp-drop-generic", "xdp-tx", "xdp-redirect", "xdp-redirect-generic", "xdp-redirect-multi"}
+var PacketOpPaths = []string{"xdp-drop", "xdp-drop-generic", "xdp-tx", "xdp-redirect", "xdp-redirect-generic", "xdp-redirect-multi", "xdp-redirect-cpu"}
 
 // checkPacketOp checks PacketOp and LoadBytes against each other and the
 // paths.
@@ -144,6 +144,7 @@ var paths = []PathInfo{
 	{"xsk-l2fwd", Drop, "xdpeng engine, L2FwdHandler: swap MACs, send back; received = frames that came back out to the generator side (test bed, two hosts) or the engine's tx completions (NIC)", false, "", true, false},
 	{"asavie-drop", Drop, "the same rxdrop on github.com/asavie/xdp v0.3.3, its default loop, 4096 frames, rings of 2048", false, "", false, false},
 	{"af-packet", Drop, "AF_PACKET TPACKET_V3 mmap ring, count each block's packets and release it", false, "", false, false},
+	{"xdp-redirect-cpu", Drop, "XDP redirect to the receiver CPU through a CPUMAP (native), dropped there (xdp-bench redirect-cpu); counted by the CPUMAP's program on that CPU", false, "", false, false},
 	{"bridge", Forward, "Linux bridge of dut0 and dut1, counted where frames come out (gen1)", true, "", false, false},
 	{"xdp-redirect", Forward, "XDP redirect dut0 -> dut1 through a DEVMAP (native), counted at gen1", true, "", true, false},
 	{"xdp-redirect-generic", Forward, "the same in generic XDP, counted at gen1", true, "", true, false},

@@ -119,6 +119,11 @@ func traceReasonsOf(d xdperr.Snapshot, s *sample, native bool) {
 			add("xdp_devmap_xmit_"+xdperr.ErrnoName(x.Errno), x.Drops, false)
 		}
 	}
+	for _, c := range d.CPUMapEnqueue {
+		if c.Drops > 0 { // the queue to the CPU was full
+			add("xdp_cpumap_enqueue", c.Drops, false)
+		}
+	}
 	if _, ok := s.reasons["veth_rx_drops"]; ok && len(inVeth) > 0 {
 		s.include("veth_rx_drops", inVeth...)
 	}

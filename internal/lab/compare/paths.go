@@ -73,6 +73,8 @@ func newRunner(name string, e *env, o pathOpts) (runner, error) {
 		return &kernRunner{e: e, o: o, action: kern.Redirect, hook: kern.XDPGeneric, outs: []int{1}}, nil
 	case "xdp-redirect-multi":
 		return &kernRunner{e: e, o: o, action: kern.Redirect, hook: kern.XDP, outs: []int{1, 2}}, nil
+	case "xdp-redirect-cpu":
+		return &kernRunner{e: e, o: o, action: kern.RedirectCPU, hook: kern.XDP}, nil
 	case "dpdk-af-xdp":
 		return &dpdkRunner{e: e, o: o}, nil
 	case "dpdk-af-xdp-nobusy":
@@ -253,6 +255,10 @@ func (r *kernRunner) start(context.Context) (err error) {
 	for _, k := range r.outs {
 		cfg.Outs = append(cfg.Outs, r.e.links[k].DUT)
 	}
+	if r.action == kern.RedirectCPU {
+		// To the receiver CPU, where the CPUMAP's kthread takes them.
+		cfg.CPUs = r.e.dutCPUs[:1]
+	}
 	return r.e.inDUT(func() error {
 		r.k, err = kern.Open(cfg)
 		return err
@@ -277,6 +283,14 @@ func (r *kernRunner) sample() (s sample, err error) {
 			if err := r.e.egressDrops(r.outs, s.reasons); err != nil {
 				return s, err
 			}
+		}
+	} else if r.action == kern.RedirectCPU {
+		c, err := r.k.Read()
+		if err != nil {
+			return s, err
+		}
+		for _, rc := range c.Remote {
+			s.received += rc.Packets
 		}
 	} else {
 		st, err := r.k.Stats()
@@ -311,6 +325,8 @@ func (r *kernRunner) countedAt() string {
 		return "the XDP program's per-CPU count of frames it sent back (XDP_TX)"
 	case r.hook == kern.TC:
 		return "the tc program's per-CPU counter"
+	case r.action == kern.RedirectCPU:
+		return "the CPUMAP program's counter on the CPU the frames were sent to"
 	}
 	return "the XDP program's per-CPU counter"
 }

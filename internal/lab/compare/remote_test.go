@@ -41,7 +41,7 @@ func TestRemoteRunnable(t *testing.T) {
 		ports     int
 		run, left []string
 	}{
-		{1, []string{"xdp-drop", "xdp-drop-generic", "tc-drop", "xsk-drop", "xdp-tx", "xsk-l2fwd"}, []string{"asavie-drop", "af-packet"}},
+		{1, []string{"xdp-drop", "xdp-drop-generic", "tc-drop", "xsk-drop", "xdp-tx", "xsk-l2fwd"}, []string{"asavie-drop", "af-packet", "xdp-redirect-cpu"}},
 	} {
 		r := &Remote{DUTInterfaces: make([]string, tc.ports)}
 		run, left := r.Runnable(drop)
