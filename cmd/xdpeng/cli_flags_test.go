@@ -227,6 +227,8 @@ func TestCLIFlagErrors(t *testing.T) {
 			want: []string{"redirect-cpu needs -c CPUS"}},
 		{name: "redirect-cpu remote action", args: []string{"kern", "redirect-cpu", "-i", "lo", "-c", "0", "-r", "redirect"},
 			want: []string{`-r/--remote-action "redirect": want drop or pass`}},
+		{name: "redirect-cpu xdp-bench program mode", args: []string{"kern", "redirect-cpu", "-i", "lo", "-c", "0", "-p", "l4-hash"},
+			want: []string{"-p l4-hash: xdp-bench redirect-cpu's program mode; xdpeng's redirect-cpu goes round robin"}},
 		{name: "redirect-cpu queue", args: []string{"kern", "redirect-cpu", "-i", "lo", "-c", "0", "-q", "0"},
 			want: []string{"-q/--qsize 0: want a queue of 1 frame or more"}},
 		{name: "redirect-cpu offline CPU", args: []string{"kern", "redirect-cpu", "-i", "lo", "-c", "4000"},

@@ -35,12 +35,12 @@ type kernFlags struct {
 	hook       string
 	out        []string
 	countProto bool
-	cpus       string // redirect-cpu's -c
-	remote     string // redirect-cpu's -r: drop or pass
-	qsize      int    // redirect-cpu's -q
-	packetOp   string // -p, "" for the path's default
-	loadMode   string // -l: dpa or load-bytes
-	force      int    // --force given once, twice
+	cpus       []string // redirect-cpu's -c, each a list; given again, added to
+	remote     string   // redirect-cpu's -r: drop or pass
+	qsize      int      // redirect-cpu's -q
+	packetOp   string   // -p, "" for the path's default
+	loadMode   string   // -l: dpa or load-bytes
+	force      int      // --force given once, twice
 	duration   time.Duration
 	interval   time.Duration
 	json       bool
@@ -117,10 +117,13 @@ process's bpf_link.`,
 		f.watch.registerMetrics(fs)
 		f.watch.registerErrors(fs)
 		f.watch.registerIRQ(fs)
-		if path.name != "tx" {
-			fs.StringVarP(&f.packetOp, "packet-operation", "p", "", "what the program does to each frame before its verdict, as xdp-bench's -p: no-touch (default), read-data (the EtherType), parse-ip (Ethernet, VLAN and IP headers) or swap-macs (writes the frame); a frame it finds malformed is aborted (-e counts it)")
-		} else {
+		switch path.name {
+		case "redirect-cpu":
+			fs.StringVarP(&f.packetOp, "packet-operation", "p", "", "what the program does to each frame before sending it on, as xdp-bench drop's -p: no-touch (default), read-data, parse-ip or swap-macs; xdp-bench redirect-cpu's program modes round-robin (how this one spreads) and touch (read-data) are taken too")
+		case "tx":
 			fs.StringVarP(&f.packetOp, "packet-operation", "p", "", "what the program does to each frame before sending it back, as xdp-bench's -p: swap-macs (default), no-touch (send it back as it came), read-data or parse-ip; a frame it finds malformed is aborted (-e counts it)")
+		default:
+			fs.StringVarP(&f.packetOp, "packet-operation", "p", "", "what the program does to each frame before its verdict, as xdp-bench's -p: no-touch (default), read-data (the EtherType), parse-ip (Ethernet, VLAN and IP headers) or swap-macs (writes the frame); a frame it finds malformed is aborted (-e counts it)")
 		}
 		fs.StringVarP(&f.loadMode, "load-mode", "l", "dpa", "how the packet operation reads the frame, as xdp-bench's -l: dpa (direct packet access) or load-bytes (bpf_xdp_load_bytes, Linux 5.18; VLAN tags are not walked)")
 		switch path.name {
@@ -130,7 +133,7 @@ process's bpf_link.`,
 		case "redirect":
 			fs.StringSliceVarP(&f.out, "out", "o", nil, "egress interface(s); several: a copy to each (required)")
 		case "redirect-cpu":
-			fs.StringVarP(&f.cpus, "cpus", "c", "", "CPUs to send the frames to, round robin, e.g. 1 or 0-3 (required; xdp-bench's -c)")
+			fs.StringArrayVarP(&f.cpus, "cpus", "c", nil, "CPUs to send the frames to, round robin, e.g. 1 or 0-3; may be given again, as xdp-bench's -c (required)")
 			fs.StringVarP(&f.remote, "remote-action", "r", "drop", "what a frame meets on the CPU it was sent to: drop, or pass (to the network stack there) (xdp-bench's -r)")
 			fs.IntVarP(&f.qsize, "qsize", "q", bpf.DefaultQSize, "each CPU's queue in the CPUMAP, in frames (xdp-bench's -q)")
 		}
@@ -204,6 +207,17 @@ func (f *kernFlags) kernConfig(path string) (kern.Config, error) {
 		return cfg, err
 	}
 
+	if path == "redirect-cpu" {
+		// xdp-bench redirect-cpu's -p is its program mode.
+		switch f.packetOp {
+		case "round-robin":
+			f.packetOp = ""
+		case "touch":
+			f.packetOp = "read-data"
+		case "l4-proto", "l4-filter", "l4-hash", "l4-sport", "l4-dport":
+			return cfg, fmt.Errorf("-p %s: xdp-bench redirect-cpu's program mode; xdpeng's redirect-cpu goes round robin over -c (xdp-bench's -p round-robin), and its -p is the packet operation: %s", f.packetOp, strings.Join(kern.PacketOps, ", "))
+		}
+	}
 	if f.packetOp != "" && !slices.Contains(kern.PacketOps, f.packetOp) {
 		return cfg, fmt.Errorf("-p/--packet-operation %q: want %s", f.packetOp, strings.Join(kern.PacketOps, ", "))
 	}
@@ -231,10 +245,10 @@ func (f *kernFlags) kernConfig(path string) (kern.Config, error) {
 			return cfg, cliFlagError{errors.New("redirect needs -o OUT (or -o OUT1,OUT2 for a copy to each)")}
 		}
 	case "redirect-cpu":
-		if f.cpus == "" {
+		if len(f.cpus) == 0 {
 			return cfg, cliFlagError{errors.New("redirect-cpu needs -c CPUS, the CPUs to send the frames to (e.g. -c 1)")}
 		}
-		cpus, err := cpuset.ParseList(f.cpus, "CPU")
+		cpus, err := cpuset.ParseList(strings.Join(f.cpus, ","), "CPU")
 		if err != nil {
 			return cfg, fmt.Errorf("-c/--cpus: %w", err)
 		}
