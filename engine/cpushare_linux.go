@@ -1,6 +1,10 @@
 package engine
 
-import "golang.org/x/sys/unix"
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
 
 // open starts watching the calling thread; call it on the worker's own,
 // pinned thread.
@@ -39,4 +43,13 @@ func (c *cpuShare) readRunDelay() (int64, bool) {
 		digits++
 	}
 	return v, digits > 0
+}
+
+// sleepExact sleeps d on the calling thread with nanosleep, which wakes
+// within the kernel's timer slack (50 µs by default), where the Go
+// runtime's timers may wake a millisecond late.
+func sleepExact(d time.Duration) {
+	ts := unix.NsecToTimespec(int64(d))
+	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
+	}
 }

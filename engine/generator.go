@@ -79,6 +79,12 @@ type GeneratorConfig struct {
 	// queues. Each worker paces its share in bursts of at most 50 µs worth
 	// of frames (and at most a batch), never catching up in a big burst.
 	Rate uint64
+	// Cycle, if not zero, makes each worker send one batch (Batch frames)
+	// at the start of every cycle, as xdpsock's -T: the first cycle
+	// starts when the worker first sends; a worker that wakes late sends
+	// its batch late, and skips the cycles it woke too late for.
+	// Generator.TxCycles says how late. Not with Rate.
+	Cycle time.Duration
 	// OnLinkChange, if set, hears the device going down and coming back
 	// while Run runs, as Config.OnLinkChange does.
 	OnLinkChange func(LinkChange)
@@ -151,6 +157,12 @@ func (c *GeneratorConfig) Validate() error {
 	}
 	if err := checkSched(c.Sched, c.SchedPriority); err != nil {
 		return err
+	}
+	switch {
+	case c.Cycle < 0:
+		return fmt.Errorf("tx cycle %v: must be positive", c.Cycle)
+	case c.Cycle > 0 && c.Rate > 0:
+		return errors.New("a tx cycle and a rate both pace the sending: give one")
 	}
 	if c.CPUs != nil && c.Queues != nil && len(c.CPUs) != len(c.Queues) {
 		return cpuCountError(len(c.CPUs), len(c.Queues))
@@ -263,6 +275,32 @@ func (g *Generator) TxTimes() TxTimes {
 	return t
 }
 
+// TxCycles is what each worker saw of its cycles so far
+// (GeneratorConfig.Cycle), in queue order; nil without a Cycle. It may be
+// read while Run runs, and after Close.
+func (g *Generator) TxCycles() []CycleStats {
+	if g.cfg.Cycle == 0 {
+		return nil
+	}
+	g.life.RLock()
+	defer g.life.RUnlock()
+	out := []CycleStats{}
+	for _, w := range g.workers {
+		tw, ok := w.(*txWorker)
+		if !ok || tw.tx.pace.cyc == nil {
+			continue
+		}
+		c := tw.tx.pace.cyc
+		s := CycleStats{Queue: tw.queue, Cycles: c.cycles.Load(), Missed: c.missed.Load(),
+			LateMin: time.Duration(c.lateMin.Load()), LateMax: time.Duration(c.lateMax.Load())}
+		if s.Cycles > 0 {
+			s.LateAvg = time.Duration(c.lateSum.Load() / s.Cycles)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 // ZeroCopy reports whether the kernel granted zero-copy to the sockets.
 func (g *Generator) ZeroCopy() bool { return g.zeroCopy() }
 
@@ -364,6 +402,9 @@ func newTxGen(t *GeneratorConfig, i int, frames uint32) *txGen {
 	if t.Rate > 0 {
 		g.pace = newPacer(float64(t.Rate)/float64(nq), cfg.Batch)
 	}
+	if t.Cycle > 0 {
+		g.pace = newCyclePacer(t.Cycle, cfg.Batch)
+	}
 	return g
 }
 
@@ -373,11 +414,44 @@ func newTxGen(t *GeneratorConfig, i int, frames uint32) *txGen {
 // fell due during it may go at once, up to a batch, or sleeping would
 // lower the rate.
 type pacer struct {
+	// cycle, if not zero, makes the pacer give a batch at the start of
+	// each cycle instead (Cycle): next is when the next cycle starts, cyc
+	// what the worker saw of them.
+	cycle  time.Duration
+	next   time.Time
+	cyc    *cycleCounters
 	perNs  float64 // frames per nanosecond; 0 means unpaced
 	burst  float64 // credit cap between sleeps
 	batch  float64 // credit cap after a long gap
 	credit float64
 	last   time.Time
+}
+
+// newCyclePacer paces a batch at the start of every cycle.
+func newCyclePacer(cycle time.Duration, batch int) pacer {
+	return pacer{perNs: float64(batch) / float64(cycle), batch: float64(batch), cycle: cycle, cyc: new(cycleCounters)}
+}
+
+// cycleCounters are a cycle-paced worker's cycles, written by the worker
+// once a cycle and read by Generator.TxCycles.
+type cycleCounters struct {
+	cycles, missed            atomic.Uint64
+	lateMin, lateMax, lateSum atomic.Uint64 // ns
+}
+
+// CycleStats is what a worker of a Generator with a Cycle saw of its
+// cycles.
+type CycleStats struct {
+	Queue int `json:"queue"`
+	// Cycles are the cycles a batch went out in; Missed those the worker
+	// woke too late for, and skipped.
+	Cycles uint64 `json:"cycles"`
+	Missed uint64 `json:"missed"`
+	// LateMin, LateAvg and LateMax are how long after its cycle's start a
+	// batch went out (xdpsock -T's "cyclic TX latencies").
+	LateMin time.Duration `json:"late_min_ns"`
+	LateAvg time.Duration `json:"late_avg_ns"`
+	LateMax time.Duration `json:"late_max_ns"`
 }
 
 // paceBurst is how much time's worth of frames a paced worker sends at once.
@@ -390,6 +464,9 @@ func newPacer(rate float64, batch int) pacer {
 
 // allow returns how many of want frames may go now.
 func (p *pacer) allow(now time.Time, want uint32) uint32 {
+	if p.cycle > 0 {
+		return p.allowCycle(now, want)
+	}
 	if p.last.IsZero() {
 		p.last = now
 	}
@@ -404,8 +481,40 @@ func (p *pacer) allow(now time.Time, want uint32) uint32 {
 
 func (p *pacer) spend(n uint32) { p.credit -= float64(n) }
 
-// wait is how long until the next frame may go.
-func (p *pacer) wait() time.Duration {
+// allowCycle is allow for a cycle pacer: at a cycle's start a fresh batch,
+// what is left of the last one given up.
+func (p *pacer) allowCycle(now time.Time, want uint32) uint32 {
+	if p.next.IsZero() {
+		p.next = now
+	}
+	if !now.Before(p.next) {
+		late := now.Sub(p.next)
+		missed := uint64(late / p.cycle)
+		late -= time.Duration(missed) * p.cycle
+		p.next = now.Add(p.cycle - late)
+		p.credit = p.batch
+		c := p.cyc
+		n := c.cycles.Add(1)
+		c.missed.Add(missed)
+		c.lateSum.Add(uint64(late))
+		if n == 1 || uint64(late) < c.lateMin.Load() {
+			c.lateMin.Store(uint64(late))
+		}
+		if uint64(late) > c.lateMax.Load() {
+			c.lateMax.Store(uint64(late))
+		}
+	}
+	return min(uint32(p.credit), want)
+}
+
+// wait is how long after now the next frame may go.
+func (p *pacer) wait(now time.Time) time.Duration {
+	if p.cycle > 0 {
+		if p.credit >= 1 {
+			return 0
+		}
+		return p.next.Sub(now)
+	}
 	return time.Duration((1 - p.credit) / p.perNs)
 }
 
@@ -556,9 +665,15 @@ func (w *txWorker) txComplete() uint32 {
 func (w *txWorker) txIdle() error {
 	g := w.tx
 	if g.pace.perNs != 0 && (!g.limited || g.left > 0) && w.txOutstanding+g.seg <= g.frames {
-		if d := g.pace.wait(); d > 20*time.Microsecond {
+		if d := g.pace.wait(g.clock.Now()); d > 20*time.Microsecond {
 			w.publish()
-			g.clock.Sleep(min(d, w.wait.pollTimeout()))
+			if _, real := g.clock.(wallClock); real && g.pace.cycle > 0 {
+				// A cycle's batch goes out on time, not when the
+				// runtime's timer wakes, up to a millisecond late.
+				sleepExact(min(d, w.wait.pollTimeout()))
+			} else {
+				g.clock.Sleep(min(d, w.wait.pollTimeout()))
+			}
 		}
 		return nil
 	}

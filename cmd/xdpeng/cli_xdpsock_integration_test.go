@@ -146,3 +146,21 @@ func TestCLIBusyPollInert(t *testing.T) {
 		}
 	}
 }
+
+// TestCLITxonlyTxCycle: txonly -T (xdpsock's, in microseconds) sends a
+// batch a cycle: 800 frames in batches of 8 take 100 cycles or more (a
+// batch the ring could not take at once finishes in a later one), and the
+// summary says how late each went out.
+func TestCLITxonlyTxCycle(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	bin := buildCLI(t)
+	r := runIn(t, 30*time.Second, bed.GenNS, bin, "txonly", "-i", "gen0", "-q", "0", "-C", "800", "-b", "8", "-T", "2000", "--json")
+	var s txOnlySummary
+	summaryLine(t, r.stdout, &s)
+	if r.code != 0 || s.TxPackets != 800 || s.TxCycleNs != 2e6 || len(s.TxCycle) != 1 {
+		t.Fatalf("txonly -T 2000: sent %d, cycle %d ns, cycles %+v:\n%s", s.TxPackets, s.TxCycleNs, s.TxCycle, r)
+	}
+	if c := s.TxCycle[0]; c.Cycles < 100 || c.LateMax < c.LateAvg || c.LateAvg < c.LateMin || c.LateMax >= 2*time.Millisecond {
+		t.Errorf("txonly -T 2000, 800 frames in batches of 8: %+v; want 100 cycles or more, late min <= avg <= max < the cycle", c)
+	}
+}

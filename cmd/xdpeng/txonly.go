@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,6 +33,7 @@ type txOnlyFlags struct {
 	txChecksum       bool
 	txTimestamp      bool
 	launchDelay      time.Duration
+	txCycle          string // -T: µs, as xdpsock's, or a duration
 }
 
 func newTxOnlyCmd() *cobra.Command {
@@ -95,6 +97,7 @@ it (phc2sys); zero-copy only, where the device's AF_XDP transmit metadata
 	f.frameFlags.register(fs)
 	fs.Uint64VarP(&f.count, "count", "C", 0, "frames to send in total, split exactly over the queues")
 	fs.Uint64Var(&f.rate, "rate", 0, "upper bound in frames per second over all queues (default: as fast as possible)")
+	fs.StringVarP(&f.txCycle, "tx-cycle", "T", "", "send one batch (-b frames) per queue at the start of every cycle, as xdpsock's -T: microseconds (-T 1000), or a duration (1ms); the summary says how late the batches went out (not with --rate)")
 	fs.IntVar(&f.ports, "ports", 1, "cycle the UDP destination port over this many values from --dst-port")
 	fs.StringVar(&f.srcIP, "src-ip", "", "source address (default: DEV's address in 198.18.0.0/15, else 198.18.0.1)")
 	fs.StringVar(&f.dstIP, "dst-ip", "", "destination address, in 198.18.0.0/15 (IPv4 only, unlike gen) (default: the other host of the source's test-bed link, 198.18.K.1 <-> .2)")
@@ -158,6 +161,16 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	if f.duration < 0 {
 		return fmt.Errorf("-d/--duration %v: must not be negative", f.duration)
 	}
+	var cycle time.Duration
+	if f.txCycle != "" {
+		var err error
+		if cycle, err = parseTxCycle(f.txCycle); err != nil {
+			return err
+		}
+		if f.rate > 0 {
+			return errors.New("-T/--tx-cycle and --rate both pace the sending: give one")
+		}
+	}
 	if f.count == 0 && f.duration == 0 {
 		return cliFlagError{errors.New("txonly needs a bound: give --count N or --duration D (it never sends without one)")}
 	}
@@ -203,6 +216,7 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 	gcfg := generatorConfig(cfg)
 	gcfg.Frames, gcfg.Count, gcfg.Rate, gcfg.TxChecksum = frames, f.count, f.rate, f.txChecksum
 	gcfg.TxTimestamp, gcfg.LaunchDelay = f.txTimestamp, f.launchDelay
+	gcfg.Cycle = cycle
 	if err := gcfg.Validate(); err != nil {
 		if cfg.MultiBuffer {
 			return fmt.Errorf("--size %d: %w", f.size, err)
@@ -261,6 +275,9 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 		sum.TxPPS = float64(t.TxPackets) / dur
 	}
 	sum.RateNote = rateNote(f.rate, sum.TxPPS)
+	if gcfg.Cycle > 0 {
+		sum.TxCycleNs, sum.TxCycle = gcfg.Cycle.Nanoseconds(), g.TxCycles()
+	}
 	if f.json {
 		writeJSON(p.w, sum)
 	} else {
@@ -276,12 +293,28 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 		if sum.RateNote != "" {
 			fmt.Fprintf(p.w, "  %s\n", sum.RateNote)
 		}
+		for _, c := range sum.TxCycle {
+			fmt.Fprintf(p.w, "  queue %d tx cycle %v: %d batches of %d, late by min %v, avg %v, max %v; %d cycles missed\n",
+				c.Queue, gcfg.Cycle, c.Cycles, cfg.Batch, c.LateMin, c.LateAvg, c.LateMax, c.Missed)
+		}
 		w.summaryText(p.w)
 	}
 	if runErr == nil && f.count > 0 && t.TxPackets != f.count {
 		return fmt.Errorf("sent %d of %d frames: the rest were not completed (tx_invalid_descs %d)", t.TxPackets, f.count, t.XDP.TxInvalidDescs)
 	}
 	return runErr
+}
+
+// parseTxCycle reads -T: microseconds, as xdpsock's, or a Go duration.
+func parseTxCycle(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if n, nerr := strconv.ParseUint(s, 10, 63); nerr == nil {
+		d, err = time.Duration(n)*time.Microsecond, nil
+	}
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("-T/--tx-cycle %q: give microseconds (-T 1000) or a positive duration (1ms)", s)
+	}
+	return d, nil
 }
 
 // txOnlySummary is txonly's last JSON line.
@@ -301,14 +334,17 @@ type txOnlySummary struct {
 	Rate       uint64   `json:"rate"`
 	// RateNote says, when the run sent noticeably less than Rate, that it
 	// did and why.
-	RateNote  string             `json:"rate_note,omitempty"`
-	DurationS float64            `json:"duration_s"`
-	TxPackets uint64             `json:"tx_packets"`
-	TxBytes   uint64             `json:"tx_bytes"`
-	TxPPS     float64            `json:"tx_pps"`
-	PerQueue  []queueJSON        `json:"per_queue"`
-	XDPStats  engine.SocketStats `json:"xdp_stats"`
-	App       map[string]uint64  `json:"app_stats"`
+	RateNote string `json:"rate_note,omitempty"`
+	// TxCycleNs is -T's cycle, TxCycle what each queue saw of its cycles.
+	TxCycleNs int64               `json:"tx_cycle_ns,omitempty"`
+	TxCycle   []engine.CycleStats `json:"tx_cycle,omitempty"`
+	DurationS float64             `json:"duration_s"`
+	TxPackets uint64              `json:"tx_packets"`
+	TxBytes   uint64              `json:"tx_bytes"`
+	TxPPS     float64             `json:"tx_pps"`
+	PerQueue  []queueJSON         `json:"per_queue"`
+	XDPStats  engine.SocketStats  `json:"xdp_stats"`
+	App       map[string]uint64   `json:"app_stats"`
 	// XDPPass says XDP_PASS was attached to the device for the run.
 	XDPPass bool `json:"xdp_pass"`
 	// TxCompletion is the send -> completion times, with --tx-timestamp.
