@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 )
 
@@ -80,20 +81,8 @@ func TestCLIKernTxNote(t *testing.T) {
 func TestCLIKernTCQueues(t *testing.T) {
 	bed := testbedtest.New(t, 1, 2)
 	bin := buildCLI(t)
-	p := startIn(t, bed.DUTNS, bin, "kern", "drop", "-i", "dut0", "--hook", "tc", "--json", "-n", "200ms")
-	if !p.waitOutput(20*time.Second, false, func(s string) bool { return strings.Contains(s, `"type":"interval"`) }) {
-		p.signal(t, syscall.SIGKILL)
-		t.Fatalf("kern drop --hook tc did not start: %v", p.wait(t))
-	}
 	const count = 4000
-	if r := runIn(t, 30*time.Second, bed.GenNS, bin, "gen", "-i", "gen0", "--count", strconv.Itoa(count), "--rate", "100000", "--ports", "16", "-Q"); r.code != 0 {
-		t.Fatalf("gen: %v", r)
-	}
-	time.Sleep(300 * time.Millisecond)
-	p.signal(t, syscall.SIGINT)
-	r := p.wait(t)
-	var s kernSummary
-	summaryLine(t, r.stdout, &s)
+	s, _ := kernAround(t, bed, bin, count, "drop", "-i", "dut0", "--hook", "tc")
 	if s.RxPackets != count || len(s.PerQueue) != 1 || !s.PerQueue[0].QueueUnrecorded || s.PerQueue[0].Queue != nil || s.PerQueue[0].Packets != count {
 		t.Errorf("kern drop --hook tc counted %d of %d frames, per queue %+v: want all of them as of no known queue", s.RxPackets, count, s.PerQueue)
 	}
@@ -108,19 +97,7 @@ func TestCLIKernPacketOps(t *testing.T) {
 	const count = 2000
 	for _, tc := range [][]string{{"read-data", "dpa"}, {"parse-ip", "load-bytes"}, {"swap-macs", "load-bytes"}} {
 		t.Run(tc[0]+"/"+tc[1], func(t *testing.T) {
-			p := startIn(t, bed.DUTNS, bin, "kern", "drop", "-i", "dut0", "-p", tc[0], "-l", tc[1], "-e", "--json", "-n", "200ms")
-			if !p.waitOutput(20*time.Second, false, func(s string) bool { return strings.Contains(s, `"type":"interval"`) }) {
-				p.signal(t, syscall.SIGKILL)
-				t.Fatalf("kern drop -p %s -l %s did not start: %v", tc[0], tc[1], p.wait(t))
-			}
-			if r := runIn(t, 30*time.Second, bed.GenNS, bin, "gen", "-i", "gen0", "--count", strconv.Itoa(count), "--rate", "100000", "-Q"); r.code != 0 {
-				t.Fatalf("gen: %v", r)
-			}
-			time.Sleep(300 * time.Millisecond)
-			p.signal(t, syscall.SIGINT)
-			r := p.wait(t)
-			var s kernSummary
-			summaryLine(t, r.stdout, &s)
+			s, r := kernAround(t, bed, bin, count, "drop", "-i", "dut0", "-p", tc[0], "-l", tc[1], "-e")
 			if s.RxPackets != count || s.PacketOp != tc[0] || s.LoadMode != tc[1] {
 				t.Errorf("counted %d of %d frames, packet operation %q, load mode %q; want all, %s, %s", s.RxPackets, count, s.PacketOp, s.LoadMode, tc[0], tc[1])
 			}
@@ -142,13 +119,24 @@ func TestCLIKernRedirectCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	cpu := online[len(online)-1]
-	p := startIn(t, bed.DUTNS, bin, "kern", "redirect-cpu", "-i", "dut0", "-c", strconv.Itoa(cpu), "--json", "-n", "200ms")
+	const count = 4000
+	s, _ := kernAround(t, bed, bin, count, "redirect-cpu", "-i", "dut0", "-c", strconv.Itoa(cpu))
+	if s.RxPackets != count || s.RemotePackets != count || len(s.Remote) != 1 || *s.Remote[0].CPU != cpu {
+		t.Errorf("kern redirect-cpu -c %d: received %d, reached the CPU %d (%+v); want %d, all on CPU %d", cpu, s.RxPackets, s.RemotePackets, s.Remote, count, cpu)
+	}
+}
+
+// kernAround runs `kern ARGS --json` in the bed's DUT namespace while gen
+// sends count frames at 100000 a second over 16 ports, stops it with
+// SIGINT once they are in, and returns its summary and output.
+func kernAround(t *testing.T, bed *testbed.Bed, bin string, count int, args ...string) (kernSummary, result) {
+	t.Helper()
+	p := startIn(t, bed.DUTNS, append(append([]string{bin, "kern"}, args...), "--json", "-n", "200ms")...)
 	if !p.waitOutput(20*time.Second, false, func(s string) bool { return strings.Contains(s, `"type":"interval"`) }) {
 		p.signal(t, syscall.SIGKILL)
-		t.Fatalf("kern redirect-cpu did not start: %v", p.wait(t))
+		t.Fatalf("kern %v did not start: %v", args, p.wait(t))
 	}
-	const count = 4000
-	if r := runIn(t, 30*time.Second, bed.GenNS, bin, "gen", "-i", "gen0", "--count", strconv.Itoa(count), "--rate", "100000", "-Q"); r.code != 0 {
+	if r := runIn(t, 30*time.Second, bed.GenNS, bin, "gen", "-i", "gen0", "--count", strconv.Itoa(count), "--rate", "100000", "--ports", "16", "-Q"); r.code != 0 {
 		t.Fatalf("gen: %v", r)
 	}
 	time.Sleep(300 * time.Millisecond)
@@ -156,7 +144,5 @@ func TestCLIKernRedirectCPU(t *testing.T) {
 	r := p.wait(t)
 	var s kernSummary
 	summaryLine(t, r.stdout, &s)
-	if s.RxPackets != count || s.RemotePackets != count || len(s.Remote) != 1 || *s.Remote[0].CPU != cpu {
-		t.Errorf("kern redirect-cpu -c %d: received %d, reached the CPU %d (%+v); want %d, all on CPU %d", cpu, s.RxPackets, s.RemotePackets, s.Remote, count, cpu)
-	}
+	return s, r
 }
