@@ -472,7 +472,10 @@ func (p *pacer) allow(now time.Time, want uint32) uint32 {
 	}
 	due := float64(now.Sub(p.last)) * p.perNs
 	p.last = now
-	p.credit = math.Min(math.Max(p.burst, math.Min(due, p.batch)), p.credit+due)
+	// What is due now, at most a batch, and what was left over from
+	// the last call, at most a frame: a worker that always wakes a little
+	// late neither loses the lateness nor saves it up for a burst.
+	p.credit = math.Min(math.Max(p.burst, math.Min(due, p.batch))+math.Min(p.credit, 1), p.credit+due)
 	if c := uint32(p.credit); c < want {
 		return c
 	}
@@ -667,8 +670,8 @@ func (w *txWorker) txIdle() error {
 	if g.pace.perNs != 0 && (!g.limited || g.left > 0) && w.txOutstanding+g.seg <= g.frames {
 		if d := g.pace.wait(g.clock.Now()); d > 20*time.Microsecond {
 			w.publish()
-			if _, real := g.clock.(wallClock); real && g.pace.cycle > 0 {
-				// A cycle's batch goes out on time, not when the
+			if _, real := g.clock.(wallClock); real {
+				// The next frames go out on time, not when the
 				// runtime's timer wakes, up to a millisecond late.
 				sleepExact(min(d, w.wait.pollTimeout()))
 			} else {

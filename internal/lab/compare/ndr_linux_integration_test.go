@@ -130,8 +130,8 @@ func TestNDREnginePaths(t *testing.T) {
 // generic cell rate algorithm: a frame passes if its theoretical arrival
 // time is no more than the allowance ahead of now), and drops the rest,
 // counting them. 512 frames is more than the bed can bunch together: the
-// veth ring holds 256, and the generator catches up at most 64 frames
-// after a delay. So a trial at a rate at or below the capacity loses
+// veth ring holds 256, and the generator catches up at most 256 frames on
+// the wire after a delay (a relayed sender's few frames, copied). So a trial at a rate at or below the capacity loses
 // nothing, and one above it loses, for over a trial of length d at most
 // capacity*(d + the frames' spread in time) + 513 frames pass. inject
 // makes it drop the next n frames whatever their rate, counted as

@@ -480,9 +480,9 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 			var s sender
 			switch method {
 			case XSK:
-				s = &xskSender{r: r, cpu: cfg.CPUs[i], frame: frame, rate: senderRate(cfg, i)}
+				s = &xskSender{r: r, cpu: cfg.CPUs[i], frame: frame, rate: senderRate(cfg, i), copies: max(1, cfg.Copies)}
 			default:
-				if s, err = newPacketSender(r, cfg.CPUs[i], frame, senderRate(cfg, i), &prog.skipped); err != nil {
+				if s, err = newPacketSender(r, cfg.CPUs[i], frame, senderRate(cfg, i), max(1, cfg.Copies), &prog.skipped); err != nil {
 					for _, o := range senders {
 						o.close()
 					}
@@ -764,6 +764,12 @@ func load(cfg Config, relay bool) (*program, error) {
 func copiesWithout(copies int, m Method) error {
 	return &FieldError{"Copies", fmt.Sprintf("%d copies with method %v: copies are made by the relay, which only the xsk and packet methods send through", copies, m)}
 }
+
+// catchUp is how many frames, at most, a paced relayed sender sends at
+// once to catch up after a delay: 256 frames on the wire (a veth ring's
+// worth), which the relay makes of copies of each. Enough to make up for
+// a sleep's slack, and no burst that a path at the rate could not take.
+func catchUp(copies int) uint64 { return uint64(max(1, 256/copies)) }
 
 // senderRate is the rate of relayed thread i's sender: its share of
 // cfg.Rate, in frames that the relay sends cfg.Copies times each.

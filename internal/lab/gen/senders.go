@@ -45,11 +45,14 @@ type packetSender struct {
 	msgs    [packetBatch]mmsghdr
 	perNs   uint64 // ns between frames, 0: unpaced
 	next    int64  // when the next frame is due, CLOCK_MONOTONIC ns
+	catchUp uint64 // the most frames sent at once to catch up (catchUp)
 	skipped *atomic.Uint64
 }
 
-func newPacketSender(r *relay, cpu int, frame []byte, rate uint64, skipped *atomic.Uint64) (*packetSender, error) {
-	s := &packetSender{fd: -1, cpu: cpu, frame: frame, skipped: skipped}
+// newPacketSender makes the sender of thread cpu, paced to rate frames a
+// second (0: unpaced), each of which the relay sends copies times.
+func newPacketSender(r *relay, cpu int, frame []byte, rate uint64, copies int, skipped *atomic.Uint64) (*packetSender, error) {
+	s := &packetSender{fd: -1, cpu: cpu, frame: frame, skipped: skipped, catchUp: catchUp(copies)}
 	if rate > 0 {
 		s.perNs = (uint64(time.Second) + rate - 1) / rate
 	}
@@ -123,10 +126,11 @@ func (s *packetSender) send(ctx context.Context, n uint64) (uint64, error) {
 				sleepNs(min(s.next-now, int64(time.Millisecond)))
 				continue
 			}
-			// Catch up on at most 64 frames; further behind, start
-			// afresh and count what was owed, as the live program does.
+			// Catch up on at most 256 frames on the wire; further
+			// behind, start afresh and count what was owed, as the
+			// live program does.
 			owed := uint64(now-s.next)/s.perNs + 1
-			if owed > 64 {
+			if owed > s.catchUp {
 				s.skipped.Add(owed - 1)
 				s.next, owed = now, 1
 			}
@@ -160,10 +164,11 @@ func sleepNs(d int64) {
 // xskSender sends with an engine.Generator bound to the relay's in end,
 // queue cpu, its worker pinned to cpu.
 type xskSender struct {
-	r     *relay
-	cpu   int
-	frame []byte
-	rate  uint64
+	r      *relay
+	cpu    int
+	frame  []byte
+	rate   uint64
+	copies int // the relay sends each frame this many times
 }
 
 func (s *xskSender) close() error { return nil }
@@ -176,6 +181,11 @@ func (s *xskSender) send(ctx context.Context, n uint64) (uint64, error) {
 	gc.Frames = [][]byte{s.frame}
 	gc.Count = n
 	gc.Rate = s.rate
+	if s.rate > 0 {
+		// The pacer catches up a batch at most: no more than 256
+		// frames on the wire after the relay's copies.
+		gc.Batch = int(catchUp(s.copies))
+	}
 	gc.BindMode = engine.BindCopy
 	if len(s.frame) > int(gc.FrameSize) {
 		gc.FrameSize = 4096
