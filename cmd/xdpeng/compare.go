@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
+	"github.com/xdpeng/xdpeng/internal/kern"
 	"github.com/xdpeng/xdpeng/internal/lab/compare"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 )
@@ -334,7 +334,7 @@ func (f *compareFlags) config(cmd *cobra.Command) (compare.Config, error) {
 		}
 	}
 	if err := cfg.Check(); err != nil {
-		if errors.Is(err, bpf.ErrNoLoadBytes) {
+		if errors.Is(err, kern.ErrNoLoadBytes) {
 			err = fmt.Errorf("--load-mode load-bytes: %w: use --load-mode dpa (direct packet access)", err)
 		}
 		return cfg, err

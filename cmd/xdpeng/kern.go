@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/handler"
 	"github.com/xdpeng/xdpeng/internal/counter"
@@ -135,7 +134,7 @@ process's bpf_link.`,
 		case "redirect-cpu":
 			fs.StringArrayVarP(&f.cpus, "cpus", "c", nil, "CPUs to send the frames to, round robin, e.g. 1 or 0-3; may be given again, as xdp-bench's -c (required)")
 			fs.StringVarP(&f.remote, "remote-action", "r", "drop", "what a frame meets on the CPU it was sent to: drop, or pass (to the network stack there) (xdp-bench's -r)")
-			fs.IntVarP(&f.qsize, "qsize", "q", bpf.DefaultQSize, "each CPU's queue in the CPUMAP, in frames (xdp-bench's -q)")
+			fs.IntVarP(&f.qsize, "qsize", "q", kern.DefaultQSize, "each CPU's queue in the CPUMAP, in frames (xdp-bench's -q)")
 		}
 		cmd.AddCommand(sub)
 	}
@@ -305,7 +304,7 @@ func kernError(err error, iface string) error {
 		return fmt.Errorf("%w; generic mode (-S) works on every interface, and leaving -N out gets it where native is missing", err)
 	case errors.Is(err, kern.ErrMTUTooLarge):
 		return fmt.Errorf("%w (lower it, or use generic mode: -S)", err)
-	case errors.Is(err, bpf.ErrNoLoadBytes):
+	case errors.Is(err, kern.ErrNoLoadBytes):
 		return fmt.Errorf("%w: leave out -l load-bytes (direct packet access, -l dpa, works on every kernel)", err)
 	}
 	return err

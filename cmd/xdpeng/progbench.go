@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
+	"github.com/xdpeng/xdpeng/internal/kern"
 	"github.com/xdpeng/xdpeng/internal/lab/progbench"
 	"github.com/xdpeng/xdpeng/internal/privilege"
 )
@@ -75,7 +75,7 @@ verdict: no-touch, read-data, parse-ip, swap-macs; xdpeng kern -p), and
 				return err
 			}
 			if lb {
-				if err := bpf.HaveLoadBytes(); errors.Is(err, bpf.ErrNoLoadBytes) {
+				if err := kern.HaveLoadBytes(); errors.Is(err, kern.ErrNoLoadBytes) {
 					return fmt.Errorf("--load-bytes: %w: measure the operations with direct packet access alone (leave out --load-bytes)", err)
 				}
 			}

@@ -167,6 +167,18 @@ func (p *Path) Config() Config {
 // Program names the program the path runs (Config.Program).
 func (p *Path) Program() string { return p.cfg.Program() }
 
+// DefaultQSize is RedirectCPU's queue to each CPU when Config.QSize is 0.
+const DefaultQSize = bpf.DefaultQSize
+
+// ErrNoLoadBytes is returned for Config.LoadBytes on a kernel without
+// bpf_xdp_load_bytes (before Linux 5.18).
+var ErrNoLoadBytes = bpf.ErrNoLoadBytes
+
+// HaveLoadBytes probes whether the kernel has bpf_xdp_load_bytes, which
+// Config.LoadBytes needs: an error wrapping ErrNoLoadBytes where it has
+// not, another where the probe could not be made (no privilege).
+func HaveLoadBytes() error { return bpf.HaveLoadBytes() }
+
 // PacketOp is the packet operation the path applies: Config.PacketOp, or
 // the path's default; "" for a path that takes none (tc, CountProto).
 func (p *Path) PacketOp() string {
