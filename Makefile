@@ -22,7 +22,12 @@ MANDIR  ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
-PKGS    := ./...
+# Three modules, one workspace (go.work): the library (this directory:
+# engine, xsk, bpf and what they need), the lab (internal/lab) and the CLI
+# (cmd), each with its own go.mod; the lab and the CLI depend on the
+# library, never the other way.
+MODULES := . ./internal/lab ./cmd
+PKGS    := ./... ./internal/lab/... ./cmd/...
 # make test runs the lab's packages (test beds, generators, the measuring
 # commands' harness) without the race detector, the rest with it: the lab's
 # integration tests drive threads in other network namespaces through
@@ -30,7 +35,9 @@ PKGS    := ./...
 # unrelated objects (a netlink request's bytes and a cilium/ebpf error
 # string), one TestNDREnginePaths run in three or four, on the code of
 # stop 41 as on today's; and it slows the rates those tests measure.
-# make unit runs every package's unit tests under the race detector.
+# make unit runs every package's unit tests under the race detector. The
+# library's own integration tests, which the lab's module holds because they
+# drive the library on its test beds (internal/lab/libtest), run with it.
 LAB_PKGS := ./internal/lab/...
 # Fuzz targets run briefly in `make test`; longer with `make fuzz FUZZTIME=5m`.
 # The default is a count, not a duration: Go 1.26's fuzzer can fail a target
@@ -88,8 +95,8 @@ test:
 	fi
 	@$(MAKE) --no-print-directory deps build lint
 	@report=$$(mktemp) && trap 'rm -f "$$report"' EXIT && \
-	XDPENG_REQUIRE_PRIV=1 XDPENG_PRIV_REPORT="$$report" $(GO) test -race -p 1 -count=1 -timeout 30m $$($(GO) list $(PKGS) | grep -v /internal/lab/); status=$$?; \
-	XDPENG_REQUIRE_PRIV=1 XDPENG_PRIV_REPORT="$$report" $(GO) test -p 1 -count=1 -timeout 30m $(LAB_PKGS) || status=1; \
+	XDPENG_REQUIRE_PRIV=1 XDPENG_PRIV_REPORT="$$report" $(GO) test -race -p 1 -count=1 -timeout 30m $$($(GO) list $(PKGS) | grep -v /internal/lab/) ./internal/lab/libtest/...; status=$$?; \
+	XDPENG_REQUIRE_PRIV=1 XDPENG_PRIV_REPORT="$$report" $(GO) test -p 1 -count=1 -timeout 30m $$($(GO) list $(LAB_PKGS) | grep -v /internal/lab/libtest/) || status=1; \
 	sort -s -k2,2 "$$report"; \
 	awk '/privileged tests ran/ { ran += $$3; skipped += $$7; unsup += $$9 } \
 		END { printf "privileged tests: %d ran, %d skipped, %d not supported here\n", ran, skipped, unsup; \
@@ -161,6 +168,10 @@ PORTABLE_OS = darwin windows
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out" >&2; exit 1; fi
 	$(GO) vet $(PKGS)
+	@for m in $(MODULES); do \
+		echo "(cd $$m && GOWORK=off go mod tidy -diff && GOWORK=off go vet ./...)"; \
+		(cd $$m && GOWORK=off $(GO) mod tidy -diff && GOWORK=off $(GO) vet ./...) || { echo "make lint: $$m: its go.mod is not what go mod tidy makes, or it does not build as a module of its own" >&2; exit 1; }; \
+	done
 	@for os in $(PORTABLE_OS); do \
 		echo "GOOS=$$os go build ./engine/... ./xsk/... && GOOS=$$os go vet ./engine/... ./xsk/..."; \
 		GOOS=$$os $(GO) build ./engine/... ./xsk/... && GOOS=$$os $(GO) vet ./engine/... ./xsk/... || exit 1; \
@@ -170,7 +181,7 @@ lint:
 # the test bed: each layout 3 times, medians and ratios (a few minutes).
 # BENCH_JSON=file also writes the test-bed figures as JSON lines.
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/... ./engine/...
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	./$(BIN) bench
 	@if [ -n "$(BENCH_JSON)" ]; then ./$(BIN) bench --runs 1 --json > "$(BENCH_JSON)"; fi
 
@@ -188,7 +199,7 @@ selftest: build
 	./$(BIN) selftest --modes skb,drv
 
 soak: build
-	XDPENG_SOAK=60s $(GO) test -count=1 -run Soak -v -timeout 30m ./engine/...
+	XDPENG_SOAK=60s $(GO) test -count=1 -run Soak -v -timeout 30m ./internal/lab/libtest/engine
 
 clean:
 	rm -rf bin

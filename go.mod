@@ -1,34 +1,18 @@
 module github.com/xdpeng/xdpeng
 
-go 1.26.0
+go 1.25.0
 
 require (
-	github.com/asavie/xdp v0.3.3
 	github.com/cilium/ebpf v0.22.0
-	github.com/cpuguy83/go-md2man/v2 v2.0.6
-	github.com/google/go-cmp v0.7.0
-	github.com/google/gopacket v1.1.19
-	github.com/prometheus/client_golang v1.25.0
-	github.com/prometheus/procfs v0.22.0
 	github.com/safchain/ethtool v0.7.0
-	github.com/spf13/cobra v1.10.2
-	github.com/spf13/pflag v1.0.10
 	github.com/vishvananda/netlink v1.3.1
 	github.com/vishvananda/netns v0.0.5
-	golang.org/x/sys v0.50.0
+	golang.org/x/sys v0.43.0
 )
 
 require (
-	github.com/beorn7/perks v1.0.1 // indirect
-	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/kylelemons/godebug v1.1.0 // indirect
-	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
-	github.com/prometheus/client_model v0.6.3 // indirect
-	github.com/prometheus/common v0.72.0 // indirect
-	github.com/russross/blackfriday/v2 v2.1.0 // indirect
-	golang.org/x/net v0.59.0 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
+	golang.org/x/net v0.53.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
 )
 
 tool github.com/cilium/ebpf/cmd/bpf2go

@@ -417,7 +417,7 @@ type QueueCPUStat struct {
 }
 
 // QueueCPUStats is a snapshot of the counters: one entry per (queue, CPU)
-// that counted anything, ordered by queue then CPU. internal/kern sums them
+// that counted anything, ordered by queue then CPU. internal/lab/kern sums them
 // per queue and per CPU.
 type QueueCPUStats []QueueCPUStat
 

@@ -10,6 +10,13 @@ import (
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
+// xdpMd is struct xdp_md, the context of an XDP program.
+type xdpMd struct {
+	Data, DataEnd, DataMeta      uint32
+	IngressIfindex, RxQueueIndex uint32
+	EgressIfindex                uint32
+}
+
 // XDP actions (enum xdp_action).
 const (
 	xdpActDrop = 1

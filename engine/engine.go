@@ -59,6 +59,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
+	"github.com/xdpeng/xdpeng/internal/engineview"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 	"github.com/xdpeng/xdpeng/xsk"
 )
@@ -319,6 +320,17 @@ func (c *core) begin() (quit <-chan struct{}, end func() error, err error) {
 		}
 		return nil
 	}, nil
+}
+
+func init() {
+	engineview.Sockets = func(e any) []*xsk.Socket {
+		eng := e.(*Engine)
+		s := make([]*xsk.Socket, len(eng.workers))
+		for i, w := range eng.workers {
+			s[i] = w.base().sock
+		}
+		return s
+	}
 }
 
 func (c *core) zeroCopy() bool { return len(c.workers) > 0 && c.workers[0].base().sock.ZeroCopy() }

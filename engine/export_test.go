@@ -6,15 +6,6 @@ package engine
 
 import "github.com/xdpeng/xdpeng/xsk"
 
-// Sockets returns the receiving socket of each queue of e, in queue order.
-func Sockets(e *Engine) []*xsk.Socket {
-	s := make([]*xsk.Socket, len(e.workers))
-	for i, w := range e.workers {
-		s[i] = w.base().sock
-	}
-	return s
-}
-
 // OutputSockets returns each queue's socket on output port p.
 func OutputSockets(e *Engine, p Port) []*xsk.Socket {
 	s := make([]*xsk.Socket, len(e.workers))

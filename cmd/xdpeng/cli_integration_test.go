@@ -27,9 +27,9 @@ import (
 
 	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
+	"github.com/xdpeng/xdpeng/internal/lab/peerstest"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
-	"github.com/xdpeng/xdpeng/internal/testutil/peerstest"
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 

@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/cmd/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
-	"github.com/xdpeng/xdpeng/internal/privilege"
 )
 
 // needRoot is what every command that loads programs or opens sockets does

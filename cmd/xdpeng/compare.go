@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
-	"github.com/xdpeng/xdpeng/internal/kern"
 	"github.com/xdpeng/xdpeng/internal/lab/compare"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
+	"github.com/xdpeng/xdpeng/internal/lab/kern"
 )
 
 func init() { addCommand(newCompareCmd()) }

@@ -12,9 +12,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/xdpeng/xdpeng/internal/kern"
 	"github.com/xdpeng/xdpeng/internal/lab/bench"
 	"github.com/xdpeng/xdpeng/internal/lab/compare"
+	"github.com/xdpeng/xdpeng/internal/lab/kern"
 	"github.com/xdpeng/xdpeng/internal/lab/progbench"
 	"github.com/xdpeng/xdpeng/internal/lab/selftest"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"

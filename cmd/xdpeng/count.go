@@ -8,9 +8,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/cmd/internal/metrics"
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/handler"
-	"github.com/xdpeng/xdpeng/internal/metrics"
 )
 
 func init() { addCommand(newCountCmd()) }

@@ -12,9 +12,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/xdpeng/xdpeng/cmd/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/lab/compare"
 	"github.com/xdpeng/xdpeng/internal/lab/remote"
-	"github.com/xdpeng/xdpeng/internal/privilege"
 )
 
 // dutFlags are --dut and the flags that go with it.

@@ -18,15 +18,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/cmd/internal/metrics"
+	"github.com/xdpeng/xdpeng/cmd/internal/privilege"
+	"github.com/xdpeng/xdpeng/cmd/internal/units"
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
-	"github.com/xdpeng/xdpeng/internal/metrics"
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/privilege"
-	"github.com/xdpeng/xdpeng/internal/units"
 )
 
 func init() { addCommand(newGenCmd()) }

@@ -11,16 +11,16 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/cmd/internal/metrics"
+	"github.com/xdpeng/xdpeng/cmd/internal/privilege"
+	"github.com/xdpeng/xdpeng/cmd/internal/units"
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/handler"
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
-	"github.com/xdpeng/xdpeng/internal/kern"
+	"github.com/xdpeng/xdpeng/internal/lab/kern"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
-	"github.com/xdpeng/xdpeng/internal/metrics"
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/privilege"
-	"github.com/xdpeng/xdpeng/internal/units"
 )
 
 func init() { addCommand(newKernCmd()) }

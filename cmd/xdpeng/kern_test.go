@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdpeng/xdpeng/internal/kern"
+	"github.com/xdpeng/xdpeng/internal/lab/kern"
 )
 
 // TestKernProtoRows: kern --count-proto names protocols as count does,

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/xdpeng/xdpeng/internal/cpuset"
-	"github.com/xdpeng/xdpeng/internal/cpustat"
+	"github.com/xdpeng/xdpeng/internal/lab/cpustat"
 )
 
 // TestUsageUnderFlagErrors: an error about the command line's flags (one

@@ -12,11 +12,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/cmd/internal/privilege"
 	"github.com/xdpeng/xdpeng/engine"
-	"github.com/xdpeng/xdpeng/internal/kfeat"
 	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
+	"github.com/xdpeng/xdpeng/internal/lab/kfeat"
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/privilege"
 )
 
 func init() { addCommand(newProbeCmd()) }

@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/cmd/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
-	"github.com/xdpeng/xdpeng/internal/kern"
+	"github.com/xdpeng/xdpeng/internal/lab/kern"
 	"github.com/xdpeng/xdpeng/internal/lab/progbench"
-	"github.com/xdpeng/xdpeng/internal/privilege"
 )
 
 func init() { addCommand(newProgbenchCmd()) }

@@ -43,7 +43,17 @@ func buildInModule(t *testing.T, root, what string, files map[string][]byte, cmd
 			t.Fatal(err)
 		}
 	}
-	mod := "module example.com/prog\n\ngo 1.26\n\nrequire github.com/xdpeng/xdpeng v0.0.0\n\nreplace github.com/xdpeng/xdpeng => " + root + "\n"
+	// The go line the library's module asks for, no newer: the
+	// program must build at the lowest Go the library says it needs.
+	lib, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	goLine := regexp.MustCompile(`(?m)^go [0-9.]+$`).Find(lib)
+	if goLine == nil {
+		t.Fatal("the library's go.mod has no go line")
+	}
+	mod := "module example.com/prog\n\n" + string(goLine) + "\n\nrequire github.com/xdpeng/xdpeng v0.0.0\n\nreplace github.com/xdpeng/xdpeng => " + root + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(mod), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +64,7 @@ func buildInModule(t *testing.T, root, what string, files map[string][]byte, cmd
 	if err := os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range cmds {
+	for _, args := range append(cmds, []string{"mod", "graph"}) {
 		cmd := exec.Command("go", args...)
 		cmd.Dir = dir
 		// Checked against xdpeng's own go.sum. The go command reads the
@@ -63,9 +73,54 @@ func buildInModule(t *testing.T, root, what string, files map[string][]byte, cmd
 		// 1.17, such as netlink's): it fetches them from the module proxy
 		// on a machine that has not.
 		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
-		if out, err := cmd.CombinedOutput(); err != nil {
+		out, err := cmd.CombinedOutput()
+		if err != nil {
 			t.Fatalf("%s: go %s in a fresh module: %v\n%s", what, strings.Join(args, " "), err, out)
 		}
+		if args[0] == "mod" {
+			checkLibraryGraph(t, what, string(out))
+		}
+	}
+}
+
+// checkLibraryGraph checks the module graph (go mod graph) of a program
+// that imports the library: the library requires only what its data path
+// needs, and none of what the CLI, the lab or their tests use appears in
+// the graph but where cilium/ebpf's own go.mod names it (cobra, pflag and
+// go-cmp, for its bpf2go command and its tests).
+func checkLibraryGraph(t *testing.T, what, graph string) {
+	t.Helper()
+	libNeeds := []string{
+		"github.com/cilium/ebpf", "golang.org/x/sys", "github.com/vishvananda/netlink",
+		"github.com/vishvananda/netns", "github.com/safchain/ethtool",
+		"golang.org/x/net", "golang.org/x/sync", // netlink's and cilium/ebpf's, indirect
+		"go", "toolchain",
+	}
+	notForLib := []string{
+		"github.com/spf13/", "github.com/prometheus/", "github.com/asavie/", "github.com/google/gopacket",
+		"github.com/cpuguy83/", "github.com/russross/", "google.golang.org/protobuf", "github.com/xdpeng/xdpeng/",
+		"github.com/google/go-cmp",
+	}
+	var requires int
+	for _, line := range strings.Split(strings.TrimSpace(graph), "\n") {
+		from, to, ok := strings.Cut(line, " ")
+		if !ok {
+			t.Fatalf("%s: go mod graph: %q", what, line)
+		}
+		for _, bad := range notForLib {
+			if strings.HasPrefix(to, bad) && !strings.HasPrefix(from, "github.com/cilium/ebpf@") {
+				t.Errorf("%s: a program that imports the library has %s in its module graph (%s)", what, to, line)
+			}
+		}
+		if strings.HasPrefix(from, "github.com/xdpeng/xdpeng@") || from == "github.com/xdpeng/xdpeng" {
+			requires++
+			if mod, _, _ := strings.Cut(to, "@"); !slices.Contains(libNeeds, mod) {
+				t.Errorf("%s: the library's module requires %s, which its data path does not need", what, to)
+			}
+		}
+	}
+	if requires == 0 {
+		t.Errorf("%s: go mod graph shows nothing the library requires:\n%s", what, graph)
 	}
 }
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/xdpeng/xdpeng/internal/cpustat"
-	"github.com/xdpeng/xdpeng/internal/metrics"
+	"github.com/xdpeng/xdpeng/cmd/internal/metrics"
+	"github.com/xdpeng/xdpeng/internal/lab/cpustat"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 

@@ -14,9 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/cmd/internal/privilege"
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/devplugin"
-	"github.com/xdpeng/xdpeng/internal/privilege"
 )
 
 func init() { addCommand(newSteerCmd()) }

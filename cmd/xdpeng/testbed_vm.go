@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/cmd/internal/privilege"
 	"github.com/xdpeng/xdpeng/internal/lab/vm"
-	"github.com/xdpeng/xdpeng/internal/privilege"
 )
 
 // upVM boots a VM test bed: `testbed up --vm KERNEL`. Ctrl-C or SIGTERM

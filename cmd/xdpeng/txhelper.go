@@ -5,7 +5,7 @@ package main
 // transmit rings, and take XDP frames or AF_XDP zero-copy transmit, only
 // while an XDP program is attached to the device. Where the device's XDP
 // features say so (netdev Plan: Transmit needs-program), gen and txonly
-// attach an XDP_PASS program (internal/kern's pass path, a bpf_link, never
+// attach an XDP_PASS program (internal/lab/kern's pass path, a bpf_link, never
 // replacing anyone's program) for the run, as xdp-trafficgen does.
 
 import (
@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/xdpeng/xdpeng/internal/kern"
+	"github.com/xdpeng/xdpeng/internal/lab/kern"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 

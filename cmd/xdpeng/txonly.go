@@ -12,11 +12,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdpeng/xdpeng/cmd/internal/metrics"
+	"github.com/xdpeng/xdpeng/cmd/internal/privilege"
+	"github.com/xdpeng/xdpeng/cmd/internal/units"
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/packet"
-	"github.com/xdpeng/xdpeng/internal/metrics"
-	"github.com/xdpeng/xdpeng/internal/privilege"
-	"github.com/xdpeng/xdpeng/internal/units"
 )
 
 func init() { addCommand(newTxOnlyCmd()) }

@@ -20,11 +20,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
+	"github.com/xdpeng/xdpeng/cmd/internal/observe"
+	"github.com/xdpeng/xdpeng/cmd/internal/pcap"
 	"github.com/xdpeng/xdpeng/engine"
-	"github.com/xdpeng/xdpeng/internal/irqstat"
-	"github.com/xdpeng/xdpeng/internal/observe"
-	"github.com/xdpeng/xdpeng/internal/pcap"
-	"github.com/xdpeng/xdpeng/internal/xdperr"
+	"github.com/xdpeng/xdpeng/internal/lab/irqstat"
+	"github.com/xdpeng/xdpeng/internal/lab/xdperr"
 )
 
 // watchFlags are the observability flags; a command registers those that

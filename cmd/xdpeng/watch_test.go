@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdpeng/xdpeng/internal/irqstat"
+	"github.com/xdpeng/xdpeng/internal/lab/irqstat"
 )
 
 func TestIRQText(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/xdpeng/xdpeng/internal/testutil/difftest"
 
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/packet"
@@ -110,7 +110,7 @@ func TestCountMix(t *testing.T) {
 		ByEtherType: map[string]uint64{"0x0806": 4, "0x88b5": 2, "0x0000": 1},
 		Malformed:   2 + 1,
 	}
-	if diff := cmp.Diff(want, h.Stats()); diff != "" {
+	if diff := difftest.Diff(want, h.Stats()); diff != "" {
 		t.Errorf("counts (-want +got):\n%s", diff)
 	}
 }
@@ -147,7 +147,7 @@ func TestCountGroupSums(t *testing.T) {
 		ByProtocol: map[string]uint64{"udp": 5, "tcp": 1},
 		ByPort:     map[string]uint64{"udp/9": 5, "tcp/22": 1},
 	}
-	if diff := cmp.Diff(want, g.Stats()); diff != "" {
+	if diff := difftest.Diff(want, g.Stats()); diff != "" {
 		t.Errorf("group (-want +got):\n%s", diff)
 	}
 }
@@ -164,18 +164,18 @@ func TestProtocolNames(t *testing.T) {
 			t.Errorf("ProtocolNumber(%q) = %d, want not ok", bad, n)
 		}
 	}
-	if got := Top(map[string]uint64{"a": 1, "b": 3, "c": 3, "z": 0}, 2); !cmp.Equal(got, []CountEntry{{"b", 3}, {"c", 3}}) {
+	if got := Top(map[string]uint64{"a": 1, "b": 3, "c": 3, "z": 0}, 2); difftest.Diff(got, []CountEntry{{"b", 3}, {"c", 3}}) != "" {
 		t.Errorf("Top = %v", got)
 	}
 	// Ties in key order, numbers as numbers, the same every time.
 	ports := map[string]uint64{"udp/10": 5, "udp/9": 5, "tcp/80": 5, "udp/100": 5, "udp/11": 7, "udp/09x": 5}
 	want := []CountEntry{{"udp/11", 7}, {"tcp/80", 5}, {"udp/9", 5}, {"udp/09x", 5}, {"udp/10", 5}, {"udp/100", 5}}
 	for range 20 {
-		if got := Top(ports, 0); !cmp.Equal(got, want) {
+		if got := Top(ports, 0); difftest.Diff(got, want) != "" {
 			t.Fatalf("Top = %v, want %v", got, want)
 		}
 	}
-	if got := Delta(map[string]uint64{"a": 5, "b": 2}, map[string]uint64{"a": 3, "b": 2}); !cmp.Equal(got, map[string]uint64{"a": 2}) {
+	if got := Delta(map[string]uint64{"a": 5, "b": 2}, map[string]uint64{"a": 3, "b": 2}); difftest.Diff(got, map[string]uint64{"a": 2}) != "" {
 		t.Errorf("Delta = %v", got)
 	}
 }

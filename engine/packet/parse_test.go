@@ -1,68 +1,22 @@
 package packet
 
 import (
-	"encoding/binary"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/xdpeng/xdpeng/internal/testutil/difftest"
+	"github.com/xdpeng/xdpeng/internal/testutil/frametest"
 )
 
-// Raw frame pieces, built by hand so that every shape (options, extension
-// headers, fragments, stacked tags) is easy to write down.
-
-func eth(ethertype uint16, tags ...uint16) []byte {
-	b := append([]byte{}, macB...)
-	b = append(b, macA...)
-	for i := 0; i+1 < len(tags); i += 2 { // pairs: TPID, VLAN ID
-		b = binary.BigEndian.AppendUint16(b, tags[i])
-		b = binary.BigEndian.AppendUint16(b, tags[i+1])
-	}
-	return binary.BigEndian.AppendUint16(b, ethertype)
-}
-
-func ipv4(proto uint8, ihl int, fragWord uint16) []byte {
-	h := make([]byte, ihl*4)
-	h[0] = 0x40 | byte(ihl)
-	binary.BigEndian.PutUint16(h[6:], fragWord)
-	h[8], h[9] = 64, proto
-	copy(h[12:], []byte{198, 18, 0, 1, 198, 18, 0, 2})
-	return h
-}
-
-func ipv6(next uint8) []byte {
-	h := make([]byte, 40)
-	h[0], h[6], h[7] = 0x60, next, 64
-	return h
-}
-
-// ext is an IPv6 extension header of 8*(1+units) bytes.
-func ext(next uint8, units int) []byte {
-	h := make([]byte, 8*(1+units))
-	h[0], h[1] = next, byte(units)
-	return h
-}
-
-func frag6(next uint8, offset uint16) []byte {
-	h := make([]byte, 8)
-	h[0] = next
-	binary.BigEndian.PutUint16(h[2:], offset<<3)
-	return h
-}
-
-func ports(sport, dport uint16, n int) []byte {
-	h := make([]byte, n)
-	binary.BigEndian.PutUint16(h, sport)
-	binary.BigEndian.PutUint16(h[2:], dport)
-	return h
-}
-
-func cat(parts ...[]byte) []byte {
-	var b []byte
-	for _, p := range parts {
-		b = append(b, p...)
-	}
-	return b
-}
+// Raw frame pieces (frametest), under short names.
+var (
+	eth   = frametest.Eth
+	ipv4  = frametest.IPv4
+	ipv6  = frametest.IPv6
+	ext   = frametest.Ext
+	frag6 = frametest.Frag6
+	ports = frametest.Ports
+	cat   = frametest.Cat
+)
 
 func TestParse(t *testing.T) {
 	tcp := ports(80, 443, 20)
@@ -185,7 +139,7 @@ func TestParse(t *testing.T) {
 			if !Parse(tc.frame, &s) {
 				t.Fatalf("Parse(full frame) = false, summary %+v", s)
 			}
-			if diff := cmp.Diff(tc.want, s); diff != "" {
+			if diff := difftest.Diff(tc.want, s); diff != "" {
 				t.Errorf("summary (-want +got):\n%s", diff)
 			}
 			for n := 0; n <= len(tc.frame); n++ {
@@ -197,7 +151,7 @@ func TestParse(t *testing.T) {
 					t.Errorf("Parse(first %d of %d bytes) = %v, want %v (%+v)", n, len(tc.frame), ok, want, s)
 				}
 				if ok {
-					if diff := cmp.Diff(tc.want, s); diff != "" {
+					if diff := difftest.Diff(tc.want, s); diff != "" {
 						t.Errorf("first %d bytes: summary (-want +got):\n%s", n, diff)
 					}
 				}
@@ -273,63 +227,6 @@ func TestZeroAllocs(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("BuildUDP+Parse+SwapMACs allocate %v times per run, want 0", allocs)
 	}
-}
-
-// FuzzParse feeds Parse any bytes and compares what it reports with an
-// independent decoder (refParse, on gopacket's layer decoders), and frames
-// built by BuildUDP from the fuzzed fields (Parse must return the ports and
-// VLAN they were built with).
-func FuzzParse(f *testing.F) {
-	buf := make([]byte, 2048)
-	for _, v6 := range []bool{false, true} {
-		n, _ := BuildUDP(buf, udpConfig(v6, 0, 64+24))
-		f.Add(append([]byte(nil), buf[:n]...), uint16(1234), uint16(9), uint16(0), uint16(64), v6)
-	}
-	tcp := ports(80, 443, 20)
-	tcp[12], tcp[13] = 0x50, TCPSyn|TCPAck
-	for _, frame := range [][]byte{
-		cat(eth(EtherTypeIPv6, EtherTypeQinQ, 10, EtherTypeVLAN, 20), ipv6(0), ext(44, 0), frag6(ProtoTCP, 0), make([]byte, 20)),
-		cat(eth(EtherTypeIPv4), ipv4(ProtoTCP, 7, 0), tcp),
-		cat(eth(EtherTypeIPv4, EtherTypeVLAN, 5), ipv4(ProtoICMP, 5, 0), []byte{3, 1, 0, 0}),
-		cat(eth(EtherTypeIPv4), ipv4(ProtoUDP, 5, 0x0020), ports(1, 2, 8)),
-		cat(eth(EtherTypeIPv6), ipv6(51), ext(ProtoTCP, 1)[:12], tcp),
-		cat(eth(EtherTypeIPv6), ipv6(43), ext(60, 2), ext(ProtoICMPv6, 0), []byte{128, 0, 0, 0}),
-		// Exactly maxExtHeaders extension headers, then UDP; and one more.
-		cat(eth(EtherTypeIPv6), ipv6(0), ext(60, 0), ext(43, 0), ext(60, 0), ext(ProtoUDP, 0), ports(3, 4, 8)),
-		cat(eth(EtherTypeIPv6), ipv6(0), ext(60, 0), ext(43, 0), ext(60, 0), ext(60, 0), ext(ProtoUDP, 0), ports(3, 4, 8)),
-		// An extension header longer than the frame, then no next header.
-		cat(eth(EtherTypeIPv6), ipv6(60), []byte{59, 200}, make([]byte, 30)),
-		cat(eth(EtherTypeIPv4, EtherTypeQinQ, 1, EtherTypeVLAN, 2, EtherTypeVLAN, 3), ipv4(ProtoUDP, 5, 0)),
-		cat(eth(0x05dc), make([]byte, 46)), // an 802.3 length, not an EtherType
-	} {
-		f.Add(frame, uint16(0), uint16(0), uint16(0), uint16(0), false)
-	}
-	f.Fuzz(func(t *testing.T, frame []byte, sport, dport, vlan, size uint16, v6 bool) {
-		var s Summary
-		ok := Parse(frame, &s)
-		want, wantOK := refParse(frame)
-		switch {
-		case ok != wantOK:
-			t.Fatalf("Parse = %v (%+v), the reference decoder says %v (%+v), frame % x", ok, s, wantOK, want, frame)
-		case ok && s != want:
-			t.Fatalf("Parse = %+v, the reference decoder %+v, frame % x", s, want, frame)
-		case !ok && (s.EtherType != want.EtherType || s.VLAN != want.VLAN || s.InnerVLAN != want.InnerVLAN || s.Tags != want.Tags):
-			// A truncated frame: what was decoded before the cut.
-			t.Fatalf("truncated: Parse = %+v, the reference decoder %+v, frame % x", s, want, frame)
-		}
-		if ok && (int(s.L3Off) > len(frame) || int(s.L4Off) > len(frame)) {
-			t.Fatalf("offsets past the frame: %+v, len %d", s, len(frame))
-		}
-		c := udpConfig(v6, vlan%4095, int(size))
-		c.SrcPort, c.DstPort = sport, dport
-		n, err := BuildUDP(buf, c)
-		if err != nil {
-			return // out-of-range size: validation is tested elsewhere
-		}
-		if !Parse(buf[:n], &s) || s.SrcPort != sport || s.DstPort != dport || s.VLAN != c.VLAN || s.Proto != ProtoUDP {
-			t.Fatalf("built %+v, parsed %+v", c, s)
-		}
-	})
 }
 
 func BenchmarkParse(b *testing.B) {

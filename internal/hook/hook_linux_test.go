@@ -20,8 +20,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/bpf"
-	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 	"github.com/xdpeng/xdpeng/internal/netdev"
+	"github.com/xdpeng/xdpeng/internal/testutil/hooktest"
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
@@ -310,9 +310,9 @@ func TestKill9LeavesNothing(t *testing.T) {
 // and classic filters); a probe that fails fails the test.
 func (n *testNS) hookCount(t *testing.T, ifindex int, hook string) int {
 	t.Helper()
-	var h testbedtest.Hooks
+	var h hooktest.Hooks
 	n.mustDo(t, func() (err error) {
-		h, err = testbedtest.ReadHooks(ifindex)
+		h, err = hooktest.ReadHooks(ifindex)
 		return err
 	})
 	if hook == "xdp" {

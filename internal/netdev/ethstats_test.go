@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/vishvananda/netlink"
+	"github.com/xdpeng/xdpeng/internal/testutil/difftest"
 )
 
 func TestDevStatsSince(t *testing.T) {
@@ -42,7 +42,7 @@ func TestDevStatsSince(t *testing.T) {
 			{Name: "rx_packets", Delta: 4000, PerSec: 2000},
 		},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := difftest.Diff(want, got); diff != "" {
 		t.Errorf("Since (-want +got):\n%s", diff)
 	}
 

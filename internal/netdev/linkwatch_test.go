@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/xdpeng/xdpeng/internal/testutil/difftest"
 	"golang.org/x/sys/unix"
 )
 
@@ -56,7 +56,7 @@ func TestLinkChanges(t *testing.T) {
 	}
 	for _, s := range steps {
 		got := linkChanges(s.msgs, names, state)
-		if diff := cmp.Diff(s.want, got); diff != "" {
+		if diff := difftest.Diff(s.want, got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", s.name, diff)
 		}
 	}

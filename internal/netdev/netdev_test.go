@@ -6,8 +6,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/safchain/ethtool"
+	"github.com/xdpeng/xdpeng/internal/testutil/difftest"
 )
 
 func TestParseVethQueues(t *testing.T) {
@@ -43,7 +43,7 @@ func TestParseVethQueues(t *testing.T) {
 		{Queue: 0, RxPackets: 10, RxBytes: 600, RxDrops: 1, RxXDPRedirect: 7, RxXDPDrops: 2, TxXDPXmit: 8, TxXDPXmitErrors: 4},
 		{Queue: 1, RxPackets: 5, RxBytes: 300, RxXDPRedirect: 5, RxXDPTx: 3, RxXDPTxErrors: 1, TxXDPXmit: 6},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := difftest.Diff(want, got); diff != "" {
 		t.Errorf("ParseVethQueues (-want +got):\n%s", diff)
 	}
 	sum := SumVethQueues(got)

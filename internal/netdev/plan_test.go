@@ -5,7 +5,7 @@ package netdev
 import (
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/xdpeng/xdpeng/internal/testutil/difftest"
 )
 
 // facts describes a device with a 9000-byte MaxMTU and, if mode is not "",
@@ -60,7 +60,7 @@ func TestPlan(t *testing.T) {
 		{"kernel before 6.3", &Facts{Info: Info{Driver: "veth"}},
 			Plan{XDPMode: ModeNative, Transmit: TxUnknown}},
 	} {
-		if diff := cmp.Diff(tc.want, tc.f.Plan()); diff != "" {
+		if diff := difftest.Diff(tc.want, tc.f.Plan()); diff != "" {
 			t.Errorf("%s: Plan (-want +got):\n%s", tc.name, diff)
 		}
 	}
@@ -121,7 +121,7 @@ func TestMTULimit(t *testing.T) {
 		{"no max MTU", &Facts{Features: &DevFeatures{XDP: XDPRxSG}}, 4096, false,
 			MTULimit{FrameSize: 4096, Single: 3822, MultiBuffer: 18*3840 - 18}},
 	} {
-		if diff := cmp.Diff(tc.want, tc.f.MTULimit(tc.frame, 0, tc.zeroCopy)); diff != "" {
+		if diff := difftest.Diff(tc.want, tc.f.MTULimit(tc.frame, 0, tc.zeroCopy)); diff != "" {
 			t.Errorf("%s: MTULimit (-want +got):\n%s", tc.name, diff)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdpeng/xdpeng/internal/cpustat"
+	"github.com/xdpeng/xdpeng/internal/lab/cpustat"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 )
 

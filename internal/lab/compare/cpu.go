@@ -5,7 +5,7 @@ package compare
 import (
 	"slices"
 
-	"github.com/xdpeng/xdpeng/internal/cpustat"
+	"github.com/xdpeng/xdpeng/internal/lab/cpustat"
 )
 
 // cpuStat is every CPU's times, by CPU number.

@@ -17,12 +17,12 @@ import (
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/counter"
-	"github.com/xdpeng/xdpeng/internal/cpustat"
+	"github.com/xdpeng/xdpeng/internal/lab/cpustat"
 	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
+	"github.com/xdpeng/xdpeng/internal/lab/xdperr"
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/xdperr"
 )
 
 // env is where the paths run: a test bed, an interface of this host, or a

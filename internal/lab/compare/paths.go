@@ -12,7 +12,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/handler"
-	"github.com/xdpeng/xdpeng/internal/kern"
+	"github.com/xdpeng/xdpeng/internal/lab/kern"
 	"github.com/xdpeng/xdpeng/internal/lab/latency"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 )
@@ -225,7 +225,7 @@ func (e *env) egressDrops(links []int, reasons map[string]uint64) error {
 	})
 }
 
-// kernRunner is an in-kernel path (internal/kern): a drop, a redirect
+// kernRunner is an in-kernel path (internal/lab/kern): a drop, a redirect
 // counted by sinks, or XDP_TX counted by a sink where the frames come back.
 type kernRunner struct {
 	e      *env

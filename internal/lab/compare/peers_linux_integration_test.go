@@ -19,9 +19,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
+	"github.com/xdpeng/xdpeng/internal/lab/peerstest"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
-	"github.com/xdpeng/xdpeng/internal/testutil/peerstest"
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 

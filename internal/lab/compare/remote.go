@@ -18,15 +18,15 @@ import (
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
-	"github.com/xdpeng/xdpeng/internal/cpustat"
-	"github.com/xdpeng/xdpeng/internal/kern"
+	"github.com/xdpeng/xdpeng/internal/lab/cpustat"
 	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
+	"github.com/xdpeng/xdpeng/internal/lab/kern"
 	"github.com/xdpeng/xdpeng/internal/lab/latency"
 	"github.com/xdpeng/xdpeng/internal/lab/remote"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
+	"github.com/xdpeng/xdpeng/internal/lab/xdperr"
 	"github.com/xdpeng/xdpeng/internal/netdev"
-	"github.com/xdpeng/xdpeng/internal/xdperr"
 )
 
 // LostOnWire is the drop reason of a two-host row for the frames the

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/xdpeng/xdpeng/internal/kfeat"
+	"github.com/xdpeng/xdpeng/internal/lab/kfeat"
 )
 
 // Method is how a run sends its frames. Every method hands the device

@@ -10,6 +10,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/handler"
+	"github.com/xdpeng/xdpeng/internal/engineview"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
@@ -48,7 +49,7 @@ func TestKnobs(t *testing.T) {
 		cfg.FillSize, cfg.CompletionSize, cfg.RxSize, cfg.TxSize = 512, 256, 1024, 128
 		cfg.Handler = l2fwd
 		inEngine(t, bed, cfg, func(eng *engine.Engine) {
-			for q, s := range engine.Sockets(eng) {
+			for q, s := range engineview.Sockets(eng) {
 				c := s.Config()
 				got := [4]uint32{c.FillSize, c.CompletionSize, c.RxSize, c.TxSize}
 				// The ring sizes of the mmap'd rings: mapping a ring larger
@@ -67,7 +68,7 @@ func TestKnobs(t *testing.T) {
 		cfg.Handler = nil // rxdrop: never transmits, so gets no tx ring
 		cfg.NumFrames = 1000
 		inEngine(t, bed, cfg, func(eng *engine.Engine) {
-			s := engine.Sockets(eng)[0]
+			s := engineview.Sockets(eng)[0]
 			if s.Config().TxSize != 0 || s.Tx.Size() != 0 {
 				t.Errorf("rxdrop socket has a tx ring of %d", s.Tx.Size())
 			}
@@ -82,7 +83,7 @@ func TestKnobs(t *testing.T) {
 			cfg := rxdropConfig(bed)
 			cfg.BindMode = m
 			inEngine(t, bed, cfg, func(eng *engine.Engine) {
-				for q, s := range engine.Sockets(eng) {
+				for q, s := range engineview.Sockets(eng) {
 					if s.ZeroCopy() {
 						t.Errorf("%s on veth: queue %d reports zero-copy", m, q)
 					}
@@ -122,7 +123,7 @@ func TestKnobs(t *testing.T) {
 				cfg.NeedWakeup = on
 				cfg.Handler = l2fwd
 				r := start(t, bed, cfg)
-				if !engine.Sockets(r.eng)[0].Tx.NeedWakeup() {
+				if !engineview.Sockets(r.eng)[0].Tx.NeedWakeup() {
 					t.Errorf("the tx ring does not ask for the first kick")
 				}
 				const count = 2000
@@ -148,7 +149,7 @@ func TestKnobs(t *testing.T) {
 				want = [2]int{0, 0}
 			}
 			inEngine(t, bed, cfg, func(eng *engine.Engine) {
-				for q, sock := range engine.Sockets(eng) {
+				for q, sock := range engineview.Sockets(eng) {
 					fd := sock.FD()
 					var got [2]int
 					var err error
@@ -182,7 +183,7 @@ func TestKnobs(t *testing.T) {
 				cfg := rxdropConfig(bed)
 				cfg.SharedUmem, cfg.NeedWakeup = tc.shared, tc.needWakeup
 				inEngine(t, bed, cfg, func(eng *engine.Engine) {
-					ws := engine.Sockets(eng)
+					ws := engineview.Sockets(eng)
 					if len(ws) != 2 {
 						t.Errorf("%d workers, want 2", len(ws))
 						return

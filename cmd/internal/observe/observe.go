@@ -15,11 +15,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/xdpeng/xdpeng/cmd/internal/metrics"
+	"github.com/xdpeng/xdpeng/cmd/internal/pcap"
 	"github.com/xdpeng/xdpeng/engine"
-	"github.com/xdpeng/xdpeng/internal/irqstat"
-	"github.com/xdpeng/xdpeng/internal/metrics"
-	"github.com/xdpeng/xdpeng/internal/pcap"
-	"github.com/xdpeng/xdpeng/internal/xdperr"
+	"github.com/xdpeng/xdpeng/internal/lab/irqstat"
+	"github.com/xdpeng/xdpeng/internal/lab/xdperr"
 )
 
 // Config says what a Watcher watches; the zero Config watches nothing.

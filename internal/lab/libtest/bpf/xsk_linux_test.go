@@ -1,4 +1,4 @@
-package bpf
+package bpf_test
 
 import (
 	"errors"
@@ -11,17 +11,11 @@ import (
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 	"github.com/xdpeng/xdpeng/xsk"
 )
-
-// xdpMd is struct xdp_md, the context of an XDP program.
-type xdpMd struct {
-	Data, DataEnd, DataMeta      uint32
-	IngressIfindex, RxQueueIndex uint32
-	EgressIfindex                uint32
-}
 
 // TestXskRedirectSteers puts a real AF_XDP socket, bound to queue 0 of a
 // veth, in the steering program's XSKMAP, attaches the program to that veth
@@ -65,21 +59,21 @@ func TestXskRedirectSteers(t *testing.T) {
 	v4net, v6net := netip.MustParsePrefix(l.DUTIP.String()+"/24").Masked(), netip.MustParsePrefix("2001:2::/64")
 	for _, c := range []struct {
 		name  string
-		match XskMatch
+		match bpf.XskMatch
 		want  []string
 	}{
-		{"none", XskMatch{}, all},
-		{"udp port", XskMatch{IPProto: unix.IPPROTO_UDP, DstPort: port}, []string{"v4otherdst", "v4udp", "v6udp"}},
-		{"port", XskMatch{DstPort: port}, []string{"v4otherdst", "v4tcp", "v4udp", "v6tcp", "v6udp"}},
-		{"tcp", XskMatch{IPProto: unix.IPPROTO_TCP}, []string{"v4tcp", "v6tcp"}},
-		{"arp", XskMatch{EtherType: unix.ETH_P_ARP}, []string{"arp"}},
-		{"v4 prefix", XskMatch{Dst: v4net}, []string{"v4frag", "v4icmp", "v4swapped", "v4tcp", "v4udp"}},
-		{"v6 prefix udp", XskMatch{IPProto: unix.IPPROTO_UDP, Dst: v6net}, []string{"v6udp"}},
-		{"ipv4 icmp", XskMatch{EtherType: unix.ETH_P_IP, IPProto: unix.IPPROTO_ICMP}, []string{"v4icmp"}},
-		{"v4 prefix port", XskMatch{DstPort: port, Dst: v4net}, []string{"v4tcp", "v4udp"}},
+		{"none", bpf.XskMatch{}, all},
+		{"udp port", bpf.XskMatch{IPProto: unix.IPPROTO_UDP, DstPort: port}, []string{"v4otherdst", "v4udp", "v6udp"}},
+		{"port", bpf.XskMatch{DstPort: port}, []string{"v4otherdst", "v4tcp", "v4udp", "v6tcp", "v6udp"}},
+		{"tcp", bpf.XskMatch{IPProto: unix.IPPROTO_TCP}, []string{"v4tcp", "v6tcp"}},
+		{"arp", bpf.XskMatch{EtherType: unix.ETH_P_ARP}, []string{"arp"}},
+		{"v4 prefix", bpf.XskMatch{Dst: v4net}, []string{"v4frag", "v4icmp", "v4swapped", "v4tcp", "v4udp"}},
+		{"v6 prefix udp", bpf.XskMatch{IPProto: unix.IPPROTO_UDP, Dst: v6net}, []string{"v6udp"}},
+		{"ipv4 icmp", bpf.XskMatch{EtherType: unix.ETH_P_IP, IPProto: unix.IPPROTO_ICMP}, []string{"v4icmp"}},
+		{"v4 prefix port", bpf.XskMatch{DstPort: port, Dst: v4net}, []string{"v4tcp", "v4udp"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			x, err := NewXskRedirect(XskOptions{Counters: true, Match: c.match})
+			x, err := bpf.NewXskRedirect(bpf.XskOptions{Counters: true, Match: c.match})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/packet"
+	"github.com/xdpeng/xdpeng/internal/engineview"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
@@ -341,7 +342,7 @@ func TestBusyPollWithoutNAPI(t *testing.T) {
 	if st := send(t, bed, 0, gen.Config{Count: count, Rate: count}); st.Sent != count {
 		t.Fatalf("generator sent %d, want %d", st.Sent, count)
 	}
-	id, err := engine.Sockets(r.eng)[0].NAPIID()
+	id, err := engineview.Sockets(r.eng)[0].NAPIID()
 	if err != nil {
 		t.Fatal(err)
 	}

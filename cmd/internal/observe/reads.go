@@ -3,8 +3,8 @@ package observe
 import (
 	"math"
 
-	"github.com/xdpeng/xdpeng/internal/irqstat"
-	"github.com/xdpeng/xdpeng/internal/xdperr"
+	"github.com/xdpeng/xdpeng/internal/lab/irqstat"
+	"github.com/xdpeng/xdpeng/internal/lab/xdperr"
 )
 
 // Tracepoints says what the tracepoint counters count: the tracepoints

@@ -1,11 +1,17 @@
-package packet
+package packet_test
 
 import (
 	"encoding/binary"
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
+
+	"github.com/xdpeng/xdpeng/engine/packet"
 )
+
+// maxExtHeaders is how many IPv6 extension headers Parse's documentation
+// says it skips.
+const maxExtHeaders = 4
 
 // refParse is an independent decoder for FuzzParse to compare Parse with:
 // gopacket's layer decoders read every field and say whether each header is
@@ -23,17 +29,17 @@ import (
 //     non-first fragment has no transport header;
 //   - UDP needs 8 bytes, TCP 20, ICMP and ICMPv6 their type, code and
 //     checksum (4); other protocols are complete as they stand.
-func refParse(frame []byte) (Summary, bool) {
-	var s Summary
+func refParse(frame []byte) (packet.Summary, bool) {
+	var s packet.Summary
 	var eth layers.Ethernet
 	if !decode(&eth, frame) {
 		return s, false
 	}
 	et, rest := uint16(eth.EthernetType), frame[14:]
 	if eth.EthernetType == layers.EthernetTypeLLC {
-		et = eth.Length // an 802.3 length: Parse reports it as it is
+		et = eth.Length // an 802.3 length: packet.Parse reports it as it is
 	}
-	for et == EtherTypeVLAN || et == EtherTypeQinQ {
+	for et == packet.EtherTypeVLAN || et == packet.EtherTypeQinQ {
 		if s.Tags == 2 {
 			s.EtherType = et
 			return s, true
@@ -53,7 +59,7 @@ func refParse(frame []byte) (Summary, bool) {
 	s.EtherType = et
 	l3Off := len(frame) - len(rest)
 	switch et {
-	case EtherTypeIPv4:
+	case packet.EtherTypeIPv4:
 		// Parse ignores the total length and the options: give gopacket a
 		// copy whose total length is what the frame holds and whose
 		// options are end-of-options bytes.
@@ -75,7 +81,7 @@ func refParse(frame []byte) (Summary, bool) {
 			return s, true
 		}
 		return refL4(frame, l3Off+int(ip.IHL)*4, &s)
-	case EtherTypeIPv6:
+	case packet.EtherTypeIPv6:
 		// gopacket's IPv6 decoder reads a hop-by-hop header itself and
 		// checks the payload length: give it a copy with neither, and
 		// walk the extension headers here.
@@ -101,7 +107,7 @@ func refParse(frame []byte) (Summary, bool) {
 				}
 				// The same layout for all three: next header, length in
 				// 8-byte units after the first 8; the rest replaced by
-				// padding options, since Parse does not read it.
+				// padding options, since packet.Parse does not read it.
 				if len(frame) < off+2 {
 					s.Proto = next
 					return s, false
@@ -151,11 +157,11 @@ func refParse(frame []byte) (Summary, bool) {
 }
 
 // refL4 decodes the transport header at off of frame into s.
-func refL4(frame []byte, off int, s *Summary) (Summary, bool) {
+func refL4(frame []byte, off int, s *packet.Summary) (packet.Summary, bool) {
 	seg := frame[min(off, len(frame)):]
 	switch s.Proto {
-	case ProtoUDP:
-		// Parse does not use the UDP length: a copy whose length is the
+	case packet.ProtoUDP:
+		// packet.Parse does not use the UDP length: a copy whose length is the
 		// header's, which gopacket accepts.
 		if len(seg) < 8 {
 			return *s, false
@@ -167,8 +173,8 @@ func refL4(frame []byte, off int, s *Summary) (Summary, bool) {
 			return *s, false
 		}
 		s.L4Off, s.SrcPort, s.DstPort = uint16(off), uint16(u.SrcPort), uint16(u.DstPort)
-	case ProtoTCP:
-		// Parse reads the fixed 20 bytes only: a copy whose data offset
+	case packet.ProtoTCP:
+		// packet.Parse reads the fixed 20 bytes only: a copy whose data offset
 		// says so, so that gopacket neither wants nor reads options.
 		if len(seg) < 20 {
 			return *s, false
@@ -185,8 +191,8 @@ func refL4(frame []byte, off int, s *Summary) (Summary, bool) {
 				s.TCPFlags |= 1 << i
 			}
 		}
-	case ProtoICMP:
-		// gopacket wants the 8-byte echo layout; Parse needs only type,
+	case packet.ProtoICMP:
+		// gopacket wants the 8-byte echo layout; packet.Parse needs only type,
 		// code and checksum.
 		if len(seg) < 4 {
 			return *s, false
@@ -198,7 +204,7 @@ func refL4(frame []byte, off int, s *Summary) (Summary, bool) {
 			return *s, false
 		}
 		s.L4Off, s.ICMPType, s.ICMPCode = uint16(off), icmp.TypeCode.Type(), icmp.TypeCode.Code()
-	case ProtoICMPv6:
+	case packet.ProtoICMPv6:
 		var icmp layers.ICMPv6
 		if !decode(&icmp, seg) {
 			return *s, false

@@ -6,9 +6,9 @@ import (
 	"os"
 	"sync"
 
+	"github.com/xdpeng/xdpeng/cmd/internal/pcap"
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/internal/counter"
-	"github.com/xdpeng/xdpeng/internal/pcap"
 )
 
 // Tap puts the capture in front of cfg's handler: one ring per queue. It

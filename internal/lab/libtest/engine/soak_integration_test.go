@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/internal/engineview"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
 )
@@ -152,7 +153,7 @@ func TestSoak(t *testing.T) {
 	if lost != 0 {
 		t.Errorf("%d frames vanished before the veth counted them", lost)
 	}
-	for i, sock := range engine.Sockets(r.eng) {
+	for i, sock := range engineview.Sockets(r.eng) {
 		c := sock.CountFrames()
 		if err := c.Check(); err != nil {
 			t.Errorf("queue %d: %v", r.eng.Config().Queues[i], err)

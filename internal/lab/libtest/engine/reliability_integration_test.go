@@ -22,6 +22,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/internal/engineview"
 	"github.com/xdpeng/xdpeng/internal/hook"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/testbed"
@@ -329,7 +330,7 @@ func TestOverloadAccountingStalledHandler(t *testing.T) {
 			// Every UMEM frame is back in a ring or on the free stack,
 			// but for the one a copy-mode socket's kernel side may park
 			// after an rx-ring-full drop (xsk.CopyModeParked).
-			for i, sock := range engine.Sockets(r.eng) {
+			for i, sock := range engineview.Sockets(r.eng) {
 				c := sock.CountFrames()
 				if err := c.Check(); err != nil {
 					t.Errorf("queue %d: %v", r.eng.Config().Queues[i], err)

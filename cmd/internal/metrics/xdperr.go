@@ -5,11 +5,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/xdpeng/xdpeng/internal/xdperr"
+	"github.com/xdpeng/xdpeng/internal/lab/xdperr"
 )
 
 // Why XDP frames of a device were lost: the xdp tracepoints, counted by
-// internal/xdperr.
+// internal/lab/xdperr.
 var (
 	xdpExceptions     = newCounter("xdpeng_xdp_exceptions_total", "xdp_exception: frames whose XDP program returned XDP_ABORTED or an unknown action, or whose XDP_TX the driver could not carry out, by action.", "interface", "action")
 	xdpRedirectErrors = newCounter("xdpeng_xdp_redirect_errors_total", `xdp_redirect_err: frames whose redirect failed, by errno and target device ("" when the target is not a device).`, "interface", "errno", "to")

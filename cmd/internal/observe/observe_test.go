@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/xdpeng/xdpeng/internal/irqstat"
+	"github.com/xdpeng/xdpeng/internal/lab/irqstat"
 )
 
 // TestMetricsAddr: a port alone listens on the loopback; any other
