@@ -12,86 +12,85 @@ import (
 type Verdict uint8
 
 const (
-	// Drop returns the frame to the kernel for reuse. It is the default.
-	Drop Verdict = iota
-	// Transmit sends the frame back out of the queue it arrived on.
-	Transmit
-	// Forward sends the frame out of one of the engine's outputs (see
+	// VerdictDrop returns the frame to the kernel for reuse. It is the default.
+	VerdictDrop Verdict = iota
+	// VerdictTransmit sends the frame back out of the queue it arrived on.
+	VerdictTransmit
+	// VerdictForward sends the frame out of one of the engine's outputs (see
 	// Batch.Forward).
-	Forward
+	VerdictForward
 )
 
 func (v Verdict) String() string {
 	switch v {
-	case Transmit:
+	case VerdictTransmit:
 		return "transmit"
-	case Forward:
+	case VerdictForward:
 		return "forward"
 	default:
 		return "drop"
 	}
 }
 
-// Port names where Batch.Forward sends a frame: PortIn is the queue the
-// frame arrived on (the same as Batch.Transmit), and OutputPort(i) is
-// Config.Outputs[i], on the same queue number.
-type Port uint8
+// Dest names where Batch.Forward sends a frame: ToInput is the queue the
+// frame arrived on (the same as Batch.Transmit), and ToOutput(i) is the
+// same queue number of Config.Outputs[i], the engine's i-th output device.
+type Dest uint8
 
-// PortIn is the queue the frame arrived on.
-const PortIn Port = 0
+// ToInput is the queue the frame arrived on.
+const ToInput Dest = 0
 
-// OutputPort is the port of Config.Outputs[i]. An i outside 0 to
-// MaxOutputs-1 gives a port that no engine has, never PortIn: a frame
-// forwarded there is dropped and counted in QueueStats.Dropped, as on any
-// port the engine does not have.
-func OutputPort(i int) Port {
+// ToOutput is the destination Config.Outputs[i]. An i outside 0 to
+// MaxOutputs-1 gives a destination that no engine has, never ToInput: a
+// frame forwarded there is dropped and counted in QueueStats.Dropped, as to
+// any output the engine does not have.
+func ToOutput(i int) Dest {
 	if i < 0 || i >= MaxOutputs {
-		return noPort
+		return noDest
 	}
-	return Port(i + 1)
+	return Dest(i + 1)
 }
 
-// String names the port as xdpeng prints it: "in" for PortIn, "out0" for
-// OutputPort(0), and so on; "none" for the port OutputPort gives an index
-// out of range.
-func (p Port) String() string {
+// String names the destination: "in" for ToInput, "out0" for ToOutput(0),
+// and so on; "none" for what ToOutput gives an index out of range.
+func (p Dest) String() string {
 	switch {
-	case p == PortIn:
+	case p == ToInput:
 		return "in"
 	case p <= MaxOutputs:
 		return "out" + strconv.Itoa(int(p)-1)
-	case p == noPort:
+	case p == noDest:
 		return "none"
 	}
-	return fmt.Sprintf("Port(%d)", uint8(p))
+	return fmt.Sprintf("Dest(%d)", uint8(p))
 }
 
-// MarshalText is String, so that JSON names ports as xdpeng prints them.
-func (p Port) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+// MarshalText is String: JSON names a destination as String does.
+func (p Dest) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
 
-// UnmarshalText reads a port as String writes it.
-func (p *Port) UnmarshalText(b []byte) error {
+// UnmarshalText reads a destination as String writes it.
+func (p *Dest) UnmarshalText(b []byte) error {
 	s := string(b)
 	switch s {
 	case "in":
-		*p = PortIn
+		*p = ToInput
 		return nil
 	case "none":
-		*p = noPort
+		*p = noDest
 		return nil
 	}
 	if n, ok := strings.CutPrefix(s, "out"); ok {
 		if i, err := strconv.Atoi(n); err == nil && i >= 0 && i < MaxOutputs && strconv.Itoa(i) == n {
-			*p = OutputPort(i)
+			*p = ToOutput(i)
 			return nil
 		}
 	}
-	return fmt.Errorf("port %q: want in, out0 to out%d, or none", s, MaxOutputs-1)
+	return fmt.Errorf("destination %q: want in, out0 to out%d, or none", s, MaxOutputs-1)
 }
 
-// noPort is the port OutputPort gives an index out of range: above the
-// ports of every output an engine may have.
-const noPort Port = MaxOutputs + 1
+// noDest is what ToOutput gives an index out of range: above every
+// output an engine may have.
+const noDest Dest = MaxOutputs + 1
 
 // Batch is the frames a worker received in one go. A handler reads and may
 // rewrite each frame in place, may move its start and end within its UMEM
@@ -121,7 +120,7 @@ type Batch struct {
 	umem  *xsk.Umem
 	mem   []byte // umem's memory, for Frame
 	// back is set when a frame of the batch was to go back out of its
-	// queue (Transmit, or Forward to PortIn), and forwarded when one got
+	// queue (Transmit, or Forward to ToInput), and forwarded when one got
 	// Forward: a batch with neither is dropped whole, one without
 	// forwarded needs no look at the ports, one without back no loop for
 	// its queue's own tx ring.
@@ -314,13 +313,13 @@ func (b *Batch) Transmit(i int) {
 	b.back = true
 }
 
-// Forward sends frame i out of port p: PortIn is the queue it arrived on,
-// OutputPort(k) the same queue of Config.Outputs[k]. A port the engine does
-// not have drops the frame (counted in QueueStats.Dropped).
-func (b *Batch) Forward(i int, p Port) {
-	b.dests[i] = destForward + dest(p)
+// Forward sends frame i to d: ToInput is the queue it arrived on,
+// ToOutput(k) the same queue of Config.Outputs[k]. An output the engine
+// does not have drops the frame (counted in QueueStats.Dropped).
+func (b *Batch) Forward(i int, d Dest) {
+	b.dests[i] = destForward + dest(d)
 	b.forwarded = true
-	if p == PortIn {
+	if d == ToInput {
 		b.back = true
 	}
 }
@@ -328,30 +327,30 @@ func (b *Batch) Forward(i int, p Port) {
 // Verdict returns frame i's verdict so far.
 func (b *Batch) Verdict(i int) Verdict { return b.dests[i].verdict() }
 
-// Port returns the port Forward gave frame i; PortIn for a frame whose
+// Dest returns the destination Forward gave frame i; ToInput for a frame whose
 // verdict is not Forward (check Verdict first).
-func (b *Batch) Port(i int) Port { return b.dests[i].port() }
+func (b *Batch) Dest(i int) Dest { return b.dests[i].port() }
 
 func (d dest) verdict() Verdict {
 	switch d {
 	case destDrop:
-		return Drop
+		return VerdictDrop
 	case destTransmit:
-		return Transmit
+		return VerdictTransmit
 	}
-	return Forward
+	return VerdictForward
 }
 
-// port is the port of a Forward, PortIn for the other verdicts.
-func (d dest) port() Port {
+// port is the port of a Forward, ToInput for the other verdicts.
+func (d dest) port() Dest {
 	if d < destForward {
-		return PortIn
+		return ToInput
 	}
-	return Port(d - destForward)
+	return Dest(d - destForward)
 }
 
 // back reports whether the frame goes back out of its queue: Transmit, or
-// Forward to PortIn.
+// Forward to ToInput.
 func (d dest) back() bool { return d-destTransmit <= destForward-destTransmit }
 
 // Handler is a worker's per-batch logic. Each worker has its own handler, so

@@ -193,7 +193,7 @@ func (m BindMode) xsk() xsk.BindMode {
 }
 
 // Output is a further device a handler can send frames to, with
-// Batch.Forward and the output's Port (OutputPort). Each queue of the
+// Batch.Forward and the output's Port (ToOutput). Each queue of the
 // engine's device gets a transmit socket on the same queue number of the
 // output device, so the output needs at least as many queues as the highest
 // queue of Config.Queues plus one.
@@ -347,8 +347,8 @@ type Config struct {
 	// each second) publishes what it shares with atomics. nil drops every
 	// frame unread, the fastest receive loop (rxdrop).
 	Handler func(queue int) Handler
-	// Outputs are the devices a handler can forward to, port
-	// OutputPort(i) for Outputs[i].
+	// Outputs are the devices a handler can forward to, destination
+	// ToOutput(i) for Outputs[i].
 	Outputs []Output
 	// PollTimeout bounds each poll() so that a stop is noticed promptly;
 	// 0 means 100 ms (New fills it in).

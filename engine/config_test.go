@@ -119,18 +119,6 @@ func TestValidateIsPure(t *testing.T) {
 	}
 }
 
-// RxDropReason names the multi-buffer drop that no other counter shows.
-func TestRxDropReason(t *testing.T) {
-	c := DefaultConfig()
-	if r := c.RxDropReason(); !strings.Contains(r, "fill ring") || strings.Contains(r, "segments") {
-		t.Errorf("single-buffer reason %q", r)
-	}
-	c.MultiBuffer = true
-	if r := c.RxDropReason(); !strings.Contains(r, "segments") {
-		t.Errorf("multi-buffer reason %q does not name the segments", r)
-	}
-}
-
 // TestSched: the policy names chrt and xdpsock use parse, and a policy and
 // its priority are checked against each other, for the engine and the
 // generator alike.

@@ -66,7 +66,7 @@ func Example_counter() {
 // another, as a router would: with the TTL decremented (frames whose TTL
 // runs out are dropped) and the next hop's MAC as destination.
 type router struct {
-	dns, rest engine.Port
+	dns, rest engine.Dest
 	nextHop   net.HardwareAddr
 }
 
@@ -88,10 +88,10 @@ func (r router) Handle(b *engine.Batch) {
 }
 
 // A forwarder between ports: an Engine with two Config.Outputs gives its
-// handler ports OutputPort(0) and OutputPort(1); a simulation with two
+// handler ports ToOutput(0) and ToOutput(1); a simulation with two
 // outputs checks it without devices, frame by frame and port by port.
 func Example_router() {
-	r := router{dns: engine.OutputPort(0), rest: engine.OutputPort(1), nextHop: net.HardwareAddr{0x02, 0, 0, 0, 0, 9}}
+	r := router{dns: engine.ToOutput(0), rest: engine.ToOutput(1), nextHop: net.HardwareAddr{0x02, 0, 0, 0, 0, 9}}
 	res, err := engine.Sim{Outputs: 2}.Run(r, [][]byte{udpFrame(53, 64), udpFrame(9, 1), udpFrame(9, 2)})
 	if err != nil {
 		fmt.Println(err)
@@ -103,9 +103,9 @@ func Example_router() {
 			continue
 		}
 		ip := f.Data[14:34]
-		fmt.Printf("frame %d: out of %v to %x, TTL %d, checksum ok: %v\n", i, f.Port, f.Data[0:6], ip[8], packet.Checksum(ip) == 0)
+		fmt.Printf("frame %d: out of %v to %x, TTL %d, checksum ok: %v\n", i, f.Dest, f.Data[0:6], ip[8], packet.Checksum(ip) == 0)
 	}
-	out0, out1 := engine.OutputPort(0), engine.OutputPort(1)
+	out0, out1 := engine.ToOutput(0), engine.ToOutput(1)
 	fmt.Printf("%v: %d frames, %v: %d frames\n", out0, len(res.SentOn(out0)), out1, len(res.SentOn(out1)))
 	// Output:
 	// frame 0: out of out0 to 020000000009, TTL 63, checksum ok: true

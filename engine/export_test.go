@@ -7,7 +7,7 @@ package engine
 import "github.com/xdpeng/xdpeng/xsk"
 
 // OutputSockets returns each queue's socket on output port p.
-func OutputSockets(e *Engine, p Port) []*xsk.Socket {
+func OutputSockets(e *Engine, p Dest) []*xsk.Socket {
 	s := make([]*xsk.Socket, len(e.workers))
 	for i, w := range e.workers {
 		s[i] = w.base().ports[p]

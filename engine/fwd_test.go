@@ -37,7 +37,7 @@ func memFwdWorker(t testing.TB, shared bool) (w *rxWorker, in, out *xsk.MemKerne
 	if err != nil {
 		t.Fatal(err)
 	}
-	w = newRxWorker(0, 0, s, forwardTo{port: OutputPort(0), mac: fwdMAC}, workerOptions(&cfg))
+	w = newRxWorker(0, 0, s, forwardTo{port: ToOutput(0), mac: fwdMAC}, workerOptions(&cfg))
 	w.ports = append(w.ports, os)
 	w.syncPorts()
 	return w, s.Kernel(), os.Kernel()

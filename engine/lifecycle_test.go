@@ -68,7 +68,7 @@ func TestCloseWhileRunning(t *testing.T) {
 	if _, err := e.Stats(); !errors.Is(err, os.ErrClosed) {
 		t.Errorf("Stats after Close = %v, want os.ErrClosed", err)
 	}
-	if _, err := e.OutputStats(OutputPort(0)); !errors.Is(err, os.ErrClosed) {
+	if _, err := e.OutputStats(ToOutput(0)); !errors.Is(err, os.ErrClosed) {
 		t.Errorf("OutputStats after Close = %v, want os.ErrClosed", err)
 	}
 	if err := e.Close(); err != nil {
@@ -138,7 +138,7 @@ func TestRunEndsWhenLinkWatchFails(t *testing.T) {
 func TestWorkerPanicIsNotAHandlerPanic(t *testing.T) {
 	h := HandlerFunc(func(b *Batch) {
 		for i := range b.Len() {
-			b.Forward(i, OutputPort(0))
+			b.Forward(i, ToOutput(0))
 		}
 	})
 	sw, err := Sim{Outputs: 1}.setup(h, simRings{segs: 1})
@@ -197,7 +197,7 @@ func TestAccessorsRaceClose(t *testing.T) {
 		"Outputs":     func(e *Engine) any { return len(e.Outputs()) },
 		"Config":      func(e *Engine) any { return len(e.Config().Queues) },
 		"Device":      func(e *Engine) any { return e.Device().Name },
-		"OutputStats": func(e *Engine) any { _, err := e.OutputStats(OutputPort(0)); return err == nil },
+		"OutputStats": func(e *Engine) any { _, err := e.OutputStats(ToOutput(0)); return err == nil },
 	} {
 		t.Run(name, func(t *testing.T) {
 			e, h := simCore(t)

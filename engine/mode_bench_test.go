@@ -41,10 +41,10 @@ func newLoop(b *testing.B, sim engine.Sim, h engine.Handler) *engine.SimLoop {
 	return l
 }
 
-// BenchmarkRxDrop is rxdrop: handler.Drop declares DropAll, so the worker
+// BenchmarkRxDrop is rxdrop: handler.RxDrop declares DropAll, so the worker
 // hands each batch straight back to the fill ring.
 func BenchmarkRxDrop(b *testing.B) {
-	l := newLoop(b, engine.Sim{}, handler.Drop{})
+	l := newLoop(b, engine.Sim{}, handler.RxDrop{})
 	benchLoop(b, l)
 	if st := l.Stats(); st.Dropped != st.RxPackets {
 		b.Fatalf("stats %+v: every frame should be dropped", st)
@@ -74,7 +74,7 @@ var fwdMAC = net.HardwareAddr{0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0xee}
 // rewrite the destination MAC, queue on the output's tx ring, reap its
 // completions into the input's fill ring.
 func BenchmarkFwd(b *testing.B) {
-	l := newLoop(b, engine.Sim{Outputs: 1}, &handler.Forward{Port: engine.OutputPort(0), DstMAC: fwdMAC})
+	l := newLoop(b, engine.Sim{Outputs: 1}, &handler.Fwd{Dest: engine.ToOutput(0), DstMAC: fwdMAC})
 	benchTx(b, l)
 }
 
@@ -82,7 +82,7 @@ func BenchmarkFwd(b *testing.B) {
 // (Output.Copy, or a kernel that refuses to share): the worker copies every
 // frame into a frame of the output's and recycles its own at once.
 func BenchmarkFwdCopy(b *testing.B) {
-	l, err := engine.NewCopyLoop(engine.Sim{Outputs: 1}, &handler.Forward{Port: engine.OutputPort(0), DstMAC: fwdMAC}, [][]byte{udpFrame(9, 64)})
+	l, err := engine.NewCopyLoop(engine.Sim{Outputs: 1}, &handler.Fwd{Dest: engine.ToOutput(0), DstMAC: fwdMAC}, [][]byte{udpFrame(9, 64)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -116,15 +116,15 @@ func (w *rxWorker) rxHandleMB() uint32 {
 	var fidx, froom, nfill uint32
 	fillReserved := false
 	left := n // descriptors of this frame and the ones after it
-	in := &w.out[PortIn]
+	in := &w.out[ToInput]
 	for i := 0; i < frames; i++ {
 		k := uint32(b.Segments(i))
 		v := b.dests[i].verdict()
 		if b.dests[i].back() {
-			v = Transmit
+			v = VerdictTransmit
 		}
 		switch v {
-		case Transmit:
+		case VerdictTransmit:
 			if ntx+k <= troom {
 				w.txBytes(in, w.queueFrame(&s.Tx, tidx+ntx, b, i, w.umem, w.eop))
 				ntx += k
@@ -132,7 +132,7 @@ func (w *rxWorker) rxHandleMB() uint32 {
 				continue
 			}
 			w.txRingFull(in)
-		case Forward:
+		case VerdictForward:
 			if w.forwardMB(b.dests[i].port(), b, i, left) {
 				left -= k
 				continue
@@ -204,7 +204,7 @@ func (w *rxWorker) queueFrame(tx *xsk.TxRing, idx uint32, b *Batch, i int, u *xs
 // forwardMB is forward for a frame of several descriptors: all of them go
 // on port p's tx ring, or none (counted as a full ring). left is the most
 // descriptors of the batch that may still follow to the port.
-func (w *rxWorker) forwardMB(p Port, b *Batch, i int, left uint32) bool {
+func (w *rxWorker) forwardMB(p Dest, b *Batch, i int, left uint32) bool {
 	o := w.reserved(p, left)
 	if o == nil {
 		return false

@@ -122,7 +122,7 @@ func TestTxRingFullDropsWholeFrames(t *testing.T) {
 // UMEM of its own: copied segment by segment, each in a frame of the port's,
 // and completions count it once.
 func TestForwardMBCopy(t *testing.T) {
-	w, k := memMBWorker(t, forwardTo{port: OutputPort(0), mac: fwdMAC}, 64, false)
+	w, k := memMBWorker(t, forwardTo{port: ToOutput(0), mac: fwdMAC}, 64, false)
 	cfg := DefaultConfig()
 	ou, err := xsk.NewMemUmem(xsk.UmemConfig{FrameSize: 2048, NumFrames: cfg.TxSize + outFrames})
 	if err != nil {

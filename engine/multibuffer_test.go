@@ -106,8 +106,8 @@ func TestSimMultiBuffer(t *testing.T) {
 				if !bytes.Equal(c.frames[i], f) {
 					t.Errorf("frame %d (%d bytes): the handler's copy differs", i, len(f))
 				}
-				if r := res.Frames[i]; !r.Sent || r.Port != engine.PortIn || !bytes.Equal(r.Data, swapped(f)) {
-					t.Errorf("frame %d (%d bytes): sent %v on %d, %d bytes; want it back whole with its MACs swapped", i, len(f), r.Sent, r.Port, len(r.Data))
+				if r := res.Frames[i]; !r.Sent || r.Dest != engine.ToInput || !bytes.Equal(r.Data, swapped(f)) {
+					t.Errorf("frame %d (%d bytes): sent %v on %d, %d bytes; want it back whole with its MACs swapped", i, len(f), r.Sent, r.Dest, len(r.Data))
 				}
 			}
 			st := res.Stats
@@ -160,7 +160,7 @@ func TestSimMultiBufferDropAll(t *testing.T) {
 
 // TestSimMultiBufferForward forwards jumbo frames to two outputs.
 func TestSimMultiBufferForward(t *testing.T) {
-	h := splitter{a: engine.OutputPort(0), b: engine.OutputPort(1),
+	h := splitter{a: engine.ToOutput(0), b: engine.ToOutput(1),
 		macA: net.HardwareAddr{2, 0, 0, 0, 0xa, 0xa}, macB: net.HardwareAddr{2, 0, 0, 0, 0xb, 0xb}}
 	var frames, wantA, wantB [][]byte
 	for i := 0; i < 50; i++ {
@@ -180,7 +180,7 @@ func TestSimMultiBufferForward(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		p    engine.Port
+		p    engine.Dest
 		want [][]byte
 	}{{h.a, wantA}, {h.b, wantB}} {
 		got := res.SentOn(c.p)
@@ -232,10 +232,10 @@ func TestSimMultiBufferHeadAndLength(t *testing.T) {
 // TestSimMultiBufferLimits: without MultiBuffer a long frame is an error,
 // and with it a frame longer than 18 UMEM frames hold.
 func TestSimMultiBufferLimits(t *testing.T) {
-	if _, err := engine.Simulate(handler.Drop{}, [][]byte{jumboFrame(t, 5000, 9)}); err == nil {
+	if _, err := engine.Simulate(handler.RxDrop{}, [][]byte{jumboFrame(t, 5000, 9)}); err == nil {
 		t.Error("a 5000-byte frame taken without MultiBuffer")
 	}
-	if _, err := (engine.Sim{MultiBuffer: true, FrameSize: 2048}).Run(handler.Drop{}, [][]byte{jumboFrame(t, 18*1792+1, 9)}); err == nil {
+	if _, err := (engine.Sim{MultiBuffer: true, FrameSize: 2048}).Run(handler.RxDrop{}, [][]byte{jumboFrame(t, 18*1792+1, 9)}); err == nil {
 		t.Error("a frame of 19 UMEM frames taken")
 	}
 }

@@ -15,7 +15,7 @@ import (
 // failed). With neither it fails with ErrNoNextHop; a device that does not
 // exist in the calling thread's network namespace is a *DeviceError. A
 // zero dst finds a veth's peer only. The result suits
-// handler.Forward.DstMAC.
+// handler.Fwd.DstMAC.
 func NextHopMAC(device string, dst netip.Addr) (net.HardwareAddr, error) {
 	info, err := lookup(device)
 	if err != nil {

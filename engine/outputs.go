@@ -2,7 +2,7 @@ package engine
 
 // Outputs (Config.Outputs): each worker receives on one queue of the input
 // device and may transmit on the same queue of every output device,
-// through one socket per output that is the worker's port OutputPort(k).
+// through one socket per output, the worker's destination ToOutput(k).
 
 import (
 	"fmt"
@@ -25,7 +25,7 @@ type output struct {
 
 // OutputInfo describes one of Config.Outputs as the engine set it up.
 type OutputInfo struct {
-	Port   Port
+	Port   Dest
 	Device Device
 	// Copy reports whether forwarded frames are copied into UMEMs of the
 	// output's own; CopyReason, where sharing was asked for, is the
@@ -95,30 +95,30 @@ func (e *Engine) bindOutput(w *rxWorker, k int, fillFrame uint32) error {
 func (e *Engine) Outputs() []OutputInfo {
 	infos := make([]OutputInfo, len(e.outs))
 	for k, o := range e.outs {
-		infos[k] = OutputInfo{Port: OutputPort(k), Device: deviceOf(o.info), Copy: o.copy, CopyReason: o.why}
+		infos[k] = OutputInfo{Port: ToOutput(k), Device: deviceOf(o.info), Copy: o.copy, CopyReason: o.why}
 	}
 	return infos
 }
 
-// OutputStats sums the XDP_STATISTICS of the sockets of output port p over
+// OutputStats sums the XDP_STATISTICS of the sockets of output d over
 // the queues (TxInvalidDescs and TxRingEmptyDescs are the ones that matter
 // for a socket that only transmits). It may be called while Run runs;
 // after Close it fails with os.ErrClosed.
-func (e *Engine) OutputStats(p Port) (SocketStats, error) {
+func (e *Engine) OutputStats(d Dest) (SocketStats, error) {
 	e.life.RLock()
 	defer e.life.RUnlock()
 	var sum SocketStats
 	if e.closed {
 		return sum, fmt.Errorf("output stats: %w", os.ErrClosed)
 	}
-	if p == PortIn || int(p) > len(e.outs) {
-		return sum, fmt.Errorf("port %v is not an output", p)
+	if d == ToInput || int(d) > len(e.outs) {
+		return sum, fmt.Errorf("%v is not an output", d)
 	}
 	for _, w := range e.workers {
 		q := w.base()
-		st, err := q.ports[p].Statistics()
+		st, err := q.ports[d].Statistics()
 		if err != nil {
-			return sum, fmt.Errorf("queue %d output %s: %w", q.queue, e.outs[p-1].info.Name, err)
+			return sum, fmt.Errorf("queue %d output %s: %w", q.queue, e.outs[d-1].info.Name, err)
 		}
 		sum.Add(SocketStats(st))
 	}

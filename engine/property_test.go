@@ -13,12 +13,12 @@ import (
 // left, and the frame's bytes after its changes.
 type fate struct {
 	verdict engine.Verdict
-	port    engine.Port
+	port    engine.Dest
 	data    []byte
 }
 
 // randomHandler gives every frame a random verdict (drop, transmit,
-// forward to PortIn, to an output, to a port the engine lacks), moves its
+// forward to ToInput, to an output, to a port the engine lacks), moves its
 // start and end at random, and records what it left.
 type randomHandler struct {
 	rng     *rand.Rand
@@ -43,13 +43,13 @@ func (h *randomHandler) Handle(b *engine.Batch) {
 		case 1, 2:
 			b.Transmit(i)
 		case 3:
-			b.Forward(i, engine.PortIn)
+			b.Forward(i, engine.ToInput)
 		case 4:
-			b.Forward(i, engine.OutputPort(h.rng.IntN(h.outputs+2))) // and ports the engine lacks
+			b.Forward(i, engine.ToOutput(h.rng.IntN(h.outputs+2))) // and ports the engine lacks
 		case 5:
-			b.Forward(i, engine.OutputPort(h.rng.IntN(3)*100)) // 0, and out of range
+			b.Forward(i, engine.ToOutput(h.rng.IntN(3)*100)) // 0, and out of range
 		}
-		h.fates = append(h.fates, fate{b.Verdict(i), b.Port(i), b.AppendPacket(nil, i)})
+		h.fates = append(h.fates, fate{b.Verdict(i), b.Dest(i), b.AppendPacket(nil, i)})
 	}
 }
 
@@ -113,31 +113,31 @@ func checkFates(t *testing.T, name string, sim engine.Sim, h *randomHandler, dro
 	perPort := make([]uint64, sim.Outputs+1)
 	var sent, dropped, full uint64
 	for i, f := range res.Frames {
-		want := fate{verdict: engine.Drop, data: frames[i]}
+		want := fate{verdict: engine.VerdictDrop, data: frames[i]}
 		if !dropAll {
 			want = h.fates[i]
 		}
 		if f.Verdict != want.verdict || !bytes.Equal(f.Data, want.data) {
 			t.Fatalf("%s: frame %d: %v, %d bytes; the handler left %v, %d bytes", name, i, f.Verdict, len(f.Data), want.verdict, len(want.data))
 		}
-		port, known := engine.PortIn, true
-		if want.verdict == engine.Forward {
+		port, known := engine.ToInput, true
+		if want.verdict == engine.VerdictForward {
 			port, known = want.port, int(want.port) <= sim.Outputs
 		}
 		switch {
-		case want.verdict == engine.Drop || !known:
+		case want.verdict == engine.VerdictDrop || !known:
 			if f.Sent {
-				t.Fatalf("%s: frame %d (%v to %v) went out of %v", name, i, want.verdict, want.port, f.Port)
+				t.Fatalf("%s: frame %d (%v to %v) went out of %v", name, i, want.verdict, want.port, f.Dest)
 			}
 			dropped++
-		case noTx && port == engine.PortIn:
+		case noTx && port == engine.ToInput:
 			if f.Sent {
 				t.Fatalf("%s: frame %d went out of a socket without a tx ring", name, i)
 			}
 			full++
 		default:
-			if !f.Sent || f.Port != port {
-				t.Fatalf("%s: frame %d (%v to %v): sent %v on %v", name, i, want.verdict, port, f.Sent, f.Port)
+			if !f.Sent || f.Dest != port {
+				t.Fatalf("%s: frame %d (%v to %v): sent %v on %v", name, i, want.verdict, port, f.Sent, f.Dest)
 			}
 			sent++
 			perPort[port]++
@@ -149,12 +149,12 @@ func checkFates(t *testing.T, name string, sim engine.Sim, h *randomHandler, dro
 		t.Fatalf("%s: stats %+v; want %d received = %d sent + %d dropped + %d tx ring full", name, st, len(frames), sent, dropped, full)
 	}
 	if sim.Outputs > 0 && !dropAll {
-		if len(st.Ports) != sim.Outputs+1 {
-			t.Fatalf("%s: %d ports in the stats, want %d", name, len(st.Ports), sim.Outputs+1)
+		if len(st.Dests) != sim.Outputs+1 {
+			t.Fatalf("%s: %d ports in the stats, want %d", name, len(st.Dests), sim.Outputs+1)
 		}
-		for p, ps := range st.Ports {
-			if ps.Port != engine.Port(p) || ps.TxPackets != perPort[p] {
-				t.Fatalf("%s: port %v: %+v; want %d sent", name, engine.Port(p), ps, perPort[p])
+		for p, ps := range st.Dests {
+			if ps.Dest != engine.Dest(p) || ps.TxPackets != perPort[p] {
+				t.Fatalf("%s: port %v: %+v; want %d sent", name, engine.Dest(p), ps, perPort[p])
 			}
 		}
 	}

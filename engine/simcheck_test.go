@@ -13,7 +13,7 @@ func TestCheckBatchRefusesLostFrames(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := sw.w
-	frames := []SimFrame{{Verdict: Transmit, Sent: true}, {Verdict: Drop}, {Verdict: Forward, Port: OutputPort(0), Sent: true}}
+	frames := []SimFrame{{Verdict: VerdictTransmit, Sent: true}, {Verdict: VerdictDrop}, {Verdict: VerdictForward, Dest: ToOutput(0), Sent: true}}
 	w.c = local{rxPackets: 3, txPackets: 2, dropped: 1}
 	w.out[0].c.txPackets, w.out[1].c.txPackets = 1, 1
 	if err := w.checkBatch(local{}, frames, 1); err != nil {
@@ -26,9 +26,9 @@ func TestCheckBatchRefusesLostFrames(t *testing.T) {
 	}{
 		{"a frame neither sent nor counted", local{rxPackets: 3, txPackets: 2}, frames},
 		{"a dropped frame sent", local{rxPackets: 3, txPackets: 2, dropped: 1},
-			[]SimFrame{{Verdict: Transmit, Sent: true}, {Verdict: Drop, Sent: true}, {Verdict: Forward, Port: OutputPort(0), Sent: true}}},
+			[]SimFrame{{Verdict: VerdictTransmit, Sent: true}, {Verdict: VerdictDrop, Sent: true}, {Verdict: VerdictForward, Dest: ToOutput(0), Sent: true}}},
 		{"a frame out of the wrong port", local{rxPackets: 3, txPackets: 2, dropped: 1},
-			[]SimFrame{{Verdict: Transmit, Port: OutputPort(0), Sent: true}, {Verdict: Drop}, {Verdict: Forward, Port: OutputPort(0), Sent: true}}},
+			[]SimFrame{{Verdict: VerdictTransmit, Dest: ToOutput(0), Sent: true}, {Verdict: VerdictDrop}, {Verdict: VerdictForward, Dest: ToOutput(0), Sent: true}}},
 	}
 	for _, tc := range cases {
 		w.c = tc.c

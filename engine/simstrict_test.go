@@ -32,8 +32,8 @@ func TestWorkerParksFramesWhileFillRingFull(t *testing.T) {
 				b.Transmit(i)
 			}
 		}), frame64},
-		{"forward", Sim{Outputs: 1}, forwardTo{OutputPort(0), mac}, frame64},
-		{"forward a copy", Sim{Outputs: 1}, forwardTo{OutputPort(0), mac}, frame64},
+		{"forward", Sim{Outputs: 1}, forwardTo{ToOutput(0), mac}, frame64},
+		{"forward a copy", Sim{Outputs: 1}, forwardTo{ToOutput(0), mac}, frame64},
 		{"multi-buffer drop all", Sim{MultiBuffer: true}, dropAll{}, jumbo},
 		{"multi-buffer handler drops", Sim{MultiBuffer: true}, HandlerFunc(func(*Batch) {}), jumbo},
 		{"multi-buffer transmit", Sim{MultiBuffer: true}, swapMACs{}, jumbo},
@@ -93,7 +93,7 @@ func auditSim(sw *simWorld) error {
 			err = c.Check()
 		}
 		if err != nil {
-			return fmt.Errorf("port %v: %w", Port(p), err)
+			return fmt.Errorf("port %v: %w", Dest(p), err)
 		}
 	}
 	return sw.audit()

@@ -14,10 +14,10 @@ import (
 type SimFrame struct {
 	// Verdict is the verdict the handler left on the frame.
 	Verdict Verdict
-	// Port is where a Transmit or Forward verdict sent it: PortIn for
+	// Dest is where a Transmit or Forward verdict sent it: ToInput for
 	// Transmit.
-	Port Port
-	// Sent reports whether the worker put the frame on Port's tx ring:
+	Dest Dest
+	// Sent reports whether the worker put the frame on Dest's tx ring:
 	// what a device would transmit.
 	Sent bool
 	// Data is the frame as the handler left it (with any change of its
@@ -40,14 +40,14 @@ type SimResult struct {
 }
 
 // Sent returns the frames that went back out of the queue they arrived on
-// (PortIn), in order.
-func (r SimResult) Sent() [][]byte { return r.SentOn(PortIn) }
+// (ToInput), in order.
+func (r SimResult) Sent() [][]byte { return r.SentOn(ToInput) }
 
-// SentOn returns the frames sent out of port p, in order.
-func (r SimResult) SentOn(p Port) [][]byte {
+// SentOn returns the frames sent to d, in order.
+func (r SimResult) SentOn(d Dest) [][]byte {
 	var out [][]byte
 	for _, f := range r.Frames {
-		if f.Sent && f.Port == p {
+		if f.Sent && f.Dest == d {
 			out = append(out, f.Data)
 		}
 	}
@@ -61,8 +61,8 @@ const SimBatch = 64
 // Sim describes a simulated engine for Run: a worker on in-memory rings,
 // with no device and no privilege.
 type Sim struct {
-	// Outputs is how many outputs the simulated engine has, ports
-	// OutputPort(0) to OutputPort(Outputs-1).
+	// Outputs is how many outputs the simulated engine has, destinations
+	// ToOutput(0) to ToOutput(Outputs-1).
 	Outputs int
 	// Batch is the most frames the handler sees at once; 0 means
 	// SimBatch. With MultiBuffer it bounds the descriptors of a batch, as
@@ -246,8 +246,8 @@ func (sw *simWorld) record(frames []SimFrame, before []uint64) {
 	for i := 0; i < b.n; i++ {
 		r := &frames[i]
 		r.Verdict = b.Verdict(i)
-		if r.Verdict == Forward {
-			r.Port = b.Port(i)
+		if r.Verdict == VerdictForward {
+			r.Dest = b.Dest(i)
 		}
 		r.Data = b.AppendPacket(nil, i)
 	}
@@ -269,7 +269,7 @@ func (sw *simWorld) record(frames []SimFrame, before []uint64) {
 			for i := 0; i < b.n; i++ {
 				if b.addrs[i] == first {
 					r := &frames[i]
-					r.Sent, r.Port, r.TxChecksum = true, Port(p), meta
+					r.Sent, r.Dest, r.TxChecksum = true, Dest(p), meta
 					r.Data = data
 					break
 				}
@@ -287,12 +287,12 @@ func (sw *simWorld) record(frames []SimFrame, before []uint64) {
 func (sw *simWorld) audit() error {
 	for p, k := range sw.kernels {
 		if n := k.Stats.TxInvalidDescs; n != 0 {
-			return fmt.Errorf("simulate: engine bug: the kernel refused %d tx descriptors of port %v", n, Port(p))
+			return fmt.Errorf("simulate: engine bug: the kernel refused %d tx descriptors of port %v", n, Dest(p))
 		}
 	}
 	for p, s := range sw.w.ports {
 		if err := s.CountFrames().Check(); err != nil {
-			return fmt.Errorf("simulate: engine bug: port %v: %w", Port(p), err)
+			return fmt.Errorf("simulate: engine bug: port %v: %w", Dest(p), err)
 		}
 	}
 	return nil
@@ -318,20 +318,20 @@ func (w *rxWorker) checkBatch(before local, frames []SimFrame, outputs int) erro
 	}
 	var sent, drops, unsent uint64
 	for i, f := range frames {
-		want, known := PortIn, true
+		want, known := ToInput, true
 		switch f.Verdict {
-		case Drop:
+		case VerdictDrop:
 			if f.Sent {
-				return fmt.Errorf("simulate: engine bug: frame %d has the Drop verdict and went out of %v", i, f.Port)
+				return fmt.Errorf("simulate: engine bug: frame %d has the Drop verdict and went out of %v", i, f.Dest)
 			}
 			drops++
 			continue
-		case Forward:
-			want, known = f.Port, int(f.Port) <= outputs
+		case VerdictForward:
+			want, known = f.Dest, int(f.Dest) <= outputs
 		}
 		switch {
-		case f.Sent && (!known || f.Port != want):
-			return fmt.Errorf("simulate: engine bug: frame %d (%v to %v) went out of %v", i, f.Verdict, want, f.Port)
+		case f.Sent && (!known || f.Dest != want):
+			return fmt.Errorf("simulate: engine bug: frame %d (%v to %v) went out of %v", i, f.Verdict, want, f.Dest)
 		case f.Sent:
 			sent++
 		case known:

@@ -19,7 +19,7 @@ import (
 // port b, each with a destination MAC of its port's, and drops what is not
 // UDP.
 type splitter struct {
-	a, b       engine.Port
+	a, b       engine.Dest
 	macA, macB net.HardwareAddr
 }
 
@@ -44,7 +44,7 @@ func (h splitter) Handle(b *engine.Batch) {
 // frames than a batch and checks each port's frames byte for byte, in
 // order, and the counters.
 func TestSimTwoOutputs(t *testing.T) {
-	h := splitter{a: engine.OutputPort(0), b: engine.OutputPort(1),
+	h := splitter{a: engine.ToOutput(0), b: engine.ToOutput(1),
 		macA: net.HardwareAddr{2, 0, 0, 0, 0xa, 0xa}, macB: net.HardwareAddr{2, 0, 0, 0, 0xb, 0xb}}
 	var frames, wantA, wantB [][]byte
 	for i := 0; i < 150; i++ {
@@ -78,9 +78,9 @@ func TestSimTwoOutputs(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
-		p    engine.Port
+		p    engine.Dest
 		want [][]byte
-	}{{h.a, wantA}, {h.b, wantB}, {engine.PortIn, nil}} {
+	}{{h.a, wantA}, {h.b, wantB}, {engine.ToInput, nil}} {
 		got := res.SentOn(c.p)
 		if len(got) != len(c.want) {
 			t.Fatalf("port %d: %d frames, want %d", c.p, len(got), len(c.want))
@@ -100,14 +100,14 @@ func TestSimTwoOutputs(t *testing.T) {
 
 // TestSimUnknownPort: a frame forwarded to a port the engine does not have
 // is dropped and counted, not sent anywhere: an output beyond its own, and
-// OutputPort of an index beyond MaxOutputs or below 0, which is never the
-// input's port (as a uint8 it would have wrapped to PortIn: a frame sent
+// ToOutput of an index beyond MaxOutputs or below 0, which is never the
+// input's port (as a uint8 it would have wrapped to ToInput: a frame sent
 // back out of the queue it came in on).
 func TestSimUnknownPort(t *testing.T) {
 	for _, k := range []int{3, engine.MaxOutputs, 255, 511, -1, -256} {
-		p := engine.OutputPort(k)
-		if p == engine.PortIn {
-			t.Errorf("OutputPort(%d) is PortIn", k)
+		p := engine.ToOutput(k)
+		if p == engine.ToInput {
+			t.Errorf("ToOutput(%d) is ToInput", k)
 		}
 		h := engine.HandlerFunc(func(b *engine.Batch) {
 			for i := 0; i < b.Len(); i++ {
@@ -119,12 +119,12 @@ func TestSimUnknownPort(t *testing.T) {
 			t.Fatal(err)
 		}
 		if res.Frames[0].Sent || res.Stats.Dropped != 1 || res.Stats.TxPackets != 0 {
-			t.Errorf("OutputPort(%d): frame %+v, stats %+v: want it dropped and counted", k, res.Frames[0], res.Stats)
+			t.Errorf("ToOutput(%d): frame %+v, stats %+v: want it dropped and counted", k, res.Frames[0], res.Stats)
 		}
 	}
 	// The last output an engine may have keeps its own port.
-	if p := engine.OutputPort(engine.MaxOutputs - 1); p != engine.Port(engine.MaxOutputs) {
-		t.Errorf("OutputPort(%d) = %d, want %d", engine.MaxOutputs-1, p, engine.MaxOutputs)
+	if p := engine.ToOutput(engine.MaxOutputs - 1); p != engine.Dest(engine.MaxOutputs) {
+		t.Errorf("ToOutput(%d) = %d, want %d", engine.MaxOutputs-1, p, engine.MaxOutputs)
 	}
 }
 
@@ -300,7 +300,7 @@ func TestSimPanicIsAnError(t *testing.T) {
 func TestSimLoopAllocatesNothing(t *testing.T) {
 	l, err := engine.Sim{Outputs: 1}.NewLoop(engine.HandlerFunc(func(b *engine.Batch) {
 		for i := 0; i < b.Len(); i++ {
-			b.Forward(i, engine.OutputPort(0))
+			b.Forward(i, engine.ToOutput(0))
 		}
 	}), [][]byte{udpFrame(9, 64)})
 	if err != nil {
@@ -352,28 +352,28 @@ func TestSimFrameSize(t *testing.T) {
 	}
 }
 
-// Ports print as xdpeng names them.
-func TestPortString(t *testing.T) {
-	for p, want := range map[engine.Port]string{
-		engine.PortIn: "in", engine.OutputPort(0): "out0", engine.OutputPort(9): "out9",
-		engine.OutputPort(engine.MaxOutputs - 1): "out63", engine.OutputPort(engine.MaxOutputs): "none", engine.Port(200): "Port(200)",
+// Destinations print as xdpeng names them.
+func TestDestString(t *testing.T) {
+	for p, want := range map[engine.Dest]string{
+		engine.ToInput: "in", engine.ToOutput(0): "out0", engine.ToOutput(9): "out9",
+		engine.ToOutput(engine.MaxOutputs - 1): "out63", engine.ToOutput(engine.MaxOutputs): "none", engine.Dest(200): "Dest(200)",
 	} {
 		if got := p.String(); got != want {
-			t.Errorf("Port(%d).String() = %q, want %q", uint8(p), got, want)
+			t.Errorf("Dest(%d).String() = %q, want %q", uint8(p), got, want)
 		}
 	}
 }
 
-// A port reads back as it is written.
-func TestPortText(t *testing.T) {
-	for _, p := range []engine.Port{engine.PortIn, engine.OutputPort(0), engine.OutputPort(63), engine.OutputPort(64)} {
+// A destination reads back as it is written.
+func TestDestText(t *testing.T) {
+	for _, p := range []engine.Dest{engine.ToInput, engine.ToOutput(0), engine.ToOutput(63), engine.ToOutput(64)} {
 		b, _ := p.MarshalText()
-		var q engine.Port
+		var q engine.Dest
 		if err := q.UnmarshalText(b); err != nil || q != p {
 			t.Errorf("%v: read back as %v, %v", p, q, err)
 		}
 	}
-	var q engine.Port
+	var q engine.Dest
 	for _, bad := range []string{"out64", "out", "out01", "2", "port1"} {
 		if err := q.UnmarshalText([]byte(bad)); err == nil {
 			t.Errorf("%q read as %v, want an error", bad, q)
@@ -389,7 +389,7 @@ func TestBatchIndexOutOfRange(t *testing.T) {
 		"Frame":      func(b *engine.Batch, i int) { b.Frame(i) },
 		"Transmit":   func(b *engine.Batch, i int) { b.Transmit(i) },
 		"Drop":       func(b *engine.Batch, i int) { b.Drop(i) },
-		"Forward":    func(b *engine.Batch, i int) { b.Forward(i, engine.PortIn) },
+		"Forward":    func(b *engine.Batch, i int) { b.Forward(i, engine.ToInput) },
 		"SetLen":     func(b *engine.Batch, i int) { b.SetLen(i, 10) },
 		"AdjustHead": func(b *engine.Batch, i int) { b.AdjustHead(i, 1) },
 		"Headroom":   func(b *engine.Batch, i int) { b.Headroom(i) },

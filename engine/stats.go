@@ -16,7 +16,7 @@ type SocketStats struct {
 	// (counted in RxFillRingEmptyDescs too); with multi-buffer, a frame
 	// that found fewer buffers in the fill ring than it has segments
 	// (counted nowhere else); a frame longer than a UMEM frame without
-	// multi-buffer. Config.RxDropReason says which apply.
+	// multi-buffer.
 	RxDropped uint64 `json:"rx_dropped"`
 	// RxInvalidDescs and TxInvalidDescs are descriptors the kernel
 	// refused (an address outside the UMEM, a length too large).
@@ -30,18 +30,6 @@ type SocketStats struct {
 	// when asked to transmit.
 	RxFillRingEmptyDescs uint64 `json:"rx_fill_ring_empty_descs"`
 	TxRingEmptyDescs     uint64 `json:"tx_ring_empty_descs"`
-}
-
-// RxDropReason says what SocketStats.RxDropped counts on the sockets of an
-// engine configured as c, for a report to name it: without multi-buffer,
-// frames that found the fill ring empty (RxFillRingEmptyDescs counts those
-// too); with it, also frames whose segments the fill ring did not hold all
-// of, which no other counter shows.
-func (c Config) RxDropReason() string {
-	if c.MultiBuffer {
-		return "no buffers in the fill ring for all of a frame's segments (each segment takes one; a deeper fill ring, or larger UMEM frames, rides out longer bursts)"
-	}
-	return "no buffer in the fill ring"
 }
 
 // SocketStats has the fields of xsk.Statistics, in their order: a socket's
@@ -88,27 +76,28 @@ type QueueStats struct {
 	BusyPollInert bool `json:"busy_poll_inert,omitempty"`
 	// XDP are the kernel's counters of the queue's socket.
 	XDP SocketStats `json:"xdp_stats"`
-	// Ports are TxPackets, TxBytes and TxRingFull port by port, Ports[p]
-	// for port p: PortIn (Transmit, and Forward to PortIn) first, then
-	// each output. Only an engine with outputs has them. Frames forwarded
-	// to a port the engine does not have are in Dropped, not here.
-	Ports []PortStats `json:"ports,omitempty"`
+	// Dests are TxPackets, TxBytes and TxRingFull destination by
+	// destination, Dests[d] for Dest d: ToInput (Transmit, and Forward to
+	// ToInput) first, then each output. Only an engine with outputs has
+	// them. Frames forwarded to an output the engine does not have are in
+	// Dropped, not here. (JSON names them "ports", as xdpeng prints them.)
+	Dests []DestStats `json:"ports,omitempty"`
 }
 
-// PortStats are one port's share of its queue's transmit counters.
-type PortStats struct {
-	Port Port `json:"port"`
+// DestStats are one destination's share of its queue's transmit counters.
+type DestStats struct {
+	Dest Dest `json:"port"`
 	// TxPackets were transmitted and completed, TxBytes submitted.
 	TxPackets uint64 `json:"tx_packets"`
 	TxBytes   uint64 `json:"tx_bytes"`
-	// TxRingFull are the frames for the port that it dropped: its tx ring
+	// TxRingFull are the frames for the destination that it dropped: its tx ring
 	// was full, or (an output with a UMEM of its own) it had no free frame
 	// to copy into.
 	TxRingFull uint64 `json:"tx_ring_full"`
 }
 
 // Add adds o's counters to p.
-func (p *PortStats) Add(o PortStats) {
+func (p *DestStats) Add(o DestStats) {
 	p.TxPackets += o.TxPackets
 	p.TxBytes += o.TxBytes
 	p.TxRingFull += o.TxRingFull
@@ -129,11 +118,11 @@ func (q *QueueStats) Add(o QueueStats) {
 	q.Naps += o.Naps
 	q.BusyPollInert = q.BusyPollInert || o.BusyPollInert
 	q.XDP.Add(o.XDP)
-	for i, p := range o.Ports {
-		if i == len(q.Ports) {
-			q.Ports = append(q.Ports, PortStats{Port: p.Port})
+	for i, p := range o.Dests {
+		if i == len(q.Dests) {
+			q.Dests = append(q.Dests, DestStats{Dest: p.Dest})
 		}
-		q.Ports[i].Add(p)
+		q.Dests[i].Add(p)
 	}
 }
 
@@ -177,7 +166,7 @@ func (c *core) stats() (Snapshot, error) {
 		q.Batches = p.batches.Load()
 		q.Naps = p.naps.Load()
 		q.BusyPollInert = p.busyPollInert.Load()
-		q.Ports = w.portStats(func(o *outPort) portLocal {
+		q.Dests = w.portStats(func(o *outPort) portLocal {
 			return portLocal{o.pub.txPackets.Load(), o.pub.txBytes.Load(), o.pub.txRingFull.Load()}
 		})
 		st, err := w.sock.Statistics()
@@ -198,20 +187,20 @@ func (p *port) stats(xdp SocketStats) QueueStats {
 		RxPackets: c.rxPackets, RxBytes: c.rxBytes, TxPackets: c.txPackets, TxBytes: c.txBytes,
 		Dropped: c.dropped, TxRingFull: c.txRingFull, RxWakeups: c.rxWakeups, TxWakeups: c.txWakeups,
 		Polls: c.polls, Batches: c.batches, Naps: c.naps, XDP: xdp,
-		Ports: p.portStats(func(o *outPort) portLocal { return o.c }),
+		Dests: p.portStats(func(o *outPort) portLocal { return o.c }),
 	}
 }
 
 // portStats are the worker's per-port counters as read reads them, nil
 // without outputs.
-func (p *port) portStats(read func(*outPort) portLocal) []PortStats {
+func (p *port) portStats(read func(*outPort) portLocal) []DestStats {
 	if len(p.out) < 2 {
 		return nil
 	}
-	ps := make([]PortStats, len(p.out))
+	ps := make([]DestStats, len(p.out))
 	for i := range p.out {
 		c := read(&p.out[i])
-		ps[i] = PortStats{Port: Port(i), TxPackets: c.txPackets, TxBytes: c.txBytes, TxRingFull: c.txRingFull}
+		ps[i] = DestStats{Dest: Dest(i), TxPackets: c.txPackets, TxBytes: c.txBytes, TxRingFull: c.txRingFull}
 	}
 	return ps
 }

@@ -10,7 +10,7 @@ import (
 // engine/handler, which imports engine, so tests of package engine cannot
 // use them.
 
-// dropAll declares DropAll, as handler.Drop does.
+// dropAll declares DropAll, as handler.RxDrop does.
 type dropAll struct{}
 
 func (dropAll) Handle(*Batch) {}
@@ -29,9 +29,9 @@ func (swapMACs) Handle(b *Batch) {
 }
 
 // forwardTo sends every frame to port with its destination MAC set to mac,
-// as handler.Forward.
+// as handler.Fwd.
 type forwardTo struct {
-	port Port
+	port Dest
 	mac  net.HardwareAddr
 }
 

@@ -143,7 +143,7 @@ func TestSetTxChecksumRefuses(t *testing.T) {
 }
 
 // TestSimTxChecksumPorts: with Sim.TxChecksum the frames that asked go out
-// asking, on every way out: Transmit, Forward to PortIn, to the batch's
+// asking, on every way out: Transmit, Forward to ToInput, to the batch's
 // first output (its own loop) and to another (frame by frame).
 func TestSimTxChecksumPorts(t *testing.T) {
 	udp := packet.UDPConfig{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2},
@@ -156,7 +156,7 @@ func TestSimTxChecksumPorts(t *testing.T) {
 	for i := range frames {
 		frames[i] = f
 	}
-	ports := []Port{PortIn, PortIn, OutputPort(0), OutputPort(1)}
+	ports := []Dest{ToInput, ToInput, ToOutput(0), ToOutput(1)}
 	var errs []error
 	h := HandlerFunc(func(b *Batch) {
 		for i := 0; i < b.Len(); i++ {
@@ -182,11 +182,11 @@ func TestSimTxChecksumPorts(t *testing.T) {
 	}
 	seed := pseudoSeed(f)
 	for i, r := range res.Frames {
-		if !r.Sent || r.Port != ports[i%4] {
-			t.Fatalf("frame %d: sent %v on %v, want sent on %v", i, r.Sent, r.Port, ports[i%4])
+		if !r.Sent || r.Dest != ports[i%4] {
+			t.Fatalf("frame %d: sent %v on %v, want sent on %v", i, r.Sent, r.Dest, ports[i%4])
 		}
 		if want := i%3 != 0; r.TxChecksum != want {
-			t.Errorf("frame %d on %v: TxChecksum %v, want %v", i, r.Port, r.TxChecksum, want)
+			t.Errorf("frame %d on %v: TxChecksum %v, want %v", i, r.Dest, r.TxChecksum, want)
 		}
 		if got := binary.BigEndian.Uint16(r.Data[40:]); r.TxChecksum && got != seed {
 			t.Errorf("frame %d: checksum field %#04x, want the pseudo-header's sum %#04x", i, got, seed)

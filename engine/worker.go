@@ -314,7 +314,7 @@ func (w *rxWorker) transmitBatch(n uint32) {
 	if b.anyTxMeta {
 		markTxMeta(tx, tmask, tidx, ntx, dests, b.txMeta, destTransmit, false)
 	}
-	in := &w.out[PortIn]
+	in := &w.out[ToInput]
 	w.c.txBytes += txBytes
 	in.c.txBytes += txBytes
 	if ntx < n {
@@ -393,7 +393,7 @@ func (w *rxWorker) sendBatch(n uint32) {
 	if s.Tx.Size() > 0 {
 		tidx, troom = s.Tx.Reserve(n)
 	}
-	in := &w.out[PortIn]
+	in := &w.out[ToInput]
 	if b.back {
 		tx, tmask := s.Tx.Slots()
 		var txBytes uint64
@@ -404,7 +404,7 @@ func (w *rxWorker) sendBatch(n uint32) {
 		w.c.txBytes += txBytes
 		in.c.txBytes += txBytes
 	}
-	main := PortIn
+	main := ToInput
 	for _, d := range dests {
 		if d > destForward {
 			main = d.port()
@@ -412,7 +412,7 @@ func (w *rxWorker) sendBatch(n uint32) {
 		}
 	}
 	var mo *outPort
-	if int(main) < len(w.out) && main != PortIn && !w.out[main].copy {
+	if int(main) < len(w.out) && main != ToInput && !w.out[main].copy {
 		mo = &w.out[main]
 		mo.idx, mo.room = mo.s.Tx.Reserve(n)
 		mo.reserved = true
@@ -459,7 +459,7 @@ func (w *rxWorker) sendBatch(n uint32) {
 // their bytes. Each is a loop of its own with as little in it as can be,
 // to keep in registers: the frames whose dest is d (queueDest: transmitted,
 // or forwarded to one port), and those going back out of their queue by
-// Transmit or Forward to PortIn (queueBack).
+// Transmit or Forward to ToInput (queueBack).
 
 func queueDest(tx []xsk.Desc, mask, idx, room uint32, addrs []uint64, lens []uint32, dests []dest, d dest) (n uint32, bytes uint64) {
 	if room == 0 {
@@ -515,7 +515,7 @@ func (w *rxWorker) filled(n uint32) { w.fillGap -= min(n, w.fillGap) }
 // the frame itself (shared UMEM); false means the frame is still the
 // caller's, because it was copied into the port's own UMEM or could not be
 // sent (no such port, ring full, no free frame: counted).
-func (w *rxWorker) forward(p Port, addr uint64, length uint32, rest uint32, txMeta bool) bool {
+func (w *rxWorker) forward(p Dest, addr uint64, length uint32, rest uint32, txMeta bool) bool {
 	o := w.reserved(p, rest)
 	if o == nil {
 		return false
@@ -551,7 +551,7 @@ func (w *rxWorker) forward(p Port, addr uint64, length uint32, rest uint32, txMe
 // reserved is port p with its tx slots for the batch reserved (at most
 // rest of them, at the first frame for it), or nil, counted as dropped,
 // for a port the engine does not have.
-func (w *rxWorker) reserved(p Port, rest uint32) *outPort {
+func (w *rxWorker) reserved(p Dest, rest uint32) *outPort {
 	if int(p) >= len(w.out) {
 		w.c.dropped++
 		return nil

@@ -1,7 +1,7 @@
 package main
 
 // xdpeng fwd: userspace forwarding between two devices
-// (engine.Config.Outputs, handler.Forward), flags and printing.
+// (engine.Config.Outputs, handler.Fwd), flags and printing.
 
 import (
 	"errors"
@@ -98,7 +98,7 @@ func runFwd(cmd *cobra.Command, f *fwdFlags) error {
 			return fmt.Errorf("%w: give it with --dst-mac", err)
 		}
 	}
-	fwd := &handler.Forward{Port: engine.OutputPort(0), DstMAC: dstMAC}
+	fwd := &handler.Fwd{Dest: engine.ToOutput(0), DstMAC: dstMAC}
 	cfg.Handler = func(int) engine.Handler { h := *fwd; return &h }
 	eng, links, w, done, err := openEngine(&f.xskFlags, cfg)
 	if err != nil {

@@ -783,11 +783,23 @@ type xdpStatsJSON struct {
 }
 
 func xdpStatsOf(s engine.SocketStats, cfg engine.Config) xdpStatsJSON {
-	return xdpStatsJSON{SocketStats: s, RxDroppedReason: cfg.RxDropReason()}
+	return xdpStatsJSON{SocketStats: s, RxDroppedReason: rxDropReason(cfg)}
 }
 
 // rxDroppedText is rx_dropped in a text summary: the count, and where it
 // is not zero, what it counted.
+// rxDropReason says what SocketStats.RxDropped counts on the sockets of an
+// engine configured as cfg: without multi-buffer, frames that found the fill
+// ring empty (rx_fill_ring_empty_descs counts those too); with it, also
+// frames whose segments the fill ring did not hold all of, which no other
+// counter shows.
+func rxDropReason(cfg engine.Config) string {
+	if cfg.MultiBuffer {
+		return "no buffers in the fill ring for all of a frame's segments (each segment takes one; a deeper fill ring, or larger UMEM frames, rides out longer bursts)"
+	}
+	return "no buffer in the fill ring"
+}
+
 func rxDroppedText(x xdpStatsJSON) string {
 	if x.RxDropped == 0 {
 		return "0"

@@ -195,11 +195,11 @@ func TestRxDroppedReason(t *testing.T) {
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	if got["rx_dropped"] != 1164.0 || got["rx_ring_full"] != 3.0 || got["rx_dropped_reason"] != mb.RxDropReason() ||
-		!strings.Contains(mb.RxDropReason(), "segments") {
+	if got["rx_dropped"] != 1164.0 || got["rx_ring_full"] != 3.0 || got["rx_dropped_reason"] != rxDropReason(mb) ||
+		!strings.Contains(rxDropReason(mb), "segments") {
 		t.Errorf("xdp_stats with -F: %s", b)
 	}
-	if got, want := rxDroppedText(x), "1164 ("+mb.RxDropReason()+")"; got != want {
+	if got, want := rxDroppedText(x), "1164 ("+rxDropReason(mb)+")"; got != want {
 		t.Errorf("text with -F: %q, want %q", got, want)
 	}
 	plain := xdpStatsOf(engine.SocketStats{RxDropped: 5}, engine.DefaultConfig())

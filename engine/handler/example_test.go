@@ -46,14 +46,14 @@ func ExampleCount() {
 
 // Forwarding everything out of another device, `xdpeng fwd`: the engine's
 // Config.Outputs names the device, Forward sends to its port.
-func ExampleForward() {
-	h := &handler.Forward{Port: engine.OutputPort(0), DstMAC: net.HardwareAddr{0x02, 0, 0, 0, 1, 2}}
+func ExampleFwd() {
+	h := &handler.Fwd{Dest: engine.ToOutput(0), DstMAC: net.HardwareAddr{0x02, 0, 0, 0, 1, 2}}
 	res, err := engine.Sim{Outputs: 1}.Run(h, [][]byte{udpFrame(9), udpFrame(10)})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	for _, f := range res.SentOn(engine.OutputPort(0)) {
+	for _, f := range res.SentOn(engine.ToOutput(0)) {
 		fmt.Printf("to %x, %d bytes\n", f[0:6], len(f))
 	}
 	// Output:

@@ -1,5 +1,5 @@
 // Package handler holds the handlers of xdpeng's own commands, written on
-// the public engine API alone: Drop (rxdrop), L2Fwd (l2fwd), Forward (fwd)
+// the public engine API alone: RxDrop (rxdrop), L2Fwd (l2fwd), Fwd (fwd)
 // and Count (count). Each is a value a Config.Handler function returns, one
 // per queue.
 package handler
@@ -11,16 +11,16 @@ import (
 	"github.com/xdpeng/xdpeng/engine/packet"
 )
 
-// Drop drops every frame without reading it: xdpsock's rxdrop. It declares
+// RxDrop drops every frame without reading it: xdpsock's rxdrop. It declares
 // DropAll, so the worker never calls Handle and hands each frame straight
 // back to the kernel.
-type Drop struct{}
+type RxDrop struct{}
 
 // Handle leaves every frame's verdict at Drop.
-func (Drop) Handle(*engine.Batch) {}
+func (RxDrop) Handle(*engine.Batch) {}
 
 // Hints declares that Drop drops every frame unread.
-func (Drop) Hints() engine.Hints { return engine.Hints{DropAll: true} }
+func (RxDrop) Hints() engine.Hints { return engine.Hints{DropAll: true} }
 
 // L2Fwd swaps the source and destination MAC of every frame and sends it
 // back out of the queue it arrived on: xdpsock's l2fwd. Frames too short
@@ -39,20 +39,20 @@ func (L2Fwd) Handle(b *engine.Batch) {
 	}
 }
 
-// Forward sends every frame out of Port with its destination MAC set to
+// Fwd sends every frame out of Dest with its destination MAC set to
 // DstMAC (unchanged where DstMAC is nil): xdpeng fwd. Frames too short for
 // an Ethernet header are dropped.
-type Forward struct {
-	Port   engine.Port
+type Fwd struct {
+	Dest   engine.Dest
 	DstMAC net.HardwareAddr
 }
 
 // Handle rewrites and forwards every frame.
-func (h *Forward) Handle(b *engine.Batch) {
+func (h *Fwd) Handle(b *engine.Batch) {
 	if len(h.DstMAC) != 6 {
 		for i := 0; i < b.Len(); i++ {
 			if len(b.Frame(i)) >= packet.EthHdrLen {
-				b.Forward(i, h.Port)
+				b.Forward(i, h.Dest)
 			}
 		}
 		return
@@ -66,6 +66,6 @@ func (h *Forward) Handle(b *engine.Batch) {
 			continue
 		}
 		*(*[6]byte)(f) = mac
-		b.Forward(i, h.Port)
+		b.Forward(i, h.Dest)
 	}
 }

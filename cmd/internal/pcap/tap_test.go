@@ -65,7 +65,7 @@ func TestTapDropsAndHints(t *testing.T) {
 		want  engine.Hints
 	}{
 		{"nil", nil, engine.Hints{ReceiveOnly: true}},
-		{"Drop", handler.Drop{}, engine.Hints{ReceiveOnly: true}},
+		{"Drop", handler.RxDrop{}, engine.Hints{ReceiveOnly: true}},
 		{"L2Fwd", handler.L2Fwd{}, engine.Hints{}},
 	} {
 		h := Tap(c.Ring(0), tc.inner).(engine.Hinter)

@@ -368,7 +368,7 @@ func (r *xskRunner) start(ctx context.Context) (err error) {
 		out := r.e.links[1]
 		cfg.Outputs = []engine.Output{{Interface: out.DUT}}
 		cfg.Handler = func(int) engine.Handler {
-			return &handler.Forward{Port: engine.OutputPort(0), DstMAC: out.GenMAC}
+			return &handler.Fwd{Dest: engine.ToOutput(0), DstMAC: out.GenMAC}
 		}
 		// Forwarded frames leave dut1 as skbs (copy-mode transmit).
 		if r.sink, err = attachSinks(r.e, []int{1}, skbFrames, r.o.stamp); err != nil {

@@ -34,11 +34,11 @@ func TestFwdBetweenLinks(t *testing.T) {
 			cfg.Interface = in.DUT
 			cfg.Outputs = []engine.Output{{Interface: out.DUT, Copy: tc.noShared}}
 			cfg.Handler = func(int) engine.Handler {
-				return &handler.Forward{Port: engine.OutputPort(0), DstMAC: out.GenMAC}
+				return &handler.Fwd{Dest: engine.ToOutput(0), DstMAC: out.GenMAC}
 			}
 			r := start(t, bed, cfg)
 			o := r.eng.Outputs()
-			if len(o) != 1 || o[0].Port != engine.OutputPort(0) || o[0].Device.Name != out.DUT || o[0].Copy != (tc.umem == "copy") {
+			if len(o) != 1 || o[0].Port != engine.ToOutput(0) || o[0].Device.Name != out.DUT || o[0].Copy != (tc.umem == "copy") {
 				t.Fatalf("outputs %+v, want %s on port 1 with umem %s", o, out.DUT, tc.umem)
 			}
 			c := listenWire(t, bed.GenNS, out.Gen, out.GenIndex, in.GenMAC)
@@ -55,7 +55,7 @@ func TestFwdBetweenLinks(t *testing.T) {
 			}
 			s := r.finish(count)
 			tot := s.Total()
-			outStats, err := r.eng.OutputStats(engine.OutputPort(0))
+			outStats, err := r.eng.OutputStats(engine.ToOutput(0))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,9 +65,9 @@ func TestFwdBetweenLinks(t *testing.T) {
 				t.Fatalf("sent %d != forwarded %d + drops %d (rx %d)", count, tot.TxPackets, drops, tot.RxPackets)
 			}
 			// Every transmit was out of the output, port by port.
-			if len(tot.Ports) != 2 || tot.Ports[1].Port != engine.OutputPort(0) || tot.Ports[1].TxPackets != tot.TxPackets ||
-				tot.Ports[0].TxPackets != 0 || tot.Ports[0].TxRingFull+tot.Ports[1].TxRingFull != tot.TxRingFull {
-				t.Errorf("per-port counters %+v, want all of the %d transmits and %d tx ring full on %v", tot.Ports, tot.TxPackets, tot.TxRingFull, engine.OutputPort(0))
+			if len(tot.Dests) != 2 || tot.Dests[1].Dest != engine.ToOutput(0) || tot.Dests[1].TxPackets != tot.TxPackets ||
+				tot.Dests[0].TxPackets != 0 || tot.Dests[0].TxRingFull+tot.Dests[1].TxRingFull != tot.TxRingFull {
+				t.Errorf("per-port counters %+v, want all of the %d transmits and %d tx ring full on %v", tot.Dests, tot.TxPackets, tot.TxRingFull, engine.ToOutput(0))
 			}
 			if tc.queues > 1 {
 				for _, q := range s.Queues {
@@ -132,7 +132,7 @@ func TestFwdRefusals(t *testing.T) {
 // byParity forwards frames to even UDP destination ports out of even and
 // the rest out of odd, each with its own destination MAC.
 type byParity struct {
-	even, odd       engine.Port
+	even, odd       engine.Dest
 	evenMAC, oddMAC []byte
 }
 
@@ -163,7 +163,7 @@ func TestFwdTwoOutputs(t *testing.T) {
 	cfg.Interface = in.DUT
 	cfg.Outputs = []engine.Output{{Interface: a.DUT}, {Interface: b.DUT, Copy: true}}
 	cfg.Handler = func(int) engine.Handler {
-		return byParity{even: engine.OutputPort(0), odd: engine.OutputPort(1), evenMAC: a.GenMAC, oddMAC: b.GenMAC}
+		return byParity{even: engine.ToOutput(0), odd: engine.ToOutput(1), evenMAC: a.GenMAC, oddMAC: b.GenMAC}
 	}
 	r := start(t, bed, cfg)
 	ca := listenWire(t, bed.GenNS, a.Gen, a.GenIndex, in.GenMAC)

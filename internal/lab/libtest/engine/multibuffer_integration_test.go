@@ -359,7 +359,7 @@ func TestFwdMultiBufferJumbo(t *testing.T) {
 			cfg := rxdropConfig(bed)
 			cfg.MultiBuffer, cfg.FrameSize = true, 4096
 			cfg.Outputs = []engine.Output{{Interface: out.DUT, Copy: copyOut}}
-			cfg.Handler = func(int) engine.Handler { return &handler.Forward{Port: engine.OutputPort(0), DstMAC: out.GenMAC} }
+			cfg.Handler = func(int) engine.Handler { return &handler.Fwd{Dest: engine.ToOutput(0), DstMAC: out.GenMAC} }
 			r := start(t, bed, cfg)
 			if o := r.eng.Outputs(); o[0].Copy != copyOut {
 				t.Fatalf("output %+v, want copy %v", o[0], copyOut)
@@ -371,7 +371,7 @@ func TestFwdMultiBufferJumbo(t *testing.T) {
 			tot := r.finish(count - vethDrops).Total()
 			capt.waitFor(int(tot.TxPackets))
 			got, drops := capt.stop(t)
-			outStats, err := r.eng.OutputStats(engine.OutputPort(0))
+			outStats, err := r.eng.OutputStats(engine.ToOutput(0))
 			if err != nil {
 				t.Fatal(err)
 			}
