@@ -1,6 +1,7 @@
 package bpf
 
 import (
+	"encoding/binary"
 	"net"
 	"net/netip"
 	"testing"
@@ -19,9 +20,16 @@ func stampedFrame(t *testing.T, run, seq uint32, sentNS uint64) []byte {
 		SrcIP: netip.MustParseAddr("198.18.0.1"), DstIP: netip.MustParseAddr("198.18.0.2"),
 		SrcPort: 1234, DstPort: 9, Size: 64,
 	}
-	if _, err := packet.BuildStampedUDP(f, c, packet.Stamp{RunID: run, Seq: seq, TimeNS: sentNS}); err != nil {
+	if _, err := packet.BuildUDP(f, c); err != nil {
 		t.Fatal(err)
 	}
+	// The stamp, as stamp.h lays it out, at the start of the UDP payload.
+	// The receiver reads no checksum: the one BuildUDP wrote stays.
+	st := f[c.L4Offset()+packet.UDPHdrLen:]
+	binary.BigEndian.PutUint32(st[0:], 0x78646c74) // "xdlt"
+	binary.BigEndian.PutUint32(st[4:], run)
+	binary.BigEndian.PutUint32(st[8:], seq)
+	binary.BigEndian.PutUint64(st[12:], sentNS)
 	return f
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 // The stamp the generator (gen.c) writes at the start of a UDP payload and
-// the latency receiver (latency.c) reads; engine/packet/stamp.go is its Go
+// the latency receiver (latency.c) reads; internal/lab/stamp is its Go
 // twin. All fields are big-endian. The payload starts at an even offset, so
 // the stamp's fields lie on 16-bit words of the UDP checksum and 2-byte
 // accesses are aligned (the struct says so, for strict-alignment targets).

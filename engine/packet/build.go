@@ -123,15 +123,6 @@ func BuildUDP(buf []byte, c UDPConfig) (int, error) {
 	return c.Size, nil
 }
 
-// TCP flags for BuildTCP.
-const (
-	TCPFin = 0x01
-	TCPSyn = 0x02
-	TCPRst = 0x04
-	TCPPsh = 0x08
-	TCPAck = 0x10
-)
-
 // BuildTCP writes a TCP segment without options (sequence number 1, window
 // 65535) with the given flags, framed as c describes, and returns its length.
 func BuildTCP(buf []byte, c UDPConfig, flags uint8) (int, error) {

@@ -12,18 +12,6 @@
 // NIC adds on the wire: it is Size 60 here.
 package packet
 
-// Header lengths, as the builders write the headers and the parser reads
-// them.
-const (
-	EthHdrLen  = 14
-	VLANTagLen = 4
-	IPv4HdrLen = 20 // without options
-	IPv6HdrLen = 40
-	UDPHdrLen  = 8
-	TCPHdrLen  = 20 // without options
-	ICMPHdrLen = 8  // echo request/reply: type, code, checksum, id, sequence
-)
-
 // EtherTypes the builders and the parser know.
 const (
 	EtherTypeIPv4 = 0x0800
@@ -35,10 +23,22 @@ const (
 // IP protocol numbers (IPv4 protocol, IPv6 next header) the builders and
 // the parser know: Summary.Proto.
 const (
-	ProtoICMP   = 1
-	ProtoTCP    = 6
 	ProtoUDP    = 17
+	ProtoTCP    = 6
+	ProtoICMP   = 1
 	ProtoICMPv6 = 58
+)
+
+// Header lengths, as the builders write the headers and the parser reads
+// them.
+const (
+	EthHdrLen  = 14
+	VLANTagLen = 4
+	IPv4HdrLen = 20 // without options
+	IPv6HdrLen = 40
+	UDPHdrLen  = 8
+	TCPHdrLen  = 20 // without options
+	ICMPHdrLen = 8  // echo request/reply: type, code, checksum, id, sequence
 )
 
 // Frame sizes, without FCS.
@@ -52,4 +52,13 @@ const (
 	// Ethernet header and the most an IPv4 packet's total length can say.
 	// Which of these a device carries is its MTU's business.
 	MaxJumboFrameSize = EthHdrLen + 65535
+)
+
+// TCP flags for BuildTCP.
+const (
+	TCPFin = 0x01
+	TCPSyn = 0x02
+	TCPRst = 0x04
+	TCPPsh = 0x08
+	TCPAck = 0x10
 )

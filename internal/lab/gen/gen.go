@@ -61,7 +61,7 @@
 //
 // # Stamped frames
 //
-// With Config.Stamp the program writes a stamp (packet.Stamp) at the start of
+// With Config.Stamp the program writes a stamp (stamp.Stamp) at the start of
 // each frame's UDP payload: the run's id (already in the template), a
 // sequence number and bpf_ktime_get_ns(), read after the frame's pacing
 // wait, right before the program hands the frame to the device. The UDP
@@ -103,6 +103,7 @@ import (
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
+	"github.com/xdpeng/xdpeng/internal/lab/stamp"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
@@ -158,7 +159,7 @@ type Config struct {
 	// FullSpeedBatch is the batch a run without a Rate chooses when Batch
 	// is 0, up to MaxBatch; 0 means BatchSize.
 	FullSpeedBatch int
-	// Stamp writes a stamp (packet.Stamp) into each frame: RunID, a sequence
+	// Stamp writes a stamp (stamp.Stamp) into each frame: RunID, a sequence
 	// number and the send time (see the package documentation). It needs
 	// a Count of at most MaxStampCount, a non-zero RunID and a Frame.Size
 	// with room for the stamp after the UDP header.
@@ -325,7 +326,7 @@ func (c *Config) Validate() error {
 		if c.RunID == 0 {
 			return &FieldError{"RunID", "0: a stamped run needs a non-zero run id, so that a receiver can tell its frames"}
 		}
-		if need := packet.StampOffset(&c.Frame) + packet.StampLen; c.Frame.Size < need {
+		if need := stamp.Offset(&c.Frame) + stamp.Len; c.Frame.Size < need {
 			return &FieldError{"Frame.Size", fmt.Sprintf("%d bytes leave no room for a stamp: this frame needs at least %d", c.Frame.Size, need)}
 		}
 	}
@@ -437,7 +438,7 @@ func Run(ctx context.Context, cfg Config, progress func(Stats)) (Stats, error) {
 	frame := make([]byte, cfg.Frame.Size)
 	if cfg.Stamp {
 		// Sequence number and time are written by the program.
-		_, err = packet.BuildStampedUDP(frame, cfg.Frame, packet.Stamp{RunID: cfg.RunID})
+		_, err = stamp.BuildUDP(frame, cfg.Frame, stamp.Stamp{RunID: cfg.RunID})
 	} else {
 		_, err = packet.BuildUDP(frame, cfg.Frame)
 	}

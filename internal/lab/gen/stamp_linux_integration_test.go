@@ -11,6 +11,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/engine/packet"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
+	"github.com/xdpeng/xdpeng/internal/lab/stamp"
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
@@ -55,7 +56,7 @@ func TestProgramStamps(t *testing.T) {
 				t.Fatal(err)
 			}
 			frame := make([]byte, cfg.Frame.Size)
-			if _, err := packet.BuildStampedUDP(frame, cfg.Frame, packet.Stamp{RunID: cfg.RunID}); err != nil {
+			if _, err := stamp.BuildUDP(frame, cfg.Frame, stamp.Stamp{RunID: cfg.RunID}); err != nil {
 				t.Fatal(err)
 			}
 			prog, err := load(cfg, false)
@@ -96,7 +97,7 @@ func TestProgramStamps(t *testing.T) {
 				t.Fatal(err)
 			}
 			for k, out := range outs {
-				s, ok := packet.FindStamp(out)
+				s, ok := stamp.Find(out)
 				wantSeq := uint32(idx + k*len(cfg.CPUs))
 				if !ok || s.RunID != cfg.RunID || s.Seq != wantSeq {
 					t.Errorf("run %d: stamp %+v, %v; want run id %#x, seq %d", k, s, ok, cfg.RunID, wantSeq)
@@ -149,7 +150,7 @@ func TestRunStampsLiveFrames(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st, ok := packet.FindStamp(buf[:m])
+			st, ok := stamp.Find(buf[:m])
 			if !ok {
 				continue // the stack's own frames
 			}

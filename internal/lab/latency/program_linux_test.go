@@ -11,6 +11,7 @@ import (
 
 	"github.com/xdpeng/xdpeng/bpf"
 	"github.com/xdpeng/xdpeng/engine/packet"
+	"github.com/xdpeng/xdpeng/internal/lab/stamp"
 	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
 )
 
@@ -38,10 +39,10 @@ func frameConfig(v6 bool, vlan uint16) packet.UDPConfig {
 	return c
 }
 
-func stamped(t *testing.T, c packet.UDPConfig, s packet.Stamp) []byte {
+func stamped(t *testing.T, c packet.UDPConfig, s stamp.Stamp) []byte {
 	t.Helper()
 	f := make([]byte, c.Size)
-	if _, err := packet.BuildStampedUDP(f, c, s); err != nil {
+	if _, err := stamp.BuildUDP(f, c, s); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -95,7 +96,7 @@ func TestReceiverAccounting(t *testing.T) {
 	defer l.Close()
 	const age = 50_000 // ns: how long ago each frame was "sent"
 	var maxDelay uint64
-	send := func(c packet.UDPConfig, s packet.Stamp, want uint32) {
+	send := func(c packet.UDPConfig, s stamp.Stamp, want uint32) {
 		t.Helper()
 		s.TimeNS = monotonicNS(t) - age
 		ret, _, err := l.XDP.Test(stamped(t, c, s))
@@ -110,12 +111,12 @@ func TestReceiverAccounting(t *testing.T) {
 	// Every header layout the receiver reads is used along the way.
 	layouts := []packet.UDPConfig{frameConfig(false, 0), frameConfig(true, 0), frameConfig(false, 7), frameConfig(true, 7)}
 	for i, seq := range []uint32{0, 2, 1, 4, 3, 7, 6, 5} {
-		send(layouts[i%len(layouts)], packet.Stamp{RunID: run, Seq: seq}, xdpDrop)
+		send(layouts[i%len(layouts)], stamp.Stamp{RunID: run, Seq: seq}, xdpDrop)
 	}
-	send(frameConfig(false, 0), packet.Stamp{RunID: run, Seq: 2}, xdpDrop)   // duplicate
-	send(frameConfig(false, 0), packet.Stamp{RunID: run, Seq: 100}, xdpDrop) // beyond 64
-	send(frameConfig(false, 0), packet.Stamp{RunID: run + 1, Seq: 8}, xdpPass)
-	ahead := stamped(t, frameConfig(false, 0), packet.Stamp{RunID: run, Seq: 8, TimeNS: monotonicNS(t) + 1e12})
+	send(frameConfig(false, 0), stamp.Stamp{RunID: run, Seq: 2}, xdpDrop)   // duplicate
+	send(frameConfig(false, 0), stamp.Stamp{RunID: run, Seq: 100}, xdpDrop) // beyond 64
+	send(frameConfig(false, 0), stamp.Stamp{RunID: run + 1, Seq: 8}, xdpPass)
+	ahead := stamped(t, frameConfig(false, 0), stamp.Stamp{RunID: run, Seq: 8, TimeNS: monotonicNS(t) + 1e12})
 	if ret, _, err := l.XDP.Test(ahead); err != nil || ret != xdpDrop {
 		t.Fatalf("frame from the future: verdict %d, %v", ret, err)
 	}
@@ -158,7 +159,7 @@ func TestReceiverTCEntry(t *testing.T) {
 		seq, run uint32
 		want     uint32
 	}{{0, 3, tcShot}, {2, 3, tcShot}, {1, 3, tcShot}, {1, 3, tcShot}, {1, 4, tcUnspec}} {
-		f := stamped(t, frameConfig(true, 0), packet.Stamp{RunID: tc.run, Seq: tc.seq, TimeNS: monotonicNS(t)})
+		f := stamped(t, frameConfig(true, 0), stamp.Stamp{RunID: tc.run, Seq: tc.seq, TimeNS: monotonicNS(t)})
 		if ret, _, err := l.TC.Test(f); err != nil || ret != tc.want {
 			t.Fatalf("seq %d run %d: verdict %d, %v; want %d", tc.seq, tc.run, ret, err, tc.want)
 		}

@@ -158,67 +158,6 @@ func checkDecodes(t *testing.T, frame []byte, l gopacket.LayerType) gopacket.Pac
 	return p
 }
 
-func TestBuildStampedUDPMatchesGopacket(t *testing.T) {
-	s := packet.Stamp{RunID: 0xdeadbeef, Seq: 0x01020304, TimeNS: 0x1122334455667788}
-	want := []byte{0x78, 0x64, 0x6c, 0x74, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88}
-	for _, v6 := range []bool{false, true} {
-		for _, vlan := range []uint16{0, 100} {
-			c := udpConfig(v6, vlan, 0)
-			off := packet.StampOffset(&c)
-			for _, size := range []int{max(packet.MinFrameSize, off+packet.StampLen), off + packet.StampLen + 1, 1514} {
-				c.Size = size
-				buf := make([]byte, 2048)
-				n, err := packet.BuildStampedUDP(buf, c, s)
-				if err != nil {
-					t.Fatalf("v6=%v vlan=%d size=%d: %v", v6, vlan, size, err)
-				}
-				payload := append(append([]byte{}, want...), bytes.Repeat([]byte{c.Fill}, size-off-packet.StampLen)...)
-				ref := serializePayload(t, c, payload)
-				if diff := cmp.Diff(ref, buf[:n]); diff != "" {
-					t.Errorf("v6=%v vlan=%d size=%d: differs from gopacket's (-gopacket +ours):\n%s", v6, vlan, size, diff)
-				}
-				got, ok := packet.FindStamp(buf[:n])
-				if !ok || got != s {
-					t.Errorf("v6=%v vlan=%d size=%d: packet.FindStamp = %+v, %v", v6, vlan, size, got, ok)
-				}
-			}
-		}
-	}
-}
-
-// serializePayload is serialize with an arbitrary UDP payload.
-func serializePayload(t *testing.T, c packet.UDPConfig, payload []byte) []byte {
-	t.Helper()
-	eth := &layers.Ethernet{SrcMAC: c.SrcMAC, DstMAC: c.DstMAC}
-	ls := []gopacket.SerializableLayer{eth}
-	et := layers.EthernetTypeIPv4
-	if c.IPv6() {
-		et = layers.EthernetTypeIPv6
-	}
-	eth.EthernetType = et
-	if c.VLAN != 0 {
-		eth.EthernetType = layers.EthernetTypeDot1Q
-		ls = append(ls, &layers.Dot1Q{VLANIdentifier: c.VLAN, Type: et})
-	}
-	udp := &layers.UDP{SrcPort: layers.UDPPort(c.SrcPort), DstPort: layers.UDPPort(c.DstPort)}
-	if c.IPv6() {
-		ip := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolUDP, SrcIP: c.SrcIP.AsSlice(), DstIP: c.DstIP.AsSlice()}
-		udp.SetNetworkLayerForChecksum(ip)
-		ls = append(ls, ip)
-	} else {
-		ip := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Flags: layers.IPv4DontFragment, Protocol: layers.IPProtocolUDP,
-			SrcIP: c.SrcIP.AsSlice(), DstIP: c.DstIP.AsSlice()}
-		udp.SetNetworkLayerForChecksum(ip)
-		ls = append(ls, ip)
-	}
-	ls = append(ls, udp, gopacket.Payload(payload))
-	buf := gopacket.NewSerializeBuffer()
-	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 // FuzzParse feeds packet.Parse any bytes and compares what it reports with an
 // independent decoder (refParse, on gopacket's layer decoders), and frames
 // built by packet.BuildUDP from the fuzzed fields (packet.Parse must return the ports and
