@@ -105,7 +105,7 @@ func BenchmarkCount(b *testing.B) {
 	h := handler.NewCount()
 	l := newLoop(b, engine.Sim{}, h)
 	c := benchLoop(b, l)
-	if got := h.Stats().ByPort["udp/9"]; got != c.Frames {
+	if got := h.Stats().ByPort[handler.PortKey{Proto: 17, Port: 9}]; got != c.Frames { // udp/9
 		b.Fatalf("counted %d frames to udp/9 of %d", got, c.Frames)
 	}
 }

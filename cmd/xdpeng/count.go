@@ -68,7 +68,10 @@ into it, like gen's) are counted as "no rxhash".`,
 			var g handler.CountGroup
 			cfg.Handler = g.Handler
 			hooks := countHooks(&g, top)
-			hooks.collectors = []prometheus.Collector{&metrics.Count{Interface: cfg.Interface, Stats: g.Stats}}
+			hooks.collectors = []prometheus.Collector{&metrics.Count{Interface: cfg.Interface, Stats: func() (map[string]uint64, uint64) {
+				s := g.Stats()
+				return protocolCounts(s), s.Malformed
+			}}}
 			return runXskWith(cmd, "count", &f, cfg, hooks)
 		},
 	}
@@ -96,7 +99,7 @@ func countHooks(g *handler.CountGroup, top int) xskHooks {
 	// interval, in frames per second. The rates are rounded before they
 	// are ranked, so that entries that print the same rate keep the order
 	// of their keys from one interval to the next.
-	rates := func(dt float64) (protos, ports []handler.CountEntry) {
+	rates := func(dt float64) (protos, ports []countEntry) {
 		cur := g.Stats()
 		perSecond := func(m map[string]uint64) map[string]uint64 {
 			for k, v := range m {
@@ -104,8 +107,8 @@ func countHooks(g *handler.CountGroup, top int) xskHooks {
 			}
 			return m
 		}
-		protos = handler.Top(perSecond(handler.Delta(cur.ByProtocol, prev.ByProtocol)), top)
-		ports = handler.Top(perSecond(handler.Delta(cur.ByPort, prev.ByPort)), top)
+		protos = topN(perSecond(delta(protocolCounts(cur), protocolCounts(prev))), top)
+		ports = topN(perSecond(delta(portCounts(cur), portCounts(prev))), top)
 		prev = cur
 		return protos, ports
 	}
@@ -127,27 +130,27 @@ func countHooks(g *handler.CountGroup, top int) xskHooks {
 		summaryText: func(w io.Writer) {
 			s := g.Stats()
 			fmt.Fprintf(w, "  counted %d frames (%d malformed)\n", s.Frames, s.Malformed)
-			for _, e := range handler.Top(s.ByProtocol, 0) {
+			for _, e := range topN(protocolCounts(s), 0) {
 				fmt.Fprintf(w, "    %-24s %14d\n", protocolLabel(e.Key), e.Count)
 			}
-			for _, e := range handler.Top(s.ByPort, top) {
+			for _, e := range topN(portCounts(s), top) {
 				fmt.Fprintf(w, "    %-24s %14d\n", "port "+e.Key, e.Count)
 			}
 			if n := len(s.ByPort); top > 0 && n > top {
 				fmt.Fprintf(w, "    (%d more ports: --top 0 or --json shows them all)\n", n-top)
 			}
-			if len(s.ByEtherType) > 0 {
-				var ets []string
-				for _, e := range handler.Top(s.ByEtherType, 0) {
-					ets = append(ets, fmt.Sprintf("%s %d", e.Key, e.Count))
+			if ets := etherTypeCounts(s); len(ets) > 0 {
+				var list []string
+				for _, e := range topN(ets, 0) {
+					list = append(list, fmt.Sprintf("%s %d", e.Key, e.Count))
 				}
-				fmt.Fprintf(w, "    non-IP by EtherType: %s\n", strings.Join(ets, ", "))
+				fmt.Fprintf(w, "    non-IP by EtherType: %s\n", strings.Join(list, ", "))
 			}
 		},
 		summary: countSummary{},
 		summaryJSON: func(sum xskSummary) any {
 			s := g.Stats()
-			return countSummary{xskSummary: sum, ByProtocol: s.ByProtocol, ByPort: s.ByPort, ByEtherType: s.ByEtherType, Malformed: s.Malformed}
+			return countSummary{xskSummary: sum, ByProtocol: protocolCounts(s), ByPort: portCounts(s), ByEtherType: etherTypeCounts(s), Malformed: s.Malformed}
 		},
 	}
 }
@@ -155,7 +158,7 @@ func countHooks(g *handler.CountGroup, top int) xskHooks {
 // protocolLabel is how a by_protocol key reads in text output: "proto 17
 // (udp)", as xdp1 numbers them, or "other (not IP)".
 func protocolLabel(key string) string {
-	p, ok := handler.ProtocolNumber(key)
+	p, ok := protocolNumber(key)
 	switch {
 	case !ok:
 		return key + " (not IP)"
@@ -165,7 +168,7 @@ func protocolLabel(key string) string {
 	return fmt.Sprintf("proto %d (%s)", p, key)
 }
 
-func entryMap(l []handler.CountEntry) map[string]uint64 {
+func entryMap(l []countEntry) map[string]uint64 {
 	m := make(map[string]uint64, len(l))
 	for _, e := range l {
 		m[e.Key] = e.Count

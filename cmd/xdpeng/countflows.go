@@ -20,15 +20,15 @@ type flowSummary struct {
 // counts at the end.
 func flowHooks(g *handler.FlowGroup, top int) xskHooks {
 	var prev handler.FlowStats
-	rates := func(dt float64) (flows []handler.CountEntry, unhashed uint64) {
+	rates := func(dt float64) (flows []countEntry, unhashed uint64) {
 		cur := g.Stats()
-		d := handler.Delta(cur.ByHash, prev.ByHash)
+		d := delta(hashCounts(cur), hashCounts(prev))
 		for k, v := range d {
 			d[k] = uint64(float64(v)/dt + 0.5)
 		}
 		unhashed = uint64(float64(cur.Unhashed-prev.Unhashed)/dt + 0.5)
 		prev = cur
-		return handler.Top(d, top), unhashed
+		return topN(d, top), unhashed
 	}
 	return xskHooks{
 		intervalText: func(w io.Writer, dt float64) {
@@ -52,7 +52,7 @@ func flowHooks(g *handler.FlowGroup, top int) xskHooks {
 				fmt.Fprintf(w, ", %d of flows beyond the %d counted per queue", s.Overflow, handler.MaxFlows)
 			}
 			fmt.Fprintln(w)
-			for _, e := range handler.Top(s.ByHash, top) {
+			for _, e := range topN(hashCounts(s), top) {
 				fmt.Fprintf(w, "    %-24s %14d\n", "rxhash "+e.Key, e.Count)
 			}
 			if n := len(s.ByHash); top > 0 && n > top {
@@ -61,7 +61,7 @@ func flowHooks(g *handler.FlowGroup, top int) xskHooks {
 		},
 		summaryJSON: func(sum xskSummary) any {
 			s := g.Stats()
-			return flowSummary{xskSummary: sum, ByRxHash: s.ByHash, Unhashed: s.Unhashed, Overflow: s.Overflow}
+			return flowSummary{xskSummary: sum, ByRxHash: hashCounts(s), Unhashed: s.Unhashed, Overflow: s.Overflow}
 		},
 	}
 }

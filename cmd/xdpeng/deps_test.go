@@ -38,7 +38,7 @@ func writeList(t *testing.T, text string) string {
 
 // TestDeps checks make deps' installer without installing anything: what
 // it does with a list that is all present, a bad list, a need apt cannot
-// meet, a machine without apt and a Go older than go.mod's.
+// meet, a machine without apt and a Go older than go.work's.
 func TestDeps(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
@@ -104,7 +104,7 @@ func TestDeps(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, ok := runDeps(t, []string{"GO=" + fake}, writeList(t, "bash\n"))
-		if ok || !strings.Contains(out, "Go 1.20.1 is older than go.mod's") {
+		if ok || !strings.Contains(out, "Go 1.20.1 is older than go.work's") {
 			t.Fatalf("want the old Go refused: %v\n%s", ok, out)
 		}
 	})

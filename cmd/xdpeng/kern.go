@@ -15,7 +15,6 @@ import (
 	"github.com/xdpeng/xdpeng/cmd/internal/privilege"
 	"github.com/xdpeng/xdpeng/cmd/internal/units"
 	"github.com/xdpeng/xdpeng/engine"
-	"github.com/xdpeng/xdpeng/engine/handler"
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/lab/kern"
@@ -770,7 +769,7 @@ func kernProtoName(p int) string {
 	if p < 0 || p > 255 {
 		return "other"
 	}
-	return handler.ProtocolName(uint8(p))
+	return protocolName(uint8(p))
 }
 
 // downNote says that device d is down now, and what that does to the run:

@@ -1,16 +1,12 @@
 package handler
 
 import (
-	"fmt"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/packet"
-	"github.com/xdpeng/xdpeng/internal/counter"
 )
 
 // Counter indexes. One flat array holds every counter a Count keeps,
@@ -157,52 +153,73 @@ func (h *Count) publishEtherTypes() {
 	h.pubEcnt[maxEtherTypes].Store(h.ecounts[maxEtherTypes])
 }
 
+// PortKey is a transport protocol, packet.ProtoUDP or packet.ProtoTCP,
+// and a destination port: a key of CountStats.ByPort.
+type PortKey struct {
+	Proto uint8
+	Port  uint16
+}
+
+// String writes k as "udp/53" or "tcp/443" ("ip/N/PORT" for another
+// protocol, which Count never makes).
+func (k PortKey) String() string {
+	switch k.Proto {
+	case packet.ProtoUDP:
+		return "udp/" + strconv.Itoa(int(k.Port))
+	case packet.ProtoTCP:
+		return "tcp/" + strconv.Itoa(int(k.Port))
+	}
+	return "ip/" + strconv.Itoa(int(k.Proto)) + "/" + strconv.Itoa(int(k.Port))
+}
+
 // CountStats are frame counts by protocol and port, of one queue or summed
-// over several. Every frame is counted once in ByProtocol; IP frames with a
-// complete UDP or TCP header also once in ByPort; non-IP frames also once
-// in ByEtherType.
+// over several. Every frame is counted once, in ByProtocol or in NonIP; IP
+// frames with a complete UDP or TCP header also once in ByPort; non-IP
+// frames also once in ByEtherType or OtherEtherTypes. The maps of a
+// CountStats from Stats are the caller's; they hold no zero counts.
 type CountStats struct {
-	// Frames is the number of frames counted: the sum of ByProtocol.
-	Frames uint64 `json:"frames"`
-	// ByProtocol counts IP frames by protocol name ("udp", "tcp", "icmp",
-	// "icmpv6", ..., "ip/N" for protocols without a name here) and non-IP
-	// frames as "other".
-	ByProtocol map[string]uint64 `json:"by_protocol"`
-	// ByPort counts UDP and TCP frames by destination port, as "udp/53".
-	// Non-first fragments and frames cut inside the transport header have
-	// no port and appear only in ByProtocol.
-	ByPort map[string]uint64 `json:"by_port"`
-	// ByEtherType counts non-IP frames by EtherType ("0x0806"); beyond 16
-	// distinct types per queue, the rest are counted as "other".
-	ByEtherType map[string]uint64 `json:"by_ethertype,omitempty"`
+	// Frames is the number of frames counted: the sum of ByProtocol and
+	// NonIP.
+	Frames uint64
+	// ByProtocol counts IP frames by protocol number (IPv4's protocol,
+	// IPv6's next header after the extension headers).
+	ByProtocol map[uint8]uint64
+	// NonIP counts the frames that are not IP.
+	NonIP uint64
+	// ByPort counts UDP and TCP frames by destination port. Non-first
+	// fragments and frames cut inside the transport header have no port
+	// and appear only in ByProtocol.
+	ByPort map[PortKey]uint64
+	// ByEtherType counts non-IP frames by EtherType, up to 16 distinct
+	// types per queue; OtherEtherTypes counts those of further types.
+	ByEtherType     map[uint16]uint64
+	OtherEtherTypes uint64
 	// Malformed frames ended inside a header they announced (packet.Parse
-	// reported them incomplete); they are counted in ByProtocol too, as
-	// far as they could be read.
-	Malformed uint64 `json:"malformed"`
+	// reported them incomplete); they are counted in ByProtocol or NonIP
+	// too, as far as they could be read.
+	Malformed uint64
 }
 
 // Stats reads the handler's published counters. It may be called from any
 // goroutine while the worker runs; each counter is exact as of the end of
 // some batch, and all of them are once the worker has stopped.
 func (h *Count) Stats() CountStats {
-	s := CountStats{ByProtocol: map[string]uint64{}, ByPort: map[string]uint64{}}
+	s := CountStats{ByProtocol: map[uint8]uint64{}, ByPort: map[PortKey]uint64{}, ByEtherType: map[uint16]uint64{}}
 	for p := 0; p < 256; p++ {
 		if v := h.pub[p].Load(); v != 0 {
-			s.ByProtocol[ProtocolName(uint8(p))] += v
+			s.ByProtocol[uint8(p)] += v
 			s.Frames += v
 		}
 	}
-	if v := h.pub[idxNonIP].Load(); v != 0 {
-		s.ByProtocol["other"] += v
-		s.Frames += v
-	}
+	s.NonIP = h.pub[idxNonIP].Load()
+	s.Frames += s.NonIP
 	s.Malformed = h.pub[idxMalformed].Load()
 	for port := 0; port < 1<<16; port++ {
 		if v := h.pub[idxUDPPorts+port].Load(); v != 0 {
-			s.ByPort["udp/"+strconv.Itoa(port)] = v
+			s.ByPort[PortKey{packet.ProtoUDP, uint16(port)}] = v
 		}
 		if v := h.pub[idxTCPPorts+port].Load(); v != 0 {
-			s.ByPort["tcp/"+strconv.Itoa(port)] = v
+			s.ByPort[PortKey{packet.ProtoTCP, uint16(port)}] = v
 		}
 	}
 	for i := range h.pubEt {
@@ -211,31 +228,27 @@ func (h *Count) Stats() CountStats {
 			break // slots are used in order
 		}
 		if v := h.pubEcnt[i].Load(); v != 0 {
-			s.addEtherType(fmt.Sprintf("0x%04x", uint16(et)), v)
+			s.ByEtherType[uint16(et)] += v
 		}
 	}
-	if v := h.pubEcnt[maxEtherTypes].Load(); v != 0 {
-		s.addEtherType("other", v)
-	}
+	s.OtherEtherTypes = h.pubEcnt[maxEtherTypes].Load()
 	return s
-}
-
-func (s *CountStats) addEtherType(k string, v uint64) {
-	if s.ByEtherType == nil {
-		s.ByEtherType = map[string]uint64{}
-	}
-	s.ByEtherType[k] += v
 }
 
 // Add adds o's counts to s.
 func (s *CountStats) Add(o CountStats) {
 	if s.ByProtocol == nil {
-		s.ByProtocol = map[string]uint64{}
+		s.ByProtocol = map[uint8]uint64{}
 	}
 	if s.ByPort == nil {
-		s.ByPort = map[string]uint64{}
+		s.ByPort = map[PortKey]uint64{}
+	}
+	if s.ByEtherType == nil {
+		s.ByEtherType = map[uint16]uint64{}
 	}
 	s.Frames += o.Frames
+	s.NonIP += o.NonIP
+	s.OtherEtherTypes += o.OtherEtherTypes
 	s.Malformed += o.Malformed
 	for k, v := range o.ByProtocol {
 		s.ByProtocol[k] += v
@@ -244,142 +257,8 @@ func (s *CountStats) Add(o CountStats) {
 		s.ByPort[k] += v
 	}
 	for k, v := range o.ByEtherType {
-		s.addEtherType(k, v)
+		s.ByEtherType[k] += v
 	}
-}
-
-// CountEntry is one counter of a CountStats map.
-type CountEntry struct {
-	Key   string
-	Count uint64
-}
-
-// Top returns the n largest entries of m (all of them if n <= 0), largest
-// first, ties in the order of their keys with numbers compared as numbers
-// ("udp/9" before "udp/10"), leaving out zeros.
-func Top(m map[string]uint64, n int) []CountEntry {
-	e := make([]CountEntry, 0, len(m))
-	for k, v := range m {
-		if v != 0 {
-			e = append(e, CountEntry{k, v})
-		}
-	}
-	sort.Slice(e, func(i, j int) bool {
-		if e[i].Count != e[j].Count {
-			return e[i].Count > e[j].Count
-		}
-		return keyLess(e[i].Key, e[j].Key)
-	})
-	if n > 0 && len(e) > n {
-		e = e[:n]
-	}
-	return e
-}
-
-// keyLess orders keys such as "udp/9" and "udp/10": runs of digits compare
-// as numbers, the rest byte by byte.
-func keyLess(a, b string) bool {
-	for a != "" && b != "" {
-		da, db := digits(a), digits(b)
-		if da > 0 && db > 0 {
-			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
-			if len(na) != len(nb) {
-				return len(na) < len(nb)
-			}
-			if na != nb {
-				return na < nb
-			}
-			a, b = a[da:], b[db:]
-			continue
-		}
-		if a[0] != b[0] {
-			return a[0] < b[0]
-		}
-		a, b = a[1:], b[1:]
-	}
-	return len(a) < len(b)
-}
-
-// digits is the length of the run of ASCII digits at the start of s.
-func digits(s string) int {
-	n := 0
-	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
-		n++
-	}
-	return n
-}
-
-// Delta returns m minus prev, key by key, for rates between two snapshots.
-// Counters only grow, so a key missing from prev counts from zero.
-func Delta(m, prev map[string]uint64) map[string]uint64 {
-	d := make(map[string]uint64, len(m))
-	for k, v := range m {
-		if n := counter.Sub(v, prev[k]); n != 0 {
-			d[k] = n
-		}
-	}
-	return d
-}
-
-// protocolNames are the IANA keywords of the protocols worth a name here;
-// the rest are "ip/N".
-var protocolNames = map[uint8]string{
-	0:   "hopopt",
-	1:   "icmp",
-	2:   "igmp",
-	4:   "ipip",
-	6:   "tcp",
-	17:  "udp",
-	41:  "ipv6",
-	43:  "ipv6-route",
-	44:  "ipv6-frag",
-	47:  "gre",
-	50:  "esp",
-	51:  "ah",
-	58:  "icmpv6",
-	60:  "ipv6-opts",
-	89:  "ospf",
-	103: "pim",
-	112: "vrrp",
-	115: "l2tp",
-	132: "sctp",
-	136: "udplite",
-	137: "mpls-in-ip",
-	143: "ethernet",
-}
-
-var protocolNumbers = func() map[string]uint8 {
-	m := make(map[string]uint8, len(protocolNames))
-	for n, s := range protocolNames {
-		m[s] = n
-	}
-	return m
-}()
-
-// ProtocolName is the name CountStats uses for IP protocol p: its IANA
-// keyword where known ("udp"), else "ip/N".
-func ProtocolName(p uint8) string {
-	if s, ok := protocolNames[p]; ok {
-		return s
-	}
-	return "ip/" + strconv.Itoa(int(p))
-}
-
-// ProtocolNumber is the inverse of ProtocolName; ok is false for "other"
-// and unknown names.
-func ProtocolNumber(name string) (p uint8, ok bool) {
-	if p, ok := protocolNumbers[name]; ok {
-		return p, true
-	}
-	num, found := strings.CutPrefix(name, "ip/")
-	if !found {
-		return 0, false
-	}
-	n, err := strconv.Atoi(num)
-	if err != nil || n < 0 || n > 255 || strconv.Itoa(n) != num {
-		return 0, false
-	}
-	return uint8(n), true
 }
 
 // CountGroup makes one Count per queue and sums their counts: pass
@@ -405,7 +284,7 @@ func (g *CountGroup) Stats() CountStats {
 	g.mu.Lock()
 	hs := append([]*Count(nil), g.handlers...)
 	g.mu.Unlock()
-	s := CountStats{ByProtocol: map[string]uint64{}, ByPort: map[string]uint64{}}
+	var s CountStats
 	for _, h := range hs {
 		s.Add(h.Stats())
 	}

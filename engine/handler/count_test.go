@@ -102,12 +102,14 @@ func TestCountMix(t *testing.T) {
 	}
 	want := CountStats{
 		Frames: uint64(len(frames)),
-		ByProtocol: map[string]uint64{
-			"udp": 100 + 50 + 30 + 6 + 2, "tcp": 25, "icmp": 7, "icmpv6": 3, "gre": 1,
-			"other": 4 + 2 + 1,
+		ByProtocol: map[uint8]uint64{
+			packet.ProtoUDP: 100 + 50 + 30 + 6 + 2, packet.ProtoTCP: 25, packet.ProtoICMP: 7, packet.ProtoICMPv6: 3, 47: 1,
 		},
-		ByPort:      map[string]uint64{"udp/9": 150, "udp/53": 30, "tcp/80": 20, "tcp/443": 5},
-		ByEtherType: map[string]uint64{"0x0806": 4, "0x88b5": 2, "0x0000": 1},
+		NonIP: 4 + 2 + 1,
+		ByPort: map[PortKey]uint64{
+			{packet.ProtoUDP, 9}: 150, {packet.ProtoUDP, 53}: 30, {packet.ProtoTCP, 80}: 20, {packet.ProtoTCP, 443}: 5,
+		},
+		ByEtherType: map[uint16]uint64{0x0806: 4, 0x88b5: 2, 0x0000: 1},
 		Malformed:   2 + 1,
 	}
 	if diff := difftest.Diff(want, h.Stats()); diff != "" {
@@ -125,11 +127,11 @@ func TestCountEtherTypeOverflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := h.Stats()
-	if len(s.ByEtherType) != maxEtherTypes+1 || s.ByEtherType["other"] != 6 || s.ByEtherType["0x9000"] != 2 {
-		t.Errorf("by EtherType: %v", s.ByEtherType)
+	if len(s.ByEtherType) != maxEtherTypes || s.OtherEtherTypes != 6 || s.ByEtherType[0x9000] != 2 {
+		t.Errorf("by EtherType: %v, other %d", s.ByEtherType, s.OtherEtherTypes)
 	}
-	if s.ByProtocol["other"] != uint64(len(frames)) || s.Frames != uint64(len(frames)) {
-		t.Errorf("by protocol: %v, frames %d", s.ByProtocol, s.Frames)
+	if s.NonIP != uint64(len(frames)) || len(s.ByProtocol) != 0 || s.Frames != uint64(len(frames)) {
+		t.Errorf("by protocol: %v, not IP %d, frames %d", s.ByProtocol, s.NonIP, s.Frames)
 	}
 }
 
@@ -143,40 +145,21 @@ func TestCountGroupSums(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := CountStats{
-		Frames:     6,
-		ByProtocol: map[string]uint64{"udp": 5, "tcp": 1},
-		ByPort:     map[string]uint64{"udp/9": 5, "tcp/22": 1},
+		Frames:      6,
+		ByProtocol:  map[uint8]uint64{packet.ProtoUDP: 5, packet.ProtoTCP: 1},
+		ByPort:      map[PortKey]uint64{{packet.ProtoUDP, 9}: 5, {packet.ProtoTCP, 22}: 1},
+		ByEtherType: map[uint16]uint64{},
 	}
 	if diff := difftest.Diff(want, g.Stats()); diff != "" {
 		t.Errorf("group (-want +got):\n%s", diff)
 	}
 }
 
-func TestProtocolNames(t *testing.T) {
-	for p := 0; p < 256; p++ {
-		name := ProtocolName(uint8(p))
-		if n, ok := ProtocolNumber(name); !ok || n != uint8(p) {
-			t.Errorf("ProtocolNumber(%q) = %d, %v; want %d", name, n, ok, p)
+func TestPortKeyString(t *testing.T) {
+	for k, want := range map[PortKey]string{{packet.ProtoUDP, 53}: "udp/53", {packet.ProtoTCP, 443}: "tcp/443", {132, 9}: "ip/132/9"} {
+		if got := k.String(); got != want {
+			t.Errorf("%+v.String() = %q, want %q", k, got, want)
 		}
-	}
-	for _, bad := range []string{"other", "ip/256", "ip/-1", "ip/017", "ip/", "udp/9"} {
-		if n, ok := ProtocolNumber(bad); ok {
-			t.Errorf("ProtocolNumber(%q) = %d, want not ok", bad, n)
-		}
-	}
-	if got := Top(map[string]uint64{"a": 1, "b": 3, "c": 3, "z": 0}, 2); difftest.Diff(got, []CountEntry{{"b", 3}, {"c", 3}}) != "" {
-		t.Errorf("Top = %v", got)
-	}
-	// Ties in key order, numbers as numbers, the same every time.
-	ports := map[string]uint64{"udp/10": 5, "udp/9": 5, "tcp/80": 5, "udp/100": 5, "udp/11": 7, "udp/09x": 5}
-	want := []CountEntry{{"udp/11", 7}, {"tcp/80", 5}, {"udp/9", 5}, {"udp/09x", 5}, {"udp/10", 5}, {"udp/100", 5}}
-	for range 20 {
-		if got := Top(ports, 0); difftest.Diff(got, want) != "" {
-			t.Fatalf("Top = %v, want %v", got, want)
-		}
-	}
-	if got := Delta(map[string]uint64{"a": 5, "b": 2}, map[string]uint64{"a": 3, "b": 2}); difftest.Diff(got, map[string]uint64{"a": 2}) != "" {
-		t.Errorf("Delta = %v", got)
 	}
 }
 
@@ -200,11 +183,11 @@ func TestCountConcurrentRead(t *testing.T) {
 		var last uint64
 		for !done.Load() {
 			s := h.Stats()
-			if s.ByPort["udp/9"] < last {
+			if s.ByPort[PortKey{packet.ProtoUDP, 9}] < last {
 				t.Errorf("count went back: %v after %d", s, last)
 				return
 			}
-			last = s.ByPort["udp/9"]
+			last = s.ByPort[PortKey{packet.ProtoUDP, 9}]
 		}
 	}()
 	for i := 0; i < batches; i++ {
@@ -212,7 +195,7 @@ func TestCountConcurrentRead(t *testing.T) {
 	}
 	done.Store(true)
 	wg.Wait()
-	if s := h.Stats(); s.ByPort["udp/9"] != 64*batches || s.Frames != 64*batches {
+	if s := h.Stats(); s.ByPort[PortKey{packet.ProtoUDP, 9}] != 64*batches || s.Frames != 64*batches {
 		t.Errorf("after %d batches of 64: %v", batches, s)
 	}
 }

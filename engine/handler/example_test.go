@@ -31,15 +31,12 @@ func ExampleCount() {
 	}
 	s := h.Stats()
 	fmt.Println("frames:", s.Frames)
-	for _, e := range handler.Top(s.ByProtocol, 0) {
-		fmt.Printf("%s: %d\n", e.Key, e.Count)
-	}
-	for _, e := range handler.Top(s.ByPort, 0) {
-		fmt.Printf("%s: %d\n", e.Key, e.Count)
-	}
+	fmt.Println("UDP:", s.ByProtocol[packet.ProtoUDP])
+	fmt.Println("udp/53:", s.ByPort[handler.PortKey{Proto: packet.ProtoUDP, Port: 53}])
+	fmt.Println("udp/9:", s.ByPort[handler.PortKey{Proto: packet.ProtoUDP, Port: 9}])
 	// Output:
 	// frames: 3
-	// udp: 3
+	// UDP: 3
 	// udp/53: 2
 	// udp/9: 1
 }

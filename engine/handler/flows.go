@@ -1,7 +1,6 @@
 package handler
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -103,8 +102,8 @@ func (h *FlowCount) slot(hash uint32) int {
 // FlowStats are the counts of one or more FlowCounts.
 type FlowStats struct {
 	Frames uint64
-	// ByHash counts the frames of each RX hash, keyed "0x1234abcd".
-	ByHash map[string]uint64
+	// ByHash counts the frames of each RX hash.
+	ByHash map[uint32]uint64
 	// Unhashed counts the frames the driver had no hash for; Overflow
 	// those of hashes beyond the first MaxFlows of a queue.
 	Unhashed, Overflow uint64
@@ -113,7 +112,7 @@ type FlowStats struct {
 // Add adds o's counts to s.
 func (s *FlowStats) Add(o FlowStats) {
 	if s.ByHash == nil {
-		s.ByHash = map[string]uint64{}
+		s.ByHash = map[uint32]uint64{}
 	}
 	s.Frames += o.Frames
 	for k, v := range o.ByHash {
@@ -125,7 +124,7 @@ func (s *FlowStats) Add(o FlowStats) {
 
 // Stats reads the published counts.
 func (h *FlowCount) Stats() FlowStats {
-	s := FlowStats{ByHash: map[string]uint64{}, Unhashed: h.pubUnhashed.Load(), Overflow: h.pubOvf.Load()}
+	s := FlowStats{ByHash: map[uint32]uint64{}, Unhashed: h.pubUnhashed.Load(), Overflow: h.pubOvf.Load()}
 	s.Frames = s.Unhashed + s.Overflow
 	for i := range h.pubKey {
 		k := h.pubKey[i].Load()
@@ -133,15 +132,12 @@ func (h *FlowCount) Stats() FlowStats {
 			continue
 		}
 		if v := h.pubCount[i].Load(); v != 0 {
-			s.ByHash[HashKey(uint32(k))] += v
+			s.ByHash[uint32(k)] += v
 			s.Frames += v
 		}
 	}
 	return s
 }
-
-// HashKey is how FlowStats.ByHash spells an RX hash.
-func HashKey(hash uint32) string { return fmt.Sprintf("0x%08x", hash) }
 
 // FlowGroup makes a FlowCount per queue and sums their counts.
 type FlowGroup struct {
@@ -163,7 +159,7 @@ func (g *FlowGroup) Stats() FlowStats {
 	g.mu.Lock()
 	hs := append([]*FlowCount(nil), g.handlers...)
 	g.mu.Unlock()
-	s := FlowStats{ByHash: map[string]uint64{}}
+	var s FlowStats
 	for _, h := range hs {
 		s.Add(h.Stats())
 	}

@@ -23,9 +23,3 @@ func TestFlowCountUnhashed(t *testing.T) {
 		t.Errorf("stats %+v: want 100 frames, all unhashed", s)
 	}
 }
-
-func TestHashKey(t *testing.T) {
-	if got := handler.HashKey(0xab); got != "0x000000ab" {
-		t.Errorf("HashKey(0xab) = %q", got)
-	}
-}

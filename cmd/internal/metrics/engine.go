@@ -6,7 +6,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/xdpeng/xdpeng/engine"
-	"github.com/xdpeng/xdpeng/engine/handler"
 )
 
 // The labels of a queue's counters.
@@ -113,8 +112,10 @@ var (
 // scrape.
 type Count struct {
 	Interface string
-	// Stats reads the counters: handler.CountGroup.Stats.
-	Stats func() handler.CountStats
+	// Stats reads the counters: the frames by protocol name ("udp",
+	// "ip/N", "other" for frames that are not IP) and the malformed ones,
+	// as count prints them.
+	Stats func() (byProtocol map[string]uint64, malformed uint64)
 }
 
 // Describe sends the descriptions of count's metrics.
@@ -122,9 +123,9 @@ func (c *Count) Describe(ch chan<- *prometheus.Desc) { describe(ch, countFrames,
 
 // Collect reads the counts.
 func (c *Count) Collect(ch chan<- prometheus.Metric) {
-	s := c.Stats()
-	for p, n := range s.ByProtocol {
+	byProtocol, malformed := c.Stats()
+	for p, n := range byProtocol {
 		countFrames.emit(ch, n, c.Interface, "count", p)
 	}
-	countMalformed.emit(ch, s.Malformed, c.Interface, "count")
+	countMalformed.emit(ch, malformed, c.Interface, "count")
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/xdpeng/xdpeng/engine"
-	"github.com/xdpeng/xdpeng/engine/handler"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
 	"github.com/xdpeng/xdpeng/internal/lab/kern"
 	"github.com/xdpeng/xdpeng/internal/lab/latency"
@@ -92,8 +91,8 @@ func TestReadErrorFailsTheScrape(t *testing.T) {
 }
 
 func TestCount(t *testing.T) {
-	c := &Count{Interface: "dut0", Stats: func() handler.CountStats {
-		return handler.CountStats{Frames: 12, ByProtocol: map[string]uint64{"udp": 10, "other": 2}, ByPort: map[string]uint64{"udp/9": 10}, Malformed: 1}
+	c := &Count{Interface: "dut0", Stats: func() (map[string]uint64, uint64) {
+		return map[string]uint64{"udp": 10, "other": 2}, 1
 	}}
 	want := `
 # HELP xdpeng_count_frames_total Frames count parsed, by IP protocol ("udp", "tcp", "ip/N") or "other" (not IP).

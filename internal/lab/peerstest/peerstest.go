@@ -15,8 +15,8 @@ import (
 const Env = "XDPENG_PEERS"
 
 // Dir returns the directory of the peer tools: $XDPENG_PEERS (which must
-// hold xdpsock), else ../shared/peers/bin beside the module's root, where
-// CI keeps them. Where neither has them the test is skipped as not
+// hold xdpsock), else ../shared/peers/bin beside the repository's top (where
+// go.work is), where CI keeps them. Where neither has them the test is skipped as not
 // supported here (privtest.Unsupported).
 func Dir(tb testing.TB) string {
 	tb.Helper()
@@ -31,11 +31,11 @@ func Dir(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	for ; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
 			break
 		}
 		if dir == filepath.Dir(dir) {
-			tb.Fatal("no go.mod above the test's directory")
+			tb.Fatal("no go.work above the test's directory")
 		}
 	}
 	d := filepath.Join(dir, "..", "shared", "peers", "bin")

@@ -82,10 +82,14 @@ func TestCountExact(t *testing.T) {
 	}
 
 	want := handler.CountStats{
-		Frames:      total,
-		ByProtocol:  map[string]uint64{"udp": 3*perPort + 70, "tcp": 500, "icmp": 100, "icmpv6": 40, "other": 50},
-		ByPort:      map[string]uint64{"udp/9": perPort, "udp/10": perPort, "udp/11": perPort, "udp/53": 70, "tcp/80": 300, "tcp/443": 200},
-		ByEtherType: map[string]uint64{"0x88b5": 50},
+		Frames:     total,
+		ByProtocol: map[uint8]uint64{packet.ProtoUDP: 3*perPort + 70, packet.ProtoTCP: 500, packet.ProtoICMP: 100, packet.ProtoICMPv6: 40},
+		NonIP:      50,
+		ByPort: map[handler.PortKey]uint64{
+			{Proto: packet.ProtoUDP, Port: 9}: perPort, {Proto: packet.ProtoUDP, Port: 10}: perPort, {Proto: packet.ProtoUDP, Port: 11}: perPort,
+			{Proto: packet.ProtoUDP, Port: 53}: 70, {Proto: packet.ProtoTCP, Port: 80}: 300, {Proto: packet.ProtoTCP, Port: 443}: 200,
+		},
+		ByEtherType: map[uint16]uint64{0x88b5: 50},
 	}
 	if diff := cmp.Diff(want, g.Stats()); diff != "" {
 		t.Errorf("counts (-want +got):\n%s", diff)

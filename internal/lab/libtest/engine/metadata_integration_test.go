@@ -290,7 +290,7 @@ func TestFlowCountVeth(t *testing.T) {
 	}
 	for k, v := range s.ByHash {
 		if v != perFlow {
-			t.Errorf("flow %s: %d frames, want %d", k, v, perFlow)
+			t.Errorf("flow %#08x: %d frames, want %d", k, v, perFlow)
 		}
 	}
 }
