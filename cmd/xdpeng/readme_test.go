@@ -144,10 +144,34 @@ func TestREADMEProgram(t *testing.T) {
 	})
 	t.Run("docs/go-api.md", func(t *testing.T) {
 		files := goMainBlocks(t, root, "docs/go-api.md")
-		if len(files) != 2 || !bytes.Contains(files[1], []byte("func Test")) {
-			t.Fatalf("docs/go-api.md has %d Go blocks of package main, want the program and its test", len(files))
+		byName := map[string][]byte{}
+		for _, f := range files {
+			name := "test"
+			if m := regexp.MustCompile(`(?m)^// Command (\w+)`).FindSubmatch(f); m != nil {
+				name = string(m[1])
+			} else if !bytes.Contains(f, []byte("func Test")) {
+				t.Fatalf("docs/go-api.md: a Go block of package main that is neither a command nor a test:\n%s", f)
+			}
+			if byName[name] != nil {
+				t.Fatalf("docs/go-api.md: two Go blocks of %s", name)
+			}
+			byName[name] = f
 		}
-		buildInModule(t, root, "docs/go-api.md", map[string][]byte{"main.go": files[0], "main_test.go": files[1]}, []string{"vet", "."}, []string{"test", "-count=1", "."})
+		for _, want := range []string{"router", "test", "ownprog", "pinned"} {
+			if byName[want] == nil {
+				t.Fatalf("docs/go-api.md has no %s program (Go blocks of package main: %d)", want, len(files))
+			}
+		}
+		// The router with its test, which runs without root; the programs
+		// that bring their own XDP program and that run from a pinned map
+		// need a device and privilege: they must build.
+		buildInModule(t, root, "docs/go-api.md router", map[string][]byte{"main.go": byName["router"], "main_test.go": byName["test"]}, []string{"vet", "."}, []string{"test", "-count=1", "."})
+		for _, name := range []string{"ownprog", "pinned"} {
+			buildInModule(t, root, "docs/go-api.md "+name, map[string][]byte{"main.go": byName[name]}, []string{"vet", "."}, []string{"build", "-o", os.DevNull, "."})
+		}
+		if len(byName) != 4 {
+			t.Errorf("docs/go-api.md has %d Go programs of package main, this test builds 4: teach it the others", len(byName))
+		}
 	})
 }
 
