@@ -133,6 +133,11 @@ type Batch struct {
 	// Config.TxChecksum.
 	txMeta    []bool
 	anyTxMeta bool
+	// reasons holds the reason DropFor gave each frame, with anyReason
+	// set when one was given; the worker counts and clears them after the
+	// handler.
+	reasons   []DropReason
+	anyReason bool
 
 	// With multi-buffer, frame i's further segments are
 	// segAddrs[segStart[i]:segStart[i+1]] (and segLens); nil without.
@@ -148,8 +153,9 @@ func newBatch(queue, size int, umem *xsk.Umem, multiBuffer bool, maxSegs int) Ba
 		Queue: queue,
 		addrs: make([]uint64, size),
 		lens:  make([]uint32, size),
-		dests: make([]dest, size),
-		umem:  umem,
+		dests:   make([]dest, size),
+		reasons: make([]DropReason, size),
+		umem:    umem,
 		mem:   umem.Mem(),
 	}
 	if multiBuffer {
@@ -165,7 +171,7 @@ func newBatch(queue, size int, umem *xsk.Umem, multiBuffer bool, maxSegs int) Ba
 // batch panics as a slice's does.
 func (b *Batch) resize(n int) {
 	b.n = n
-	b.addrs, b.lens, b.dests = b.addrs[:n], b.lens[:n], b.dests[:n]
+	b.addrs, b.lens, b.dests, b.reasons = b.addrs[:n], b.lens[:n], b.dests[:n], b.reasons[:n]
 }
 
 // Len is the number of frames in the batch.
@@ -306,6 +312,44 @@ const (
 
 // Drop gives frame i back to the kernel for reuse.
 func (b *Batch) Drop(i int) { b.dests[i] = destDrop }
+
+// DropReason is why a handler dropped a frame, for the counters: a number
+// from 1 to MaxDropReasons whose meaning is the handler's (package handler's
+// are ReasonTooShort and the like); 0 is no reason.
+type DropReason uint8
+
+// MaxDropReasons is the highest DropReason the engine counts apart.
+const MaxDropReasons = 15
+
+// clearReasons forgets the drop reasons of the last batch, all of the
+// batch's room (resize may lengthen it).
+func (b *Batch) clearReasons() {
+	if b.anyReason {
+		clear(b.reasons[:cap(b.reasons)])
+		b.anyReason = false
+	}
+}
+
+// countReasons counts in c the reasons of the frames whose verdict stayed
+// Drop.
+func (b *Batch) countReasons(c *local) {
+	for i, r := range b.reasons {
+		if r != 0 && r <= MaxDropReasons && b.dests[i] == destDrop {
+			c.droppedFor[r]++
+		}
+	}
+	c.reasons = true
+}
+
+// DropFor drops frame i, as Drop does, for reason r: if the frame's
+// verdict is still Drop when the handler returns, QueueStats.DroppedFor[r]
+// counts it as well as Dropped. A reason of 0 or above MaxDropReasons is
+// no reason: the frame is counted in Dropped alone.
+func (b *Batch) DropFor(i int, r DropReason) {
+	b.dests[i] = destDrop
+	b.reasons[i] = r
+	b.anyReason = true
+}
 
 // Transmit sends frame i back out of the queue it arrived on.
 func (b *Batch) Transmit(i int) {

@@ -80,6 +80,7 @@ func (w *rxWorker) rxHandleMB() uint32 {
 		return 0
 	}
 	b := &w.batch
+	b.clearReasons()
 	b.resize(cap(b.addrs))
 	var bytes uint64
 	frames, segs := 0, uint32(0)
@@ -106,6 +107,9 @@ func (w *rxWorker) rxHandleMB() uint32 {
 	w.c.batches++
 
 	w.handle(b)
+	if b.anyReason {
+		b.countReasons(&w.c)
+	}
 
 	mask := w.umem.BaseMask()
 	var tidx, troom uint32

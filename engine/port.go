@@ -75,6 +75,7 @@ type counters struct {
 	rxWakeups, txWakeups atomic.Uint64
 	polls, batches       atomic.Uint64
 	naps                 atomic.Uint64
+	droppedFor           [MaxDropReasons + 1]atomic.Uint64
 	// busyPollInert is set when WaitBusyPoll found no NAPI instance to
 	// poll and the worker waits as WaitAdaptive instead.
 	busyPollInert atomic.Bool
@@ -89,6 +90,10 @@ type local struct {
 	rxWakeups, txWakeups uint64
 	polls, batches       uint64
 	naps                 uint64
+	droppedFor           [MaxDropReasons + 1]uint64
+	// reasons is set once a handler gave a drop reason: until then
+	// publish leaves droppedFor alone.
+	reasons bool
 }
 
 // options are a worker's settings from its engine's or generator's
@@ -194,6 +199,11 @@ func (p *port) publish() {
 	pc.txPackets.Store(c.txPackets)
 	pc.txBytes.Store(c.txBytes)
 	pc.dropped.Store(c.dropped)
+	if c.reasons {
+		for r := range c.droppedFor {
+			pc.droppedFor[r].Store(c.droppedFor[r])
+		}
+	}
 	pc.txRingFull.Store(c.txRingFull)
 	pc.rxWakeups.Store(c.rxWakeups)
 	pc.txWakeups.Store(c.txWakeups)

@@ -37,9 +37,16 @@ func (h *randomHandler) Handle(b *engine.Batch) {
 		case 1:
 			b.SetLen(i, b.PacketLen(i)+h.rng.IntN(129)-64)
 		}
+		if h.rng.IntN(8) == 0 {
+			b.DropFor(i, 3) // a reason that a later verdict below takes back
+		}
 		switch h.rng.IntN(6) {
 		case 0:
-			b.Drop(i)
+			if h.rng.IntN(2) == 0 {
+				b.DropFor(i, engine.DropReason(h.rng.IntN(engine.MaxDropReasons+3))) // 0 and beyond the last too
+			} else {
+				b.Drop(i)
+			}
 		case 1, 2:
 			b.Transmit(i)
 		case 3:

@@ -17,6 +17,9 @@ type SimFrame struct {
 	// Dest is where a Transmit or Forward verdict sent it: ToInput for
 	// Transmit.
 	Dest Dest
+	// Reason is the reason Batch.DropFor gave a frame whose verdict is
+	// Drop, 0 for none.
+	Reason DropReason
 	// Sent reports whether the worker put the frame on Dest's tx ring:
 	// what a device would transmit.
 	Sent bool
@@ -246,8 +249,13 @@ func (sw *simWorld) record(frames []SimFrame, before []uint64) {
 	for i := 0; i < b.n; i++ {
 		r := &frames[i]
 		r.Verdict = b.Verdict(i)
-		if r.Verdict == VerdictForward {
+		switch r.Verdict {
+		case VerdictForward:
 			r.Dest = b.Dest(i)
+		case VerdictDrop:
+			if b.anyReason && b.reasons[i] <= MaxDropReasons {
+				r.Reason = b.reasons[i]
+			}
 		}
 		r.Data = b.AppendPacket(nil, i)
 	}
@@ -317,6 +325,7 @@ func (w *rxWorker) checkBatch(before local, frames []SimFrame, outputs int) erro
 			len(frames), rx, tx, dropped, full)
 	}
 	var sent, drops, unsent uint64
+	var reasons [MaxDropReasons + 1]uint64
 	for i, f := range frames {
 		want, known := ToInput, true
 		switch f.Verdict {
@@ -325,6 +334,7 @@ func (w *rxWorker) checkBatch(before local, frames []SimFrame, outputs int) erro
 				return fmt.Errorf("simulate: engine bug: frame %d has the Drop verdict and went out of %v", i, f.Dest)
 			}
 			drops++
+			reasons[f.Reason]++
 			continue
 		case VerdictForward:
 			want, known = f.Dest, int(f.Dest) <= outputs
@@ -343,6 +353,11 @@ func (w *rxWorker) checkBatch(before local, frames []SimFrame, outputs int) erro
 	if sent != tx || drops != dropped || unsent != full {
 		return fmt.Errorf("simulate: engine bug: the frames' fates (%d sent, %d dropped, %d without room) differ from the counts (%d transmitted, %d dropped, %d tx ring full)",
 			sent, drops, unsent, tx, dropped, full)
+	}
+	for r := 1; r <= MaxDropReasons; r++ {
+		if n := c.droppedFor[r] - before.droppedFor[r]; n != reasons[r] {
+			return fmt.Errorf("simulate: engine bug: %d frames dropped for reason %d, counted %d", reasons[r], r, n)
+		}
 	}
 	if len(w.out) > 1 {
 		var ptx, pfull uint64

@@ -415,3 +415,60 @@ func TestBatchIndexOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// TestDropReasons: DroppedFor counts the frames whose verdict stayed Drop
+// with the reason DropFor gave them, batch after batch (a reason does not
+// outlive its batch), with and without multi-buffer; reason 0, a reason
+// above MaxDropReasons and a DropFor taken back by a later verdict count
+// in none.
+func TestDropReasons(t *testing.T) {
+	for _, mb := range []bool{false, true} {
+		n := 0 // frames seen, over the batches: frame n gets verdict n%6
+		h := engine.HandlerFunc(func(b *engine.Batch) {
+			for i := 0; i < b.Len(); i, n = i+1, n+1 {
+				switch n % 6 {
+				case 0:
+					b.DropFor(i, 1)
+				case 1:
+					b.DropFor(i, engine.MaxDropReasons)
+				case 2:
+					b.DropFor(i, 0)
+				case 3:
+					b.DropFor(i, engine.MaxDropReasons+1)
+				case 4:
+					b.DropFor(i, 2)
+					b.Transmit(i)
+				case 5:
+					b.Drop(i)
+				}
+			}
+		})
+		frames := make([][]byte, 40)
+		for i := range frames {
+			frames[i] = udpFrame(9, 64)
+		}
+		// Batches of 6 and 7 frames: with 7, a frame given a plain Drop sits
+		// where the batch before left a reason.
+		for _, batch := range []int{6, 7} {
+			n = 0
+			res, err := engine.Sim{Batch: batch, MultiBuffer: mb}.Run(h, frames)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want [engine.MaxDropReasons + 1]uint64
+			var wantReason [6]engine.DropReason
+			wantReason[0], wantReason[1] = 1, engine.MaxDropReasons
+			for i := range frames {
+				j := i % 6
+				want[wantReason[j]]++
+				if got := res.Frames[i].Reason; got != wantReason[j] {
+					t.Errorf("multi-buffer %v, batch %d: frame %d's reason %d, want %d", mb, batch, i, got, wantReason[j])
+				}
+			}
+			want[0] = 0
+			if res.Stats.DroppedFor != want {
+				t.Errorf("multi-buffer %v, batch %d: DroppedFor %v, want %v", mb, batch, res.Stats.DroppedFor, want)
+			}
+		}
+	}
+}

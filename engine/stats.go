@@ -53,8 +53,12 @@ type QueueStats struct {
 	TxPackets uint64 `json:"tx_packets"`
 	TxBytes   uint64 `json:"tx_bytes"`
 	// Dropped frames got the Drop verdict (all of them in rxdrop), or were
-	// forwarded to a port the engine does not have.
+	// forwarded to an output the engine does not have.
 	Dropped uint64 `json:"dropped"`
+	// DroppedFor[r] counts the frames of Dropped that the handler dropped
+	// with Batch.DropFor(i, r), r from 1 to MaxDropReasons; DroppedFor[0]
+	// stays 0.
+	DroppedFor [MaxDropReasons + 1]uint64 `json:"dropped_for,omitzero"`
 	// TxRingFull frames were to be sent but found no room: the tx ring
 	// full, no tx ring at all (a Transmit on a ReceiveOnly queue), or no
 	// free frame in an output's own UMEM to copy into. They were dropped.
@@ -110,6 +114,9 @@ func (q *QueueStats) Add(o QueueStats) {
 	q.TxPackets += o.TxPackets
 	q.TxBytes += o.TxBytes
 	q.Dropped += o.Dropped
+	for r := range q.DroppedFor {
+		q.DroppedFor[r] += o.DroppedFor[r]
+	}
 	q.TxRingFull += o.TxRingFull
 	q.RxWakeups += o.RxWakeups
 	q.TxWakeups += o.TxWakeups
@@ -159,6 +166,9 @@ func (c *core) stats() (Snapshot, error) {
 		q.TxPackets = p.txPackets.Load()
 		q.TxBytes = p.txBytes.Load()
 		q.Dropped = p.dropped.Load()
+		for r := range q.DroppedFor {
+			q.DroppedFor[r] = p.droppedFor[r].Load()
+		}
 		q.TxRingFull = p.txRingFull.Load()
 		q.RxWakeups = p.rxWakeups.Load()
 		q.TxWakeups = p.txWakeups.Load()
@@ -185,7 +195,7 @@ func (p *port) stats(xdp SocketStats) QueueStats {
 	return QueueStats{
 		Queue: p.queue, CPU: p.cpu,
 		RxPackets: c.rxPackets, RxBytes: c.rxBytes, TxPackets: c.txPackets, TxBytes: c.txBytes,
-		Dropped: c.dropped, TxRingFull: c.txRingFull, RxWakeups: c.rxWakeups, TxWakeups: c.txWakeups,
+		Dropped: c.dropped, DroppedFor: c.droppedFor, TxRingFull: c.txRingFull, RxWakeups: c.rxWakeups, TxWakeups: c.txWakeups,
 		Polls: c.polls, Batches: c.batches, Naps: c.naps, XDP: xdp,
 		Dests: p.portStats(func(o *outPort) portLocal { return o.c }),
 	}

@@ -238,6 +238,7 @@ func (w *rxWorker) rxHandle() uint32 {
 		return 0
 	}
 	b := &w.batch
+	b.clearReasons()
 	b.resize(int(n))
 	// One length for both lets the compiler drop the per-frame bounds
 	// checks.
@@ -261,6 +262,9 @@ func (w *rxWorker) rxHandle() uint32 {
 	w.c.batches++
 
 	w.handle(b)
+	if b.anyReason {
+		b.countReasons(&w.c)
+	}
 
 	switch {
 	case b.forwarded:

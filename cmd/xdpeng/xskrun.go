@@ -26,6 +26,7 @@ import (
 	"github.com/xdpeng/xdpeng/cmd/internal/units"
 	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/engine/devplugin"
+	"github.com/xdpeng/xdpeng/engine/handler"
 	"github.com/xdpeng/xdpeng/internal/counter"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	"github.com/xdpeng/xdpeng/internal/netdev"
@@ -720,6 +721,9 @@ type xskSummary struct {
 	// HandlerDropped are the frames the handler gave the Drop verdict
 	// (every frame in rxdrop), not drops of the kernel's (xdp_stats).
 	HandlerDropped uint64 `json:"handler_dropped"`
+	// HandlerDroppedFor names the reasons the handler gave some of them
+	// (shorter than an Ethernet header: too_short).
+	HandlerDroppedFor map[string]uint64 `json:"handler_dropped_for,omitempty"`
 	// Dropped is HandlerDropped under its old name, kept for one release.
 	Dropped    uint64            `json:"dropped"`
 	TxRingFull uint64            `json:"tx_ring_full"`
@@ -739,7 +743,7 @@ func (p *xskPrinter) summary(s engine.Snapshot) {
 		Queues: cfg.Queues, XDPMode: cfg.XDPMode.String(), ZeroCopy: zc, Batch: cfg.Batch, FrameSize: cfg.FrameSize,
 		Umem:      umemSummary(p.eng.Umem()),
 		DurationS: round3(dur), RxPackets: t.RxPackets, RxBytes: t.RxBytes, TxPackets: t.TxPackets, TxBytes: t.TxBytes,
-		HandlerDropped: t.Dropped, Dropped: t.Dropped, TxRingFull: t.TxRingFull, PerQueue: queuesJSON(s.Queues), XDPStats: xdpStatsOf(t.XDP, cfg),
+		HandlerDropped: t.Dropped, HandlerDroppedFor: dropReasons(t.DroppedFor), Dropped: t.Dropped, TxRingFull: t.TxRingFull, PerQueue: queuesJSON(s.Queues), XDPStats: xdpStatsOf(t.XDP, cfg),
 		App:       map[string]uint64{"rx_wakeups": t.RxWakeups, "tx_wakeups": t.TxWakeups, "polls": t.Polls, "batches": t.Batches, "naps": t.Naps},
 		watchJSON: p.watch.summaryJSON(),
 	}
@@ -758,7 +762,7 @@ func (p *xskPrinter) summary(s engine.Snapshot) {
 	fmt.Fprintf(p.w, "\n%s on %s: %.2f s, rx %d packets (%s), tx %d packets (%s)\n", p.mode, cfg.Interface, dur,
 		t.RxPackets, units.PPS(sum.RxPPS), t.TxPackets, units.PPS(sum.TxPPS))
 	for _, q := range s.Queues {
-		fmt.Fprintf(p.w, "  queue %d (CPU %d): rx %d, tx %d, dropped by the handler %d, tx ring full %d\n", q.Queue, q.CPU, q.RxPackets, q.TxPackets, q.Dropped, q.TxRingFull)
+		fmt.Fprintf(p.w, "  queue %d (CPU %d): rx %d, tx %d, dropped by the handler %d%s, tx ring full %d\n", q.Queue, q.CPU, q.RxPackets, q.TxPackets, q.Dropped, dropReasonsText(q.DroppedFor), q.TxRingFull)
 	}
 	x := t.XDP
 	fmt.Fprintf(p.w, "  xdp stats: rx_dropped %s, rx_invalid_descs %d, tx_invalid_descs %d, rx_ring_full %d, rx_fill_ring_empty_descs %d, tx_ring_empty_descs %d\n",
@@ -812,13 +816,63 @@ func rxDroppedText(x xdpStatsJSON) string {
 // the summary's totals.
 type queueJSON struct {
 	engine.QueueStats
-	HandlerDropped uint64 `json:"handler_dropped"`
+	HandlerDropped    uint64            `json:"handler_dropped"`
+	HandlerDroppedFor map[string]uint64 `json:"handler_dropped_for,omitempty"`
+	// NoDroppedFor, always nil, hides the engine's dropped_for, an array
+	// by number: handler_dropped_for names the reasons.
+	NoDroppedFor *struct{} `json:"dropped_for,omitempty"`
+}
+
+// dropReasonNames names the reasons the handlers of package handler give
+// the frames they drop: the JSON key, and the words of the text.
+var dropReasonNames = map[engine.DropReason][2]string{
+	handler.ReasonTooShort: {"too_short", "shorter than an Ethernet header"},
+}
+
+// dropReasons names the counts of c that are not zero: "too_short", or
+// "reason_N" for a reason without a name here; nil when none is.
+func dropReasons(c [engine.MaxDropReasons + 1]uint64) map[string]uint64 {
+	var m map[string]uint64
+	for r, n := range c {
+		if n == 0 || r == 0 {
+			continue
+		}
+		if m == nil {
+			m = map[string]uint64{}
+		}
+		name, ok := dropReasonNames[engine.DropReason(r)]
+		if !ok {
+			name[0] = fmt.Sprintf("reason_%d", r)
+		}
+		m[name[0]] = n
+	}
+	return m
+}
+
+// dropReasonsText is dropReasons for the text summary: " (5 shorter than
+// an Ethernet header)", or "" when the handler gave no reason.
+func dropReasonsText(c [engine.MaxDropReasons + 1]uint64) string {
+	var parts []string
+	for r, n := range c {
+		if n == 0 || r == 0 {
+			continue
+		}
+		name, ok := dropReasonNames[engine.DropReason(r)]
+		if !ok {
+			name[1] = fmt.Sprintf("for reason %d", r)
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", n, name[1]))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 func queuesJSON(qs []engine.QueueStats) []queueJSON {
 	out := make([]queueJSON, len(qs))
 	for i, q := range qs {
-		out[i] = queueJSON{QueueStats: q, HandlerDropped: q.Dropped}
+		out[i] = queueJSON{QueueStats: q, HandlerDropped: q.Dropped, HandlerDroppedFor: dropReasons(q.DroppedFor)}
 	}
 	return out
 }

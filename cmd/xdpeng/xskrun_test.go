@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/engine/handler"
 	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
@@ -208,5 +210,30 @@ func TestRxDroppedReason(t *testing.T) {
 	}
 	if got := rxDroppedText(xdpStatsOf(engine.SocketStats{}, mb)); got != "0" {
 		t.Errorf("text of no drops: %q, want 0", got)
+	}
+}
+
+// The reasons a handler gave its drops: named in JSON (and the engine's
+// array by number left out), and in the text.
+func TestDropReasonsNamed(t *testing.T) {
+	var q engine.QueueStats
+	q.Dropped, q.DroppedFor[handler.ReasonTooShort], q.DroppedFor[7] = 9, 5, 1
+	b, err := json.Marshal(queuesJSON([]engine.QueueStats{q})[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got["dropped_for"]; ok || fmt.Sprint(got["handler_dropped_for"]) != "map[reason_7:1 too_short:5]" {
+		t.Errorf("queue JSON: %s", b)
+	}
+	if got, want := dropReasonsText(q.DroppedFor), " (5 shorter than an Ethernet header, 1 for reason 7)"; got != want {
+		t.Errorf("text %q, want %q", got, want)
+	}
+	b, _ = json.Marshal(queuesJSON([]engine.QueueStats{{Dropped: 3}})[0])
+	if strings.Contains(string(b), "dropped_for") || dropReasonsText([engine.MaxDropReasons + 1]uint64{}) != "" {
+		t.Errorf("no reasons given: %s", b)
 	}
 }

@@ -19,12 +19,16 @@ type RxDrop struct{}
 // Handle leaves every frame's verdict at Drop.
 func (RxDrop) Handle(*engine.Batch) {}
 
-// Hints declares that Drop drops every frame unread.
+// Hints declares that RxDrop drops every frame unread.
 func (RxDrop) Hints() engine.Hints { return engine.Hints{DropAll: true} }
+
+// ReasonTooShort is the reason L2Fwd and Fwd give the frames they drop
+// (Batch.DropFor): shorter than an Ethernet header.
+const ReasonTooShort engine.DropReason = 1
 
 // L2Fwd swaps the source and destination MAC of every frame and sends it
 // back out of the queue it arrived on: xdpsock's l2fwd. Frames too short
-// for an Ethernet header are dropped.
+// for an Ethernet header are dropped (ReasonTooShort).
 type L2Fwd struct{}
 
 // Handle swaps the MACs and transmits every frame.
@@ -32,6 +36,7 @@ func (L2Fwd) Handle(b *engine.Batch) {
 	for i := 0; i < b.Len(); i++ {
 		f := b.Frame(i)
 		if len(f) < packet.EthHdrLen {
+			b.DropFor(i, ReasonTooShort)
 			continue
 		}
 		packet.SwapMACs(f)
@@ -41,7 +46,7 @@ func (L2Fwd) Handle(b *engine.Batch) {
 
 // Fwd sends every frame out of Dest with its destination MAC set to
 // DstMAC (unchanged where DstMAC is nil): xdpeng fwd. Frames too short for
-// an Ethernet header are dropped.
+// an Ethernet header are dropped (ReasonTooShort).
 type Fwd struct {
 	Dest   engine.Dest
 	DstMAC net.HardwareAddr
@@ -53,6 +58,8 @@ func (h *Fwd) Handle(b *engine.Batch) {
 		for i := 0; i < b.Len(); i++ {
 			if len(b.Frame(i)) >= packet.EthHdrLen {
 				b.Forward(i, h.Dest)
+			} else {
+				b.DropFor(i, ReasonTooShort)
 			}
 		}
 		return
@@ -63,6 +70,7 @@ func (h *Fwd) Handle(b *engine.Batch) {
 	for i := 0; i < b.Len(); i++ {
 		f := b.Frame(i)
 		if len(f) < packet.EthHdrLen {
+			b.DropFor(i, ReasonTooShort)
 			continue
 		}
 		*(*[6]byte)(f) = mac
