@@ -150,13 +150,13 @@ type Batch struct {
 // maxSegs further segments in all.
 func newBatch(queue, size int, umem *xsk.Umem, multiBuffer bool, maxSegs int) Batch {
 	b := Batch{
-		Queue: queue,
-		addrs: make([]uint64, size),
-		lens:  make([]uint32, size),
+		Queue:   queue,
+		addrs:   make([]uint64, size),
+		lens:    make([]uint32, size),
 		dests:   make([]dest, size),
 		reasons: make([]DropReason, size),
 		umem:    umem,
-		mem:   umem.Mem(),
+		mem:     umem.Mem(),
 	}
 	if multiBuffer {
 		b.segStart = make([]uint32, size+1)
