@@ -276,6 +276,20 @@ type Config struct {
 	// BusyPollUsecs and BusyPollBudget are SO_BUSY_POLL and
 	// SO_BUSY_POLL_BUDGET for WaitBusyPoll.
 	BusyPollUsecs, BusyPollBudget int
+	// BusyPollNAPI, with WaitBusyPoll, are the settings New gives the NAPI
+	// instance of each queue served, so that busy polling does the
+	// queue's receive work instead of its interrupt: where the kernel has
+	// settings of a NAPI's own (Linux 6.13) and links the queue to its
+	// NAPI (netdev queue-get, Linux 6.8; a driver's doing, which veth does
+	// not do). Close puts back what was there, and each engine changes
+	// only its queues' NAPIs: two engines on different queues of a device
+	// do not undo each other's. Engine.BusyPollNAPI says what was done.
+	// The zero value leaves every NAPI as it is; DefaultConfig asks for
+	// DeferHardIRQs 2 and GROFlushTimeout 200 µs.
+	BusyPollNAPI NAPIConfig
+	// NAPIGuard, if set, hears of each change to a NAPI (BusyPollNAPI)
+	// before it is made and after it is put back.
+	NAPIGuard NAPIGuard
 	// Sched is the scheduling policy of the worker threads, as chrt and
 	// xdpsock -W set it: SchedOther (the zero value, the kernel's default
 	// time sharing), SchedFIFO or SchedRR, the last two with
@@ -379,6 +393,7 @@ func DefaultConfig() Config {
 		Wait:           WaitAdaptive,
 		BusyPollUsecs:  20,
 		BusyPollBudget: 64,
+		BusyPollNAPI:   NAPIConfig{DeferHardIRQs: 2, GROFlushTimeout: 200 * time.Microsecond},
 		PollTimeout:    defaultPollTimeout,
 	}
 }

@@ -52,6 +52,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +72,10 @@ type Engine struct {
 	prog steering
 	link io.Closer
 	outs []output
+	// napi is what New changed on the queues' NAPIs (BusyPollNAPI), and
+	// napiNote why it changed nothing on a queue or at all.
+	napi     []NAPIChange
+	napiNote string
 }
 
 // steering puts each queue's socket where the XDP program on the device
@@ -167,6 +172,14 @@ func (e *Engine) Started() time.Time { return e.startedAt() }
 // fails with os.ErrClosed.
 func (e *Engine) Stats() (Snapshot, error) { return e.stats() }
 
+// BusyPollNAPI returns what New did to the queues' NAPIs for busy polling
+// (Config.BusyPollNAPI), queue by queue, and why it left a queue's NAPI, or
+// all of them, as they were ("" when it changed every queue's, or was not
+// asked to). Close puts the changes back.
+func (e *Engine) BusyPollNAPI() (changes []NAPIChange, note string) {
+	return slices.Clone(e.napi), e.napiNote
+}
+
 // Close stops a Run that is running and waits for its workers to end, then
 // detaches the program and closes the sockets. It may be called from any
 // goroutine, at any time, more than once, and after a failed New. Called
@@ -181,7 +194,7 @@ func (e *Engine) Close() error { return e.shutdown(e.release) }
 // release detaches the program and closes the sockets; c.life is held.
 func (e *Engine) release() error {
 	e.closeLinks()
-	var errs []error
+	errs := []error{e.restoreNAPI()}
 	if e.link != nil {
 		errs = append(errs, e.link.Close())
 		e.link = nil

@@ -109,6 +109,9 @@ func New(cfg Config) (_ *Engine, err error) {
 	if err := e.watchLinks(devs...); err != nil {
 		return nil, err
 	}
+	if err := e.setupNAPI(); err != nil {
+		return nil, err
+	}
 	e.onLinkChange = cfg.OnLinkChange
 	return e, nil
 }

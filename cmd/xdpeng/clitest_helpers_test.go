@@ -23,7 +23,10 @@ import (
 	"github.com/xdpeng/xdpeng/xsk"
 )
 
-func TestMain(m *testing.M) { os.Exit(privtest.Main(m)) }
+func TestMain(m *testing.M) {
+	napiGuardMain() // TestNAPIGuardPutsBack starts this binary as the guard
+	os.Exit(privtest.Main(m))
+}
 
 // buildCLI builds xdpeng into a temporary directory that other users may
 // enter (the not-root cases run it as nobody) and returns its path.

@@ -118,6 +118,8 @@ func main() {
 	// selftest's guard (which puts ring sizes back if a run is killed) is
 	// this program started again.
 	selftest.GuardMain()
+	// So is the one that puts back the NAPI settings of --busy-poll.
+	napiGuardMain()
 	catchSIGPIPE()
 	rootCmd.SetOut(stdout)
 	os.Exit(run(os.Args[1:], os.Stderr))

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -124,15 +126,70 @@ type probeJSON struct {
 	RxMetadata  []string      `json:"xdp_rx_metadata,omitempty"`
 	XSKFeatures []string      `json:"xsk_features,omitempty"`
 	XDPProgram  *probeProgram `json:"xdp_program"`
-	Plan        probePlan     `json:"plan"`
-	MTULimits   []probeMTU    `json:"mtu_limits"`
-	Root        bool          `json:"root"`
+	// NAPIs are the receive queues' NAPI instances, as netdev queue-get
+	// and napi-get tell them; NAPINote says why there are none, or what
+	// is missing.
+	NAPIs     []probeNAPI `json:"rx_queue_napis"`
+	NAPINote  string      `json:"rx_queue_napis_note,omitempty"`
+	Plan      probePlan   `json:"plan"`
+	MTULimits []probeMTU  `json:"mtu_limits"`
+	Root      bool        `json:"root"`
 	// Kernel is what the kernel granted of each feature tried (as root;
 	// null otherwise).
 	Kernel []probeFeature `json:"kernel_features"`
 	// Env is the host's environment (kernel, CPU, mitigations, BPF JIT),
 	// in JSON only: what compare --dut records of a DUT on another host.
 	Env *labenv.Env `json:"env,omitempty"`
+}
+
+// probeNAPI is one receive queue and the NAPI instance that serves it.
+type probeNAPI struct {
+	Queue  int    `json:"queue"`
+	NAPIID uint32 `json:"napi_id"` // 0: no NAPI linked to the queue
+	IRQ    int    `json:"irq,omitempty"`
+	// Thread is the pid of the NAPI's kthread in threaded mode.
+	Thread int `json:"thread,omitempty"`
+	// Settings are the NAPI's own (Linux 6.13): nil before.
+	Settings *probeNAPISettings `json:"settings,omitempty"`
+	// XSK reports an AF_XDP socket bound to the queue (Linux 6.14 says).
+	XSK bool `json:"xsk"`
+}
+
+type probeNAPISettings struct {
+	DeferHardIRQs       uint32 `json:"defer_hard_irqs"`
+	GROFlushTimeoutNs   int64  `json:"gro_flush_timeout_ns"`
+	IRQSuspendTimeoutNs int64  `json:"irq_suspend_timeout_ns"`
+}
+
+// probeNAPIs asks the kernel which NAPI serves each of the first rx
+// receive queues of the device with index ifindex, and what each is.
+func probeNAPIs(ifindex, rx int) ([]probeNAPI, string) {
+	var out []probeNAPI
+	unlinked := 0
+	for q := range rx {
+		rq, err := netdev.RxQueueInfo(ifindex, q)
+		if err != nil {
+			return out, err.Error()
+		}
+		n := probeNAPI{Queue: q, NAPIID: rq.NAPIID, XSK: rq.XSK}
+		if rq.NAPIID == 0 {
+			unlinked++
+		} else {
+			info, c, err := netdev.NAPIByID(rq.NAPIID)
+			if err != nil {
+				return out, err.Error()
+			}
+			n.IRQ, n.Thread = info.IRQ, info.PID
+			if c != nil {
+				n.Settings = &probeNAPISettings{DeferHardIRQs: c.DeferHardIRQs, GROFlushTimeoutNs: c.GROFlushTimeout.Nanoseconds(), IRQSuspendTimeoutNs: c.IRQSuspendTimeout.Nanoseconds()}
+			}
+		}
+		out = append(out, n)
+	}
+	if unlinked > 0 {
+		return out, fmt.Sprintf("the driver links no NAPI to %d of the %d receive queues (veth does not): busy polling finds nothing to poll there", unlinked, rx)
+	}
+	return out, ""
 }
 
 type probeChannels struct {
@@ -202,6 +259,7 @@ func probeReport(f *netdev.Facts) probeJSON {
 	if a := f.XDP; a.ProgID != 0 {
 		r.XDPProgram = &probeProgram{ID: a.ProgID, Mode: a.Mode, Name: a.ProgName, LinkID: a.LinkID, OwnerPID: a.OwnerPID, OwnerComm: a.OwnerComm}
 	}
+	r.NAPIs, r.NAPINote = probeNAPIs(f.Index, f.RxQueues)
 	r.Plan = probePlan{
 		FeaturesKnown: p.FeaturesKnown, XDPMode: p.XDPMode, BindMode: bindModeName(p.ZeroCopy),
 		MultiBuffer: p.MultiBuffer, ZCMaxSegs: p.ZeroCopyMaxSegs, Transmit: p.Transmit.String(),
@@ -219,6 +277,44 @@ func probeReport(f *netdev.Facts) probeJSON {
 		}
 	}
 	return r
+}
+
+// napiText prints the receive queues' NAPIs, one line each.
+func napiText(w io.Writer, napis []probeNAPI, note string) {
+	if !slices.ContainsFunc(napis, func(n probeNAPI) bool { return n.NAPIID != 0 }) {
+		napis = nil // none linked: the note says so
+	}
+	if len(napis) > 0 {
+		fmt.Fprintln(w, "  receive queues and their NAPIs (netdev queue-get, napi-get):")
+	}
+	for _, n := range napis {
+		if n.NAPIID == 0 {
+			fmt.Fprintf(w, "    queue %d: no NAPI linked\n", n.Queue)
+			continue
+		}
+		parts := []string{fmt.Sprintf("NAPI %d", n.NAPIID)}
+		if n.IRQ > 0 {
+			parts = append(parts, fmt.Sprintf("IRQ %d", n.IRQ))
+		} else {
+			parts = append(parts, "no IRQ")
+		}
+		if n.Thread > 0 {
+			parts = append(parts, fmt.Sprintf("threaded (pid %d)", n.Thread))
+		} else {
+			parts = append(parts, "softirq")
+		}
+		if s := n.Settings; s != nil {
+			parts = append(parts, fmt.Sprintf("defer-hard-irqs %d, gro-flush-timeout %v, irq-suspend-timeout %v",
+				s.DeferHardIRQs, time.Duration(s.GROFlushTimeoutNs), time.Duration(s.IRQSuspendTimeoutNs)))
+		}
+		if n.XSK {
+			parts = append(parts, "an AF_XDP socket bound")
+		}
+		fmt.Fprintf(w, "    queue %d: %s\n", n.Queue, strings.Join(parts, ", "))
+	}
+	if note != "" {
+		fmt.Fprintf(w, "  NAPIs: %s\n", note)
+	}
 }
 
 // metadataNote lists the metadata features names and says what they give
@@ -306,6 +402,7 @@ func (r probeJSON) text(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  XDP program: id %d %s, %s mode, %s\n", a.ID, name, a.Mode, who)
 	}
+	napiText(w, r.NAPIs, r.NAPINote)
 	p := r.Plan
 	fmt.Fprintf(w, "xdpeng here: XDP in %s mode, AF_XDP %s", p.XDPMode, p.BindMode)
 	if p.MultiBuffer {

@@ -96,7 +96,7 @@ func (f *xskFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVarP(&f.noNeedWakeup, "no-need-wakeup", "m", false, "turn off need_wakeup: kick the kernel on every batch (xdpsock -m)")
 	fs.BoolVarP(&f.poll, "poll", "p", false, "call poll() before every batch (xdpsock -p; the default instead spins while frames flow and naps once its CPU is wanted by another thread)")
 	fs.BoolVar(&f.busy, "busy", false, "busy-loop without ever sleeping (only for a CPU that does nothing else)")
-	fs.BoolVarP(&f.busyPoll, "busy-poll", "B", false, "busy-poll sockets: SO_PREFER_BUSY_POLL, the driver's NAPI runs in the worker (xdpsock -B); needs the device's napi_defer_hard_irqs and gro_flush_timeout set, and has nothing to poll on veth (the worker then waits as by default)")
+	fs.BoolVarP(&f.busyPoll, "busy-poll", "B", false, "busy-poll sockets: SO_PREFER_BUSY_POLL, the driver's NAPI runs in the worker (xdpsock -B); gives the queues' NAPIs defer-hard-irqs 2 and gro-flush-timeout 200us for the run (Linux 6.13; put back on exit, also after kill -9), before that the device's napi_defer_hard_irqs and gro_flush_timeout are to be set by hand; nothing to poll on veth (the worker then waits as by default)")
 	fs.IntVar(&f.busyPollUsecs, "busy-poll-usecs", d.BusyPollUsecs, "SO_BUSY_POLL time in microseconds (with --busy-poll)")
 	fs.IntVar(&f.busyPollBudget, "busy-poll-budget", d.BusyPollBudget, "SO_BUSY_POLL_BUDGET in packets (with --busy-poll)")
 	fs.BoolVarP(&f.sharedUmem, "shared-umem", "M", false, "one UMEM shared by all queues' sockets (XDP_SHARED_UMEM; xdpsock's -M puts its sockets on one queue instead)")
@@ -338,11 +338,20 @@ func openEngine(f *xskFlags, cfg engine.Config) (eng *engine.Engine, links <-cha
 		w.close()
 		return nil, nil, nil, nil, err
 	}
+	guard := &napiGuard{}
+	cfg.NAPIGuard = guard
 	if eng, err = engine.New(cfg); err != nil {
+		guard.close()
 		w.close()
 		return nil, nil, nil, nil, advise(inputOrOutput(err, cfg.Interface))
 	}
-	return eng, links, w, func() { eng.Close(); w.close() }, nil
+	return eng, links, w, func() {
+		eng.Close()
+		if err := guard.close(); err != nil {
+			fmt.Fprintf(os.Stderr, "xdpeng: %v\n", err)
+		}
+		w.close()
+	}, nil
 }
 
 // runXskWith is runXsk with a mode's own output added by hooks.
@@ -465,7 +474,7 @@ func (p *xskPrinter) header() {
 	if p.f.json {
 		// The JSON lines stay JSON; the advice goes to stderr.
 		if cfg.Wait == engine.WaitBusyPoll {
-			fmt.Fprint(os.Stderr, busyPollNote(cfg.Interface, p.eng.Device().Driver))
+			fmt.Fprint(os.Stderr, busyPollReport(p.eng))
 		}
 		return
 	}
@@ -491,8 +500,27 @@ func (p *xskPrinter) header() {
 		}
 	}
 	if cfg.Wait == engine.WaitBusyPoll {
-		fmt.Fprint(p.w, busyPollNote(cfg.Interface, p.eng.Device().Driver))
+		fmt.Fprint(p.w, busyPollReport(p.eng))
 	}
+}
+
+// busyPollReport says what the engine did to its queues' NAPIs for busy
+// polling (Config.BusyPollNAPI), and, where it changed none, why and what
+// the device's own settings are (busyPollNote).
+func busyPollReport(eng *engine.Engine) string {
+	changes, note := eng.BusyPollNAPI()
+	var b strings.Builder
+	for _, c := range changes {
+		fmt.Fprintf(&b, "  busy-poll: queue %d's NAPI %d: %s (was %s; put back on exit)\n", c.Queue, c.NAPIID, c.After, c.Before)
+	}
+	if note != "" {
+		fmt.Fprintf(&b, "  busy-poll: %s\n", note)
+	}
+	if len(changes) == 0 {
+		cfg := eng.Config()
+		b.WriteString(busyPollNote(cfg.Interface, eng.Device().Driver))
+	}
+	return b.String()
 }
 
 // busyPollNote says, for a device whose NAPI is run by an interrupt (not

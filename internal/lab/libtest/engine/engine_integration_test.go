@@ -346,6 +346,11 @@ func TestBusyPollWithoutNAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// veth links no NAPI to its queues: Config.BusyPollNAPI (the
+	// default's) changes nothing, and the engine says why.
+	if changes, note := r.eng.BusyPollNAPI(); len(changes) != 0 || !strings.Contains(note, "links no NAPI to queue 0") {
+		t.Errorf("BusyPollNAPI on veth: %+v, %q: want no change, and the reason", changes, note)
+	}
 	s := r.finish(count)
 	tot := s.Total()
 	if tot.RxPackets+tot.XDP.Drops() != count {

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/xdpeng/xdpeng/engine"
+	"github.com/xdpeng/xdpeng/internal/lab/testbed/testbedtest"
+	"github.com/xdpeng/xdpeng/internal/netdev"
+	"github.com/xdpeng/xdpeng/internal/testutil/privtest"
+)
+
+// TestNAPIGuardPutsBack: the guard, a process of its own, puts back the
+// settings of a NAPI it was told of when its input ends without
+// "restored", as when xdpeng is killed; and leaves one said restored. On
+// a veth of a test bed (whose NAPIs take settings of their own from Linux
+// 6.13).
+func TestNAPIGuardPutsBack(t *testing.T) {
+	bed := testbedtest.New(t, 2, 1)
+	l := bed.Links[0]
+	unsupported := false
+	err := bed.InDUT(func() error {
+		napis, err := netdev.NAPIs(l.DUTIndex)
+		if err != nil {
+			return err
+		}
+		if len(napis) != 2 {
+			t.Errorf("%s has NAPIs %+v, want 2", l.DUT, napis)
+			return nil
+		}
+		_, own, err := netdev.NAPIByID(napis[0].ID)
+		if err != nil {
+			return err
+		}
+		if own == nil {
+			unsupported = true
+			return nil
+		}
+		busy := netdev.NAPIConfig{DeferHardIRQs: 2, GROFlushTimeout: 200 * time.Microsecond}
+		var g napiGuard
+		for _, n := range napis {
+			if err := g.Changing(engine.NAPIChange{NAPIID: n.ID, Before: engine.NAPIConfig(*own)}); err != nil {
+				return err
+			}
+			if err := netdev.SetNAPI(n.ID, busy); err != nil {
+				return err
+			}
+		}
+		// The second put back by "xdpeng", the first left to the guard.
+		if err := netdev.SetNAPI(napis[1].ID, *own); err != nil {
+			return err
+		}
+		g.Restored(engine.NAPIChange{NAPIID: napis[1].ID})
+		if err := netdev.SetNAPI(napis[1].ID, netdev.NAPIConfig{DeferHardIRQs: 7}); err != nil {
+			return err
+		}
+		if err := g.close(); err != nil {
+			return err
+		}
+		if _, c, err := netdev.NAPIByID(napis[0].ID); err != nil || *c != *own {
+			t.Errorf("NAPI %d after the guard: %v (%v), want %v back", napis[0].ID, c, err, *own)
+		}
+		if _, c, err := netdev.NAPIByID(napis[1].ID); err != nil || c.DeferHardIRQs != 7 {
+			t.Errorf("NAPI %d, said restored, then changed: the guard set it to %v (%v)", napis[1].ID, c, err)
+		}
+		return netdev.SetNAPI(napis[1].ID, *own)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unsupported {
+		privtest.Unsupported(t, "%v", netdev.ErrNoNAPIConfig)
+	}
+}

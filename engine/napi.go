@@ -1,0 +1,46 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+)
+
+// NAPIConfig are the settings of a NAPI instance of its own (Linux 6.13)
+// that decide how much of a queue's receive work preferred busy polling
+// takes from the device's interrupt (Documentation/networking/napi.rst).
+type NAPIConfig struct {
+	// DeferHardIRQs is how many polls in a row that find nothing it takes
+	// before the device's interrupt is unmasked again.
+	DeferHardIRQs uint32
+	// GROFlushTimeout is the timer that polls while the interrupt is
+	// deferred.
+	GROFlushTimeout time.Duration
+	// IRQSuspendTimeout is how long an application's busy polling keeps
+	// the interrupt suspended; the kernel applies it to busy polling
+	// through epoll only, which the workers do not use.
+	IRQSuspendTimeout time.Duration
+}
+
+// String writes c as the kernel's attributes name the settings.
+func (c NAPIConfig) String() string {
+	return fmt.Sprintf("defer-hard-irqs %d, gro-flush-timeout %v, irq-suspend-timeout %v", c.DeferHardIRQs, c.GROFlushTimeout, c.IRQSuspendTimeout)
+}
+
+// NAPIChange is what New did to the NAPI instance of a queue for busy
+// polling: Close puts Before back.
+type NAPIChange struct {
+	Queue  int
+	NAPIID uint32
+	Before NAPIConfig
+	After  NAPIConfig
+}
+
+// NAPIGuard hears of each change to a NAPI before New makes it, and after
+// Close has put it back: a process of the caller's that outlives this one
+// can then put back what a process killed before Close (SIGKILL) left.
+// If Changing returns an error, New changes nothing more, puts back what it
+// changed and fails with it.
+type NAPIGuard interface {
+	Changing(NAPIChange) error
+	Restored(NAPIChange)
+}

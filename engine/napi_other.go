@@ -1,0 +1,5 @@
+//go:build !linux
+
+package engine
+
+func (e *Engine) restoreNAPI() error { return nil }

@@ -1,0 +1,196 @@
+//go:build linux
+
+package netdev
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+)
+
+// Values from include/uapi/linux/netdev.h.
+const (
+	netdevCmdQueueGet            = 10 // NETDEV_CMD_QUEUE_GET
+	netdevCmdNAPISet             = 14 // NETDEV_CMD_NAPI_SET
+	netdevANAPIDeferHardIRQs     = 5  // NETDEV_A_NAPI_DEFER_HARD_IRQS, u32
+	netdevANAPIGROFlushTimeout   = 6  // NETDEV_A_NAPI_GRO_FLUSH_TIMEOUT, uint (ns)
+	netdevANAPIIRQSuspendTimeout = 7  // NETDEV_A_NAPI_IRQ_SUSPEND_TIMEOUT, uint (ns)
+	netdevANAPIThreaded          = 8  // NETDEV_A_NAPI_THREADED, u32
+	netdevAQueueID               = 1  // NETDEV_A_QUEUE_ID
+	netdevAQueueIfindex          = 2  // NETDEV_A_QUEUE_IFINDEX
+	netdevAQueueType             = 3  // NETDEV_A_QUEUE_TYPE
+	netdevAQueueNAPIID           = 4  // NETDEV_A_QUEUE_NAPI_ID
+	netdevAQueueXSK              = 7  // NETDEV_A_QUEUE_XSK, a nest (Linux 6.14)
+	netdevQueueTypeRx            = 0  // NETDEV_QUEUE_TYPE_RX
+)
+
+// ErrNoQueueInfo means the kernel cannot say which NAPI serves a queue
+// (netdev netlink queue-get needs Linux 6.8).
+var ErrNoQueueInfo = errors.New("the kernel does not report queues (netdev netlink queue-get needs Linux 6.8)")
+
+// ErrNoNAPIConfig means the kernel has no settings of a NAPI's own: the
+// device-wide ones in sysfs are all there is (netdev netlink napi-set
+// needs Linux 6.13).
+var ErrNoNAPIConfig = errors.New("the kernel has no per-NAPI settings (netdev netlink napi-set needs Linux 6.13)")
+
+// RxQueue is what the kernel says of one receive queue.
+type RxQueue struct {
+	Queue int
+	// NAPIID is the NAPI instance that serves the queue; 0 when none
+	// does (a device that is down, or veth without GRO or XDP).
+	NAPIID uint32
+	// XSK reports an AF_XDP socket bound to the queue (Linux 6.14 and
+	// later say so; before, it is always false).
+	XSK bool
+}
+
+// NAPIConfig are the settings a NAPI instance has of its own (Linux
+// 6.13): how it defers its interrupt in favour of busy polling
+// (Documentation/networking/napi.rst).
+type NAPIConfig struct {
+	// DeferHardIRQs is how many polls in a row that find nothing it
+	// takes before the interrupt is unmasked again.
+	DeferHardIRQs uint32
+	// GROFlushTimeout is the timer that polls while the interrupt is
+	// deferred.
+	GROFlushTimeout time.Duration
+	// IRQSuspendTimeout is how long an application's busy polling
+	// (through epoll) keeps the interrupt suspended.
+	IRQSuspendTimeout time.Duration
+}
+
+// String writes c as the kernel's attribute names do.
+func (c NAPIConfig) String() string {
+	return fmt.Sprintf("defer-hard-irqs %d, gro-flush-timeout %v, irq-suspend-timeout %v", c.DeferHardIRQs, c.GROFlushTimeout, c.IRQSuspendTimeout)
+}
+
+// RxQueueInfo asks the kernel about receive queue queue of the interface
+// with index ifindex, in the current network namespace.
+func RxQueueInfo(ifindex, queue int) (RxQueue, error) {
+	msgs, err := netdevDo(netdevCmdQueueGet, ErrNoQueueInfo,
+		nl.NewRtAttr(netdevAQueueIfindex, nl.Uint32Attr(uint32(ifindex))),
+		nl.NewRtAttr(netdevAQueueType, nl.Uint32Attr(netdevQueueTypeRx)),
+		nl.NewRtAttr(netdevAQueueID, nl.Uint32Attr(uint32(queue))))
+	if err != nil {
+		return RxQueue{}, fmt.Errorf("receive queue %d of interface index %d: %w", queue, ifindex, err)
+	}
+	attrs, err := genlAttrs(msgs)
+	if err != nil {
+		return RxQueue{}, fmt.Errorf("receive queue %d of interface index %d: %w", queue, ifindex, err)
+	}
+	q := RxQueue{Queue: queue}
+	for _, a := range attrs {
+		switch a.Attr.Type & nl.NLA_TYPE_MASK {
+		case netdevAQueueNAPIID:
+			if len(a.Value) >= 4 {
+				q.NAPIID = binary.NativeEndian.Uint32(a.Value)
+			}
+		case netdevAQueueXSK:
+			q.XSK = true
+		}
+	}
+	return q, nil
+}
+
+// NAPIByID asks the kernel about the NAPI instance id: its interrupt, its
+// thread, and, where the kernel has them (Linux 6.13), its settings.
+func NAPIByID(id uint32) (NAPI, *NAPIConfig, error) {
+	msgs, err := netdevDo(netdevCmdNAPIGet, ErrNoNAPIInfo, nl.NewRtAttr(netdevANAPIID, nl.Uint32Attr(id)))
+	if err != nil {
+		return NAPI{}, nil, fmt.Errorf("NAPI %d: %w", id, err)
+	}
+	if len(msgs) != 1 {
+		return NAPI{}, nil, fmt.Errorf("NAPI %d: %d replies, want 1", id, len(msgs))
+	}
+	n, err := parseNAPI(msgs[0])
+	if err != nil {
+		return NAPI{}, nil, err
+	}
+	attrs, err := genlAttrs(msgs)
+	if err != nil {
+		return NAPI{}, nil, fmt.Errorf("NAPI %d: %w", id, err)
+	}
+	var c NAPIConfig
+	seen := false
+	for _, a := range attrs {
+		switch a.Attr.Type & nl.NLA_TYPE_MASK {
+		case netdevANAPIDeferHardIRQs:
+			if len(a.Value) >= 4 {
+				c.DeferHardIRQs, seen = binary.NativeEndian.Uint32(a.Value), true
+			}
+		case netdevANAPIGROFlushTimeout:
+			c.GROFlushTimeout, seen = time.Duration(nlaUint(a.Value)), true
+		case netdevANAPIIRQSuspendTimeout:
+			c.IRQSuspendTimeout, seen = time.Duration(nlaUint(a.Value)), true
+		}
+	}
+	if !seen {
+		return n, nil, nil
+	}
+	return n, &c, nil
+}
+
+// SetNAPI gives the NAPI instance id the settings c (napi-set). Only root
+// (CAP_NET_ADMIN) may.
+func SetNAPI(id uint32, c NAPIConfig) error {
+	_, err := netdevDo(netdevCmdNAPISet, ErrNoNAPIConfig,
+		nl.NewRtAttr(netdevANAPIID, nl.Uint32Attr(id)),
+		nl.NewRtAttr(netdevANAPIDeferHardIRQs, nl.Uint32Attr(c.DeferHardIRQs)),
+		nl.NewRtAttr(netdevANAPIGROFlushTimeout, nl.Uint64Attr(uint64(c.GROFlushTimeout))),
+		nl.NewRtAttr(netdevANAPIIRQSuspendTimeout, nl.Uint64Attr(uint64(c.IRQSuspendTimeout))))
+	if err != nil {
+		return fmt.Errorf("set NAPI %d (%v): %w", id, c, err)
+	}
+	return nil
+}
+
+// netdevDo sends one request of the netdev family and returns its replies.
+// A kernel without the family or the command gives missing, wrapped.
+func netdevDo(cmd uint8, missing error, attrs ...*nl.RtAttr) ([][]byte, error) {
+	fam, err := netlink.GenlFamilyGet(netdevFamilyName)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil, fmt.Errorf("%w: %w", missing, err)
+		}
+		return nil, fmt.Errorf("look up the %s netlink family: %w", netdevFamilyName, err)
+	}
+	req := nl.NewNetlinkRequest(int(fam.ID), unix.NLM_F_ACK)
+	req.AddData(genlHeader{cmd: cmd, version: netdevFamilyVers})
+	for _, a := range attrs {
+		req.AddData(a)
+	}
+	msgs, err := req.Execute(unix.NETLINK_GENERIC, 0)
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		return nil, fmt.Errorf("%w: %w", missing, err)
+	}
+	return msgs, err
+}
+
+// genlAttrs parses the attributes of the first generic netlink message of
+// msgs.
+func genlAttrs(msgs [][]byte) ([]syscall.NetlinkRouteAttr, error) {
+	if len(msgs) == 0 {
+		return nil, errors.New("no reply")
+	}
+	if len(msgs[0]) < nl.SizeofGenlmsg {
+		return nil, fmt.Errorf("short netdev netlink message (%d bytes)", len(msgs[0]))
+	}
+	return nl.ParseRouteAttr(msgs[0][nl.SizeofGenlmsg:])
+}
+
+// nlaUint reads an NLA_UINT: 4 or 8 bytes.
+func nlaUint(b []byte) uint64 {
+	switch len(b) {
+	case 4:
+		return uint64(binary.NativeEndian.Uint32(b))
+	case 8:
+		return binary.NativeEndian.Uint64(b)
+	}
+	return 0
+}
