@@ -338,7 +338,7 @@ func openEngine(f *xskFlags, cfg engine.Config) (eng *engine.Engine, links <-cha
 		w.close()
 		return nil, nil, nil, nil, err
 	}
-	guard := &napiGuard{}
+	guard := newNAPIGuard()
 	cfg.NAPIGuard = guard
 	if eng, err = engine.New(cfg); err != nil {
 		guard.close()

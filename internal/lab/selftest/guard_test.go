@@ -1,44 +1,21 @@
 package selftest
 
-import (
-	"errors"
-	"reflect"
-	"strings"
-	"testing"
-)
+import "testing"
 
-func TestRunGuard(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		input string
-		want  []ringRestore
-		errs  int
-	}{
-		{"all put back", "rings - 3 eth0 256 256\nrestored - 3\n", nil, 0},
-		{"killed during a test", "rings - 3 eth0 256 256\nrings ns1 7 veth1 512 128\nrestored ns1 7\n",
-			[]ringRestore{{ns: "-", index: 3, name: "eth0", rx: 256, tx: 256}}, 0},
-		// A second change of one device before it was put back keeps
-		// the sizes the device had first.
-		{"changed twice", "rings - 3 eth0 256 256\nrings - 3 eth0 128 64\n",
-			[]ringRestore{{ns: "-", index: 3, name: "eth0", rx: 256, tx: 256}}, 0},
-		{"in the order told", "rings - 4 eth1 100 100\nrings - 3 eth0 200 200\n",
-			[]ringRestore{{ns: "-", index: 4, name: "eth1", rx: 100, tx: 100}, {ns: "-", index: 3, name: "eth0", rx: 200, tx: 200}}, 0},
-		{"bad lines counted, good ones kept", "rings - x eth0 1 1\nhello\nrings - 3 eth0 256 256\n",
-			[]ringRestore{{ns: "-", index: 3, name: "eth0", rx: 256, tx: 256}}, 2},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var got []ringRestore
-			errs := runGuard(strings.NewReader(tc.input), func(rr ringRestore) error { got = append(got, rr); return nil })
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("put back %+v, want %+v", got, tc.want)
-			}
-			if len(errs) != tc.errs {
-				t.Errorf("errors %v, want %d", errs, tc.errs)
-			}
-		})
+// The guard's keys and values read back as the device and sizes to put
+// back; what is not a device's is refused.
+func TestRingGuardLines(t *testing.T) {
+	e := End{NS: "ns1", Name: "veth1", Index: 7}
+	want := ringRestore{ns: "ns1", index: 7, name: "veth1", rx: 512, tx: 128}
+	if got, err := parseRingRestore(ringKey(e), "veth1 512 128"); err != nil || got != want {
+		t.Errorf("parse = %+v, %v; want %+v", got, err, want)
 	}
-	errs := runGuard(strings.NewReader("rings - 3 eth0 256 256\n"), func(ringRestore) error { return errors.New("EBUSY") })
-	if len(errs) != 1 {
-		t.Errorf("a failed put-back: errors %v, want 1", errs)
+	if got, err := parseRingRestore(ringKey(End{Name: "eth0", Index: 3}), "eth0 256 256"); err != nil || got.ns != "-" {
+		t.Errorf("the caller's namespace: %+v, %v", got, err)
+	}
+	for _, bad := range [][2]string{{"rings/-/x", "eth0 1 1"}, {"napi/3", "eth0 1 1"}, {"rings/-/3", "eth0 1"}, {"rings/-/3", "eth0 x 1"}} {
+		if _, err := parseRingRestore(bad[0], bad[1]); err == nil {
+			t.Errorf("parse %q %q: no error", bad[0], bad[1])
+		}
 	}
 }

@@ -235,7 +235,7 @@ func Run(ctx context.Context, cfg Config) (sums []Summary, err error) {
 	if len(cfg.Modes) == 0 || len(cfg.Tests) == 0 {
 		return nil, errors.New("selftest: no modes or no tests to run")
 	}
-	g := &guard{}
+	g := newGuard()
 	defer func() {
 		if gerr := g.close(); gerr != nil {
 			err = errors.Join(err, gerr)
