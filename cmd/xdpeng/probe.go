@@ -47,6 +47,10 @@ what xdpeng's commands will do there:
   (native XDP), redirect, ndo-xmit (takes redirected frames), xsk-zerocopy,
   rx-sg and ndo-xmit-sg (multi-buffer), and the zero-copy maximum segments;
   the XDP program attached, if any, and who holds it;
+  each receive queue's NAPI (netdev queue-get, Linux 6.8), its interrupt, its
+  kthread in threaded mode, its own settings (defer-hard-irqs,
+  gro-flush-timeout, irq-suspend-timeout: Linux 6.13; what --busy-poll sets)
+  and whether an AF_XDP socket is bound to the queue (Linux 6.14);
   what xdpeng does there: native or generic XDP (the default of every command
   when -N/-S is not given), copy or zero-copy, whether transmitting into the
   device needs a helper program (gen and txonly attach xdp_pass then) or the
