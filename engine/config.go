@@ -280,10 +280,11 @@ type Config struct {
 	// instance of each queue served, so that busy polling does the
 	// queue's receive work instead of its interrupt: where the kernel has
 	// settings of a NAPI's own (Linux 6.13) and links the queue to its
-	// NAPI (netdev queue-get, Linux 6.8; a driver's doing, which veth does
-	// not do). Close puts back what was there, and each engine changes
-	// only its queues' NAPIs: two engines on different queues of a device
-	// do not undo each other's. Engine.BusyPollNAPI says what was done.
+	// NAPI (netdev queue-get, Linux 6.8; a driver's doing). Before 6.13,
+	// the device's own, which its NAPIs share (NAPIChange.Device; not on
+	// veth, which has no interrupt). Close puts back what was there; two
+	// engines on different queues of a device do not undo each other's.
+	// Engine.BusyPollNAPI says what was done.
 	// The zero value leaves every NAPI as it is; DefaultConfig asks for
 	// DeferHardIRQs 2 and GROFlushTimeout 200 µs.
 	BusyPollNAPI NAPIConfig

@@ -74,8 +74,9 @@ type Engine struct {
 	outs []output
 	// napi is what New changed on the queues' NAPIs (BusyPollNAPI), and
 	// napiNote why it changed nothing on a queue or at all.
-	napi     []NAPIChange
-	napiNote string
+	napi       []NAPIChange
+	napiNote   string
+	napiHolder string // this process, as a holder of a device-wide deferral
 }
 
 // steering puts each queue's socket where the XDP program on the device

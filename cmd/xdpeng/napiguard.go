@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +22,13 @@ const napiGuardEnv = "XDPENG_NAPI_GUARD"
 // in xdpeng's network namespace, where the NAPIs are.
 func napiGuardMain() {
 	guardproc.Main(napiGuardEnv, "the NAPI settings of a killed run", func(key, value string) error {
+		if idx, ok := strings.CutPrefix(key, "irqdefer/"); ok {
+			i, err := strconv.Atoi(idx)
+			if err != nil {
+				return fmt.Errorf("%q: not an interface index", key)
+			}
+			return netdev.ReleaseIRQDeferral(i, value)
+		}
 		id, c, err := parseNAPIGuard(key, value)
 		if err != nil {
 			return err
@@ -30,17 +39,41 @@ func napiGuardMain() {
 
 // napiGuard is an engine.NAPIGuard that tells the guard process (package
 // guardproc) each NAPI's settings before the engine changes them, keyed
-// "napi/ID", valued "DEFER GRO_NS SUSPEND_NS".
-type napiGuard struct{ g guardproc.Guard }
+// "napi/ID", valued "DEFER GRO_NS SUSPEND_NS"; and a hold on the device
+// iface's device-wide deferral, keyed "irqdefer/IFINDEX", valued this
+// process as its holder (netdev.Holder), which the guard lets go of.
+type napiGuard struct {
+	g     guardproc.Guard
+	iface string
+}
 
-func newNAPIGuard() *napiGuard {
-	return &napiGuard{guardproc.Guard{Env: napiGuardEnv, What: "NAPI settings"}}
+func newNAPIGuard(iface string) *napiGuard {
+	return &napiGuard{g: guardproc.Guard{Env: napiGuardEnv, What: "NAPI settings"}, iface: iface}
+}
+
+func deviceKey(iface string) (string, error) {
+	ifi, err := net.InterfaceByName(iface)
+	if err != nil {
+		return "", err
+	}
+	return "irqdefer/" + strconv.Itoa(ifi.Index), nil
 }
 
 func napiKey(id uint32) string { return "napi/" + strconv.FormatUint(uint64(id), 10) }
 
-// Changing tells the guard c's old settings.
+// Changing tells the guard c's old settings, or this process's hold.
 func (n *napiGuard) Changing(c engine.NAPIChange) error {
+	if c.Device {
+		key, err := deviceKey(n.iface)
+		if err != nil {
+			return err
+		}
+		holder, err := netdev.Holder(os.Getpid())
+		if err != nil {
+			return err
+		}
+		return n.g.Change(key, holder)
+	}
 	return n.g.Change(napiKey(c.NAPIID), fmtNAPIValue(c.Before))
 }
 
@@ -50,7 +83,15 @@ func fmtNAPIValue(b engine.NAPIConfig) string {
 }
 
 // Restored tells the guard that c's old settings are back.
-func (n *napiGuard) Restored(c engine.NAPIChange) { n.g.Restored(napiKey(c.NAPIID)) }
+func (n *napiGuard) Restored(c engine.NAPIChange) {
+	if c.Device {
+		if key, err := deviceKey(n.iface); err == nil {
+			n.g.Restored(key)
+		}
+		return
+	}
+	n.g.Restored(napiKey(c.NAPIID))
+}
 
 // close ends the guard: after the engine's Close it has nothing to do.
 func (n *napiGuard) close() error { return n.g.Close() }

@@ -37,7 +37,7 @@ func TestNAPIGuardPutsBack(t *testing.T) {
 			return nil
 		}
 		busy := netdev.NAPIConfig{DeferHardIRQs: 2, GROFlushTimeout: 200 * time.Microsecond}
-		g := newNAPIGuard()
+		g := newNAPIGuard(l.DUT)
 		for _, n := range napis {
 			if err := g.Changing(engine.NAPIChange{NAPIID: n.ID, Before: engine.NAPIConfig(*own)}); err != nil {
 				return err

@@ -338,7 +338,7 @@ func openEngine(f *xskFlags, cfg engine.Config) (eng *engine.Engine, links <-cha
 		w.close()
 		return nil, nil, nil, nil, err
 	}
-	guard := newNAPIGuard()
+	guard := newNAPIGuard(cfg.Interface)
 	cfg.NAPIGuard = guard
 	if eng, err = engine.New(cfg); err != nil {
 		guard.close()
@@ -511,6 +511,11 @@ func busyPollReport(eng *engine.Engine) string {
 	changes, note := eng.BusyPollNAPI()
 	var b strings.Builder
 	for _, c := range changes {
+		if c.Device {
+			fmt.Fprintf(&b, "  busy-poll: %s's napi_defer_hard_irqs %d, gro_flush_timeout %d ns (was %d, %d; held with any other run on %s, put back by the last to end)\n",
+				eng.Config().Interface, c.After.DeferHardIRQs, c.After.GROFlushTimeout.Nanoseconds(), c.Before.DeferHardIRQs, c.Before.GROFlushTimeout.Nanoseconds(), eng.Config().Interface)
+			continue
+		}
 		fmt.Fprintf(&b, "  busy-poll: queue %d's NAPI %d: %s (was %s; put back on exit)\n", c.Queue, c.NAPIID, c.After, c.Before)
 	}
 	if note != "" {
