@@ -279,10 +279,10 @@ type Config struct {
 	// BusyPollNAPI, with WaitBusyPoll, are the settings New gives the NAPI
 	// instance of each queue served, so that busy polling does the
 	// queue's receive work instead of its interrupt: where the kernel has
-	// settings of a NAPI's own (Linux 6.13) and links the queue to its
-	// NAPI (netdev queue-get, Linux 6.8; a driver's doing). Before 6.13,
-	// the device's own, which its NAPIs share (NAPIChange.Device; not on
-	// veth, which has no interrupt). Close puts back what was there; two
+	// settings of a NAPI's own (Linux 6.13) and the driver links every
+	// queue served to its NAPI (netdev queue-get, Linux 6.8). Else the
+	// device's own, which its NAPIs share (NAPIChange.Device; not on veth,
+	// which has no interrupt). Close puts back what was there; two
 	// engines on different queues of a device do not undo each other's.
 	// Engine.BusyPollNAPI says what was done.
 	// The zero value leaves every NAPI as it is; DefaultConfig asks for

@@ -29,8 +29,9 @@ func (c NAPIConfig) String() string {
 // NAPIChange is what New did to the NAPI instance of a queue for busy
 // polling: Close puts Before back.
 //
-// Where the kernel has no settings of a NAPI's own (before Linux 6.13),
-// the change is to the device's (sysfs napi_defer_hard_irqs and
+// Where the kernel has no settings of a NAPI's own (before Linux 6.13), or
+// the driver does not link a queue served to its NAPI, the change is to
+// the device's (sysfs napi_defer_hard_irqs and
 // gro_flush_timeout, the first two settings), which all its NAPIs share:
 // Device is set, Queue is -1 and NAPIID 0. Engines on other queues of the
 // device, in this process or another, hold the same values: the first

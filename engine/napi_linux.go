@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/xdpeng/xdpeng/internal/netdev"
 )
@@ -20,37 +19,43 @@ func (e *Engine) setupNAPI() error {
 	if cfg.Wait != WaitBusyPoll || cfg.BusyPollNAPI == (NAPIConfig{}) {
 		return nil
 	}
-	want := netdev.NAPIConfig(cfg.BusyPollNAPI)
-	var unlinked []string
+	// Each queue's own NAPI where the kernel has per-NAPI settings and
+	// the driver links every queue served to its NAPI; else the device's
+	// values, which all its NAPIs share.
+	type target struct {
+		queue  int
+		id     uint32
+		before NAPIConfig
+	}
+	var targets []target
 	for _, q := range cfg.Queues {
 		rq, err := netdev.RxQueueInfo(e.dev.Index, q)
 		if errors.Is(err, netdev.ErrNoQueueInfo) {
-			return e.holdDeviceDeferral(err)
+			return e.holdDeviceDeferral(err.Error())
 		}
 		if err != nil {
 			return err
 		}
 		if rq.NAPIID == 0 {
-			unlinked = append(unlinked, fmt.Sprint(q))
-			continue
+			return e.holdDeviceDeferral(fmt.Sprintf("%s links no NAPI to queue %d (netdev queue-get)", e.dev.Name, q))
 		}
 		_, before, err := netdev.NAPIByID(rq.NAPIID)
 		if err != nil {
 			return err
 		}
 		if before == nil {
-			return e.holdDeviceDeferral(netdev.ErrNoNAPIConfig)
+			return e.holdDeviceDeferral(netdev.ErrNoNAPIConfig.Error())
 		}
-		c := NAPIChange{Queue: q, NAPIID: rq.NAPIID, Before: NAPIConfig(*before), After: cfg.BusyPollNAPI}
-		if err := e.napiChanging(c); err != nil {
+		targets = append(targets, target{q, rq.NAPIID, NAPIConfig(*before)})
+	}
+	want := netdev.NAPIConfig(cfg.BusyPollNAPI)
+	for _, t := range targets {
+		if err := e.napiChanging(NAPIChange{Queue: t.queue, NAPIID: t.id, Before: t.before, After: cfg.BusyPollNAPI}); err != nil {
 			return err
 		}
-		if err := netdev.SetNAPI(rq.NAPIID, want); err != nil {
-			return fmt.Errorf("busy polling: queue %d: %w", q, err)
+		if err := netdev.SetNAPI(t.id, want); err != nil {
+			return fmt.Errorf("busy polling: queue %d: %w", t.queue, err)
 		}
-	}
-	if len(unlinked) > 0 {
-		e.napiNote = fmt.Sprintf("%s links no NAPI to queue %s (netdev queue-get): nothing to set there", e.dev.Name, strings.Join(unlinked, ", "))
 	}
 	return nil
 }
@@ -66,12 +71,12 @@ func (e *Engine) napiChanging(c NAPIChange) error {
 	return nil
 }
 
-// holdDeviceDeferral sets the device-wide deferral where the kernel has no
-// settings of a NAPI's own (why), held with the device's other holders;
-// not on veth, whose NAPIs no interrupt runs.
-func (e *Engine) holdDeviceDeferral(why error) error {
+// holdDeviceDeferral sets the device-wide deferral where a queue's own
+// NAPI cannot be set (why), held with the device's other holders; not on
+// veth, whose NAPIs no interrupt runs.
+func (e *Engine) holdDeviceDeferral(why string) error {
 	if e.dev.Driver == "veth" {
-		e.napiNote = fmt.Sprintf("%v; %s is a veth, whose NAPI no interrupt runs: nothing to defer", why, e.dev.Name)
+		e.napiNote = fmt.Sprintf("%s; a veth's NAPI no interrupt runs: nothing to defer", why)
 		return nil
 	}
 	holder, err := netdev.Holder(os.Getpid())
@@ -98,7 +103,7 @@ func (e *Engine) holdDeviceDeferral(why error) error {
 	}
 	e.napi[len(e.napi)-1].Before = NAPIConfig{DeferHardIRQs: uint32(before.DeferHardIRQs), GROFlushTimeout: before.GROFlushTimeout}
 	e.napiHolder = holder
-	e.napiNote = fmt.Sprintf("%v: the device-wide values set, which every NAPI of %s shares", why, e.dev.Name)
+	e.napiNote = fmt.Sprintf("%s: the device-wide values set, which every NAPI of %s shares", why, e.dev.Name)
 	return nil
 }
 
