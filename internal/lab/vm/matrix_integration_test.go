@@ -117,6 +117,10 @@ func TestKernelMatrix(t *testing.T) {
 			for _, m := range regexp.MustCompile(`(?m)^vmselftest (\S+): (.*)$`).FindAllSubmatch(out, -1) {
 				report(t, fmt.Sprintf("vmselftest %s %s: %s\n", name, m[1], m[2]))
 			}
+			// --busy-poll's NAPI settings and softirqs (TestGuestBusyPollNAPI).
+			for _, m := range regexp.MustCompile(`(?m)^vmbusypoll: (.*)$`).FindAllSubmatch(out, -1) {
+				report(t, fmt.Sprintf("vmbusypoll %s: %s\n", name, m[1]))
+			}
 			if err != nil {
 				t.Errorf("guest tests on Linux %s: %v:\n%s%s", b.Kernel.Version, err, failures(out), tapDrops(b))
 			} else {
