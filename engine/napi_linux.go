@@ -50,14 +50,31 @@ func (e *Engine) setupNAPI() error {
 	}
 	want := netdev.NAPIConfig(cfg.BusyPollNAPI)
 	for _, t := range targets {
-		if err := e.napiChanging(NAPIChange{Queue: t.queue, NAPIID: t.id, Before: t.before, After: cfg.BusyPollNAPI}); err != nil {
+		c := NAPIChange{Queue: t.queue, NAPIID: t.id, Before: t.before, After: cfg.BusyPollNAPI}
+		if err := e.napiChanging(c); err != nil {
 			return err
 		}
 		if err := netdev.SetNAPI(t.id, want); err != nil {
+			e.napiUnchanged(c)
+			if errors.Is(err, os.ErrPermission) {
+				// A worker without CAP_NET_ADMIN (Config.XSKMap)
+				// busy-polls all the same.
+				e.napiNote = fmt.Sprintf("not allowed to set the queues' NAPIs (napi-set needs CAP_NET_ADMIN): %v", err)
+				return nil
+			}
 			return fmt.Errorf("busy polling: queue %d: %w", t.queue, err)
 		}
 	}
 	return nil
+}
+
+// napiUnchanged forgets c, the last change napiChanging recorded, which
+// was not made after all.
+func (e *Engine) napiUnchanged(c NAPIChange) {
+	e.napi = e.napi[:len(e.napi)-1]
+	if g := e.cfg.NAPIGuard; g != nil {
+		g.Restored(c)
+	}
 }
 
 // napiChanging tells Config.NAPIGuard of c and records it for Close.
@@ -86,7 +103,9 @@ func (e *Engine) holdDeviceDeferral(why string) error {
 	b := netdev.IRQDeferral{DeferHardIRQs: uint64(e.cfg.BusyPollNAPI.DeferHardIRQs), GROFlushTimeout: e.cfg.BusyPollNAPI.GROFlushTimeout}
 	cur, err := netdev.IRQDeferralOf(e.dev.Name)
 	if err != nil {
-		return fmt.Errorf("busy polling: %w", err)
+		// sysfs mounted for another network namespace, or none.
+		e.napiNote = fmt.Sprintf("%s, and the device-wide values cannot be read: %v", why, err)
+		return nil
 	}
 	c := NAPIChange{Queue: -1, Device: true, After: NAPIConfig{DeferHardIRQs: e.cfg.BusyPollNAPI.DeferHardIRQs, GROFlushTimeout: e.cfg.BusyPollNAPI.GROFlushTimeout},
 		Before: NAPIConfig{DeferHardIRQs: uint32(cur.DeferHardIRQs), GROFlushTimeout: cur.GROFlushTimeout}}
@@ -95,9 +114,10 @@ func (e *Engine) holdDeviceDeferral(why string) error {
 	}
 	before, err := netdev.HoldIRQDeferral(e.dev.Name, e.dev.Index, b, holder)
 	if err != nil {
-		e.napi = e.napi[:len(e.napi)-1]
-		if g := e.cfg.NAPIGuard; g != nil {
-			g.Restored(c)
+		e.napiUnchanged(c)
+		if errors.Is(err, os.ErrPermission) {
+			e.napiNote = fmt.Sprintf("%s, and setting the device-wide values needs root: %v", why, err)
+			return nil
 		}
 		return fmt.Errorf("busy polling: %w", err)
 	}
