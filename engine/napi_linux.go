@@ -96,7 +96,7 @@ func (e *Engine) holdDeviceDeferral(why string) error {
 		e.napiNote = fmt.Sprintf("%s; a veth's NAPI no interrupt runs: nothing to defer", why)
 		return nil
 	}
-	holder, err := netdev.Holder(os.Getpid())
+	holder, err := netdev.NewHolder()
 	if err != nil {
 		return fmt.Errorf("busy polling: %w", err)
 	}

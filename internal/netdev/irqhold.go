@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -65,15 +66,38 @@ func startTime(pid int) (string, error) {
 	return f[19], nil
 }
 
-// alive reports whether holder is a running process.
+// holds numbers the holds this process takes (NewHolder).
+var holds atomic.Uint64
+
+// NewHolder names a new hold of this process: the process (Holder) and a
+// number of its own, so that two engines of one process, on two queues of
+// a device, hold apart and the first to let go leaves the other's hold.
+func NewHolder() (string, error) {
+	p, err := Holder(os.Getpid())
+	if err != nil {
+		return "", err
+	}
+	return p + ":" + strconv.FormatUint(holds.Add(1), 10), nil
+}
+
+// alive reports whether holder's process is running.
 func alive(holder string) bool {
-	pid, start, ok := strings.Cut(holder, ":")
-	n, err := strconv.Atoi(pid)
-	if !ok || err != nil {
+	f := strings.Split(holder, ":")
+	if len(f) < 2 {
+		return false
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil {
 		return false
 	}
 	s, err := startTime(n)
-	return err == nil && s == start
+	return err == nil && s == f[1]
+}
+
+// ofHolder reports whether hold h is holder's: holder itself, or a hold of
+// the process holder names (Holder).
+func ofHolder(h, holder string) bool {
+	return h == holder || strings.HasPrefix(h, holder+":")
 }
 
 // deferralRecord is a held deferral: what the device had before, and who
@@ -189,10 +213,12 @@ func HoldIRQDeferral(name string, ifindex int, want IRQDeferral, holder string) 
 }
 
 // ReleaseIRQDeferral lets go of holder's hold on the device with index
-// ifindex; the last holder to let go puts back what the device had.
+// ifindex, or of every hold of a process given as Holder names it (what a
+// guard does for a process that was killed); the last holder to let go
+// puts back what the device had.
 func ReleaseIRQDeferral(ifindex int, holder string) error {
 	err := withRecord(ifindex, false, func(r *deferralRecord, _ bool) error {
-		r.holders = slices.DeleteFunc(r.holders, func(h string) bool { return h == holder })
+		r.holders = slices.DeleteFunc(r.holders, func(h string) bool { return ofHolder(h, holder) })
 		if len(r.holders) > 0 {
 			return nil
 		}

@@ -79,4 +79,26 @@ func TestHoldIRQDeferral(t *testing.T) {
 	if err := ReleaseIRQDeferral(index, me); err != nil {
 		t.Errorf("let go of nothing held: %v", err)
 	}
+	// Two holds of this process (two engines on two queues): the first to
+	// let go leaves the other's; the process let go of (as its guard does)
+	// lets go of both.
+	h1, err1 := NewHolder()
+	h2, err2 := NewHolder()
+	if err1 != nil || err2 != nil || h1 == h2 {
+		t.Fatalf("NewHolder: %q %v, %q %v", h1, err1, h2, err2)
+	}
+	for _, h := range []string{h1, h2} {
+		if _, err := HoldIRQDeferral("eth0", index, want, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ReleaseIRQDeferral(index, h1); err != nil || now() != want {
+		t.Fatalf("one of two holds of a process let go: %v, now %v; want %v held", err, now(), want)
+	}
+	if _, err := HoldIRQDeferral("eth0", index, want, h1); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReleaseIRQDeferral(index, me); err != nil || now() != old {
+		t.Fatalf("the process let go of: %v, now %v; want %v back", err, now(), old)
+	}
 }
