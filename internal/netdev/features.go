@@ -9,9 +9,7 @@ import (
 	"math/bits"
 	"strings"
 
-	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
-	"golang.org/x/sys/unix"
 )
 
 // XDPFeatures is a device's xdp-features bitmask as the kernel's netdev
@@ -142,17 +140,7 @@ func Features(ifindex int) (DevFeatures, error) {
 	if ifindex <= 0 {
 		return DevFeatures{}, fmt.Errorf("XDP features: invalid interface index %d", ifindex)
 	}
-	fam, err := netlink.GenlFamilyGet(netdevFamilyName)
-	if err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return DevFeatures{}, fmt.Errorf("%w: %w", ErrNoXDPFeatures, err)
-		}
-		return DevFeatures{}, fmt.Errorf("look up the %s netlink family: %w", netdevFamilyName, err)
-	}
-	req := nl.NewNetlinkRequest(int(fam.ID), 0)
-	req.AddData(genlHeader{cmd: netdevCmdDevGet, version: netdevFamilyVers})
-	req.AddData(nl.NewRtAttr(netdevADevIfindex, nl.Uint32Attr(uint32(ifindex))))
-	msgs, err := req.Execute(unix.NETLINK_GENERIC, 0)
+	msgs, err := netdevDo(netdevCmdDevGet, ErrNoXDPFeatures, nl.NewRtAttr(netdevADevIfindex, nl.Uint32Attr(uint32(ifindex))))
 	if err != nil {
 		return DevFeatures{}, fmt.Errorf("XDP features of interface index %d: %w", ifindex, err)
 	}

@@ -58,7 +58,7 @@ func NAPIs(ifindex int) ([]NAPI, error) {
 	}
 	var out []NAPI
 	for _, m := range msgs {
-		n, err := parseNAPI(m)
+		n, _, err := parseNAPI(m)
 		if err != nil {
 			return nil, err
 		}
@@ -136,21 +136,22 @@ func genlDump(family uint16, cmd, version uint8, attrs []byte) ([][]byte, error)
 	}
 }
 
-func parseNAPI(msg []byte) (NAPI, error) {
-	if len(msg) < nl.SizeofGenlmsg {
-		return NAPI{}, fmt.Errorf("short netdev netlink message (%d bytes)", len(msg))
-	}
-	attrs, err := nl.ParseRouteAttr(msg[nl.SizeofGenlmsg:])
+// parseNAPI reads a napi-get reply: the NAPI, and its settings where the
+// kernel gave them (Linux 6.13; nil before).
+func parseNAPI(msg []byte) (NAPI, *NAPIConfig, error) {
+	attrs, err := genlAttrs(msg)
 	if err != nil {
-		return NAPI{}, fmt.Errorf("parse netdev netlink message: %w", err)
+		return NAPI{}, nil, err
 	}
 	var n NAPI
+	var c NAPIConfig
+	settings := false
 	for _, a := range attrs {
 		if len(a.Value) < 4 {
 			continue
 		}
 		v := binary.NativeEndian.Uint32(a.Value)
-		switch a.Attr.Type {
+		switch a.Attr.Type & nl.NLA_TYPE_MASK {
 		case netdevANAPIIfidx:
 			n.IfIndex = int(v)
 		case netdevANAPIID:
@@ -159,7 +160,16 @@ func parseNAPI(msg []byte) (NAPI, error) {
 			n.IRQ = int(v)
 		case netdevANAPIPID:
 			n.PID = int(v)
+		case netdevANAPIDeferHardIRQs:
+			c.DeferHardIRQs, settings = v, true
+		case netdevANAPIGROFlushTimeout:
+			c.GROFlushTimeout, settings = time.Duration(nlaUint(a.Value)), true
+		case netdevANAPIIRQSuspendTimeout:
+			c.IRQSuspendTimeout, settings = time.Duration(nlaUint(a.Value)), true
 		}
 	}
-	return n, nil
+	if !settings {
+		return n, nil, nil
+	}
+	return n, &c, nil
 }

@@ -80,7 +80,10 @@ func RxQueueInfo(ifindex, queue int) (RxQueue, error) {
 	if err != nil {
 		return RxQueue{}, fmt.Errorf("receive queue %d of interface index %d: %w", queue, ifindex, err)
 	}
-	attrs, err := genlAttrs(msgs)
+	if len(msgs) != 1 {
+		return RxQueue{}, fmt.Errorf("receive queue %d of interface index %d: %d replies, want 1", queue, ifindex, len(msgs))
+	}
+	attrs, err := genlAttrs(msgs[0])
 	if err != nil {
 		return RxQueue{}, fmt.Errorf("receive queue %d of interface index %d: %w", queue, ifindex, err)
 	}
@@ -108,32 +111,7 @@ func NAPIByID(id uint32) (NAPI, *NAPIConfig, error) {
 	if len(msgs) != 1 {
 		return NAPI{}, nil, fmt.Errorf("NAPI %d: %d replies, want 1", id, len(msgs))
 	}
-	n, err := parseNAPI(msgs[0])
-	if err != nil {
-		return NAPI{}, nil, err
-	}
-	attrs, err := genlAttrs(msgs)
-	if err != nil {
-		return NAPI{}, nil, fmt.Errorf("NAPI %d: %w", id, err)
-	}
-	var c NAPIConfig
-	seen := false
-	for _, a := range attrs {
-		switch a.Attr.Type & nl.NLA_TYPE_MASK {
-		case netdevANAPIDeferHardIRQs:
-			if len(a.Value) >= 4 {
-				c.DeferHardIRQs, seen = binary.NativeEndian.Uint32(a.Value), true
-			}
-		case netdevANAPIGROFlushTimeout:
-			c.GROFlushTimeout, seen = time.Duration(nlaUint(a.Value)), true
-		case netdevANAPIIRQSuspendTimeout:
-			c.IRQSuspendTimeout, seen = time.Duration(nlaUint(a.Value)), true
-		}
-	}
-	if !seen {
-		return n, nil, nil
-	}
-	return n, &c, nil
+	return parseNAPI(msgs[0])
 }
 
 // SetNAPI gives the NAPI instance id the settings c (napi-set). Only root
@@ -172,16 +150,16 @@ func netdevDo(cmd uint8, missing error, attrs ...*nl.RtAttr) ([][]byte, error) {
 	return msgs, err
 }
 
-// genlAttrs parses the attributes of the first generic netlink message of
-// msgs.
-func genlAttrs(msgs [][]byte) ([]syscall.NetlinkRouteAttr, error) {
-	if len(msgs) == 0 {
-		return nil, errors.New("no reply")
+// genlAttrs parses the attributes of a generic netlink message.
+func genlAttrs(msg []byte) ([]syscall.NetlinkRouteAttr, error) {
+	if len(msg) < nl.SizeofGenlmsg {
+		return nil, fmt.Errorf("short netdev netlink message (%d bytes)", len(msg))
 	}
-	if len(msgs[0]) < nl.SizeofGenlmsg {
-		return nil, fmt.Errorf("short netdev netlink message (%d bytes)", len(msgs[0]))
+	attrs, err := nl.ParseRouteAttr(msg[nl.SizeofGenlmsg:])
+	if err != nil {
+		return nil, fmt.Errorf("parse netdev netlink message: %w", err)
 	}
-	return nl.ParseRouteAttr(msgs[0][nl.SizeofGenlmsg:])
+	return attrs, nil
 }
 
 // nlaUint reads an NLA_UINT: 4 or 8 bytes.

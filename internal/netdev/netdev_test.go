@@ -5,6 +5,7 @@ package netdev
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/safchain/ethtool"
 	"github.com/xdpeng/xdpeng/internal/testutil/difftest"
@@ -111,14 +112,23 @@ func TestParseNAPI(t *testing.T) {
 		8, 0, 1, 0, 3, 0, 0, 0,
 		8, 0, 4, 0, 0x7a, 0x33, 0, 0,
 	}
-	n, err := parseNAPI(msg)
+	n, c, err := parseNAPI(msg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (NAPI{ID: 342, IfIndex: 3, PID: 13178}); n != want {
-		t.Errorf("parseNAPI = %+v, want %+v", n, want)
+	if want := (NAPI{ID: 342, IfIndex: 3, PID: 13178}); n != want || c != nil {
+		t.Errorf("parseNAPI = %+v, %v; want %+v and no settings", n, c, want)
 	}
-	if _, err := parseNAPI([]byte{1}); err == nil {
+	// With settings (Linux 6.13): defer-hard-irqs 2 (u32), gro-flush-timeout
+	// 200000 ns as 8 bytes, irq-suspend-timeout 0 as 4.
+	msg = append(msg,
+		8, 0, 5, 0, 2, 0, 0, 0,
+		12, 0, 6, 0, 0x40, 0x0d, 0x03, 0, 0, 0, 0, 0,
+		8, 0, 7, 0, 0, 0, 0, 0)
+	if _, c, err = parseNAPI(msg); err != nil || c == nil || *c != (NAPIConfig{DeferHardIRQs: 2, GROFlushTimeout: 200 * time.Microsecond}) {
+		t.Errorf("parseNAPI with settings: %+v, %v", c, err)
+	}
+	if _, _, err := parseNAPI([]byte{1}); err == nil {
 		t.Error("short message accepted")
 	}
 }
