@@ -204,12 +204,6 @@ func TestGuestRxdrop(t *testing.T) {
 				}
 				privtest.Unsupported(t, "preferred busy polling (SO_PREFER_BUSY_POLL) needs Linux 5.11; rxdrop -B refuses, naming it")
 			}
-			if tc.name == "busy-poll" {
-				// Busy polling takes the NAPI from the interrupt only
-				// if the device defers it.
-				setSysfs(t, "/sys/class/net/"+g.rx+"/napi_defer_hard_irqs", "2")
-				setSysfs(t, "/sys/class/net/"+g.rx+"/gro_flush_timeout", "200000")
-			}
 			p := g.start(t, "rxdrop", "-i", g.rx, tc.flag, "--json", "-n", "200ms")
 			running(t, p, "rxdrop "+tc.flag)
 			g.send(t)
@@ -224,18 +218,6 @@ func TestGuestRxdrop(t *testing.T) {
 			}
 		})
 	}
-}
-
-func setSysfs(t *testing.T, path, value string) {
-	t.Helper()
-	old, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(value), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.WriteFile(path, bytes.TrimSpace(old), 0o644) })
 }
 
 // TestGuestL2fwd: l2fwd on the port under test sends each frame back with
