@@ -3,7 +3,11 @@
 package netdev_test
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,4 +110,66 @@ func TestWatchLinksGoneBefore(t *testing.T) {
 	}
 	defer w.Close()
 	checkEvent(t, nextEvent(t, w), netdev.LinkEvent{Kind: netdev.LinkGone, Index: l.DUTIndex, Name: l.DUT})
+}
+
+// TestWatchLinksAfterLostNotifications: while nobody reads the watch, a
+// flood of changes overflows its socket and the kernel drops notifications
+// (ENOBUFS). The watch subscribes again and asks, so the device's last state
+// is the last one reported, and it goes on reporting. Two floods, one
+// ending down and one up: what the watch heard last before its socket
+// overflowed is either, so a watch that did not ask again would mostly be
+// right in one and wrong in the other.
+func TestWatchLinksAfterLostNotifications(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	l := bed.Links[0]
+	var w *netdev.LinkWatch
+	err := bed.InDUT(func() (err error) {
+		w, err = netdev.WatchLinks(map[int]string{l.DUTIndex: l.DUT})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+
+	down := netdev.LinkEvent{Kind: netdev.LinkDown, Index: l.DUTIndex, Name: l.DUT}
+	up := netdev.LinkEvent{Kind: netdev.LinkUp, Index: l.DUTIndex, Name: l.DUT, AdminUp: true, Carrier: true}
+	for _, flood := range []struct {
+		first, then string
+		want        netdev.LinkEvent
+	}{{"down", "up", down}, {"up", "down", up}} {
+		resyncs := w.Resyncs()
+		batch := filepath.Join(t.TempDir(), "flaps")
+		var b strings.Builder
+		for range 3000 {
+			fmt.Fprintf(&b, "link set %s %s\nlink set %s %s\n", l.DUT, flood.first, l.DUT, flood.then)
+		}
+		fmt.Fprintf(&b, "link set %s %s\n", l.DUT, flood.first)
+		if err := os.WriteFile(batch, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ip(t, "-n", bed.DUTNS, "-batch", batch)
+
+		var last netdev.LinkEvent
+		n := 0
+		for quiet := false; !quiet; {
+			select {
+			case ev, ok := <-w.Events():
+				if !ok {
+					t.Fatalf("the watch ended: %v", w.Err())
+				}
+				last = ev
+				n++
+			case <-time.After(500 * time.Millisecond):
+				quiet = true
+			}
+		}
+		if w.Resyncs() == resyncs {
+			t.Fatalf("flood ending %s: no notification was lost in %d events: the test did not overflow the watch", flood.first, n)
+		}
+		checkEvent(t, last, flood.want)
+		t.Logf("flood ending %s: %d events, %d resyncs", flood.first, n, w.Resyncs()-resyncs)
+	}
+	ip(t, "-n", bed.DUTNS, "link", "set", l.DUT, "down")
+	checkEvent(t, nextEvent(t, w), down)
 }
