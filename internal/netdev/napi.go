@@ -6,14 +6,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
-	"syscall"
 	"time"
 
-	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
-	"golang.org/x/sys/unix"
 )
 
 // NAPI is one NAPI instance of a device, as the netdev generic netlink family
@@ -44,15 +40,10 @@ var ErrNoNAPIInfo = errors.New("the kernel does not list NAPI instances (netdev 
 // current network namespace, sorted by ID. veth has one per receive queue, but
 // only while it is up and has GRO enabled or an XDP program attached.
 func NAPIs(ifindex int) ([]NAPI, error) {
-	fam, err := netlink.GenlFamilyGet(netdevFamilyName)
+	msgs, err := netdevDump(netdevCmdNAPIGet, ErrNoNAPIInfo, nl.NewRtAttr(netdevANAPIIfidx, nl.Uint32Attr(uint32(ifindex))))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNoNAPIInfo, err)
-	}
-	msgs, err := genlDump(fam.ID, netdevCmdNAPIGet, netdevFamilyVers,
-		nl.NewRtAttr(netdevANAPIIfidx, nl.Uint32Attr(uint32(ifindex))).Serialize())
-	if err != nil {
-		if errors.Is(err, unix.EOPNOTSUPP) {
-			return nil, fmt.Errorf("%w: %w", ErrNoNAPIInfo, err)
+		if errors.Is(err, ErrNoNAPIInfo) {
+			return nil, err
 		}
 		return nil, fmt.Errorf("list NAPI instances of interface index %d: %w", ifindex, err)
 	}
@@ -68,72 +59,6 @@ func NAPIs(ifindex int) ([]NAPI, error) {
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
 	return out, nil
-}
-
-// genlDump sends one generic netlink dump request and returns the payloads
-// (generic netlink header included) of all the replies. It reads until
-// NLMSG_DONE itself: netlink.NetlinkRequest.Execute can return only the
-// first reply of a netdev family dump.
-func genlDump(family uint16, cmd, version uint8, attrs []byte) ([][]byte, error) {
-	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_GENERIC)
-	if err != nil {
-		return nil, fmt.Errorf("open generic netlink socket: %w", err)
-	}
-	defer unix.Close(fd)
-	tv := unix.NsecToTimeval(int64(5 * time.Second))
-	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		return nil, fmt.Errorf("set netlink receive timeout: %w", err)
-	}
-	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return nil, fmt.Errorf("bind generic netlink socket: %w", err)
-	}
-
-	const seq = 1
-	req := make([]byte, unix.NLMSG_HDRLEN+nl.SizeofGenlmsg, unix.NLMSG_HDRLEN+nl.SizeofGenlmsg+len(attrs))
-	req = append(req, attrs...)
-	binary.NativeEndian.PutUint32(req[0:], uint32(len(req)))
-	binary.NativeEndian.PutUint16(req[4:], family)
-	binary.NativeEndian.PutUint16(req[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
-	binary.NativeEndian.PutUint32(req[8:], seq)
-	req[unix.NLMSG_HDRLEN] = cmd
-	req[unix.NLMSG_HDRLEN+1] = version
-	if err := unix.Sendto(fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return nil, fmt.Errorf("send generic netlink request: %w", err)
-	}
-
-	var out [][]byte
-	buf := make([]byte, 64<<10)
-	for {
-		n, _, err := unix.Recvfrom(fd, buf, 0)
-		if err != nil {
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			return nil, fmt.Errorf("receive generic netlink reply: %w", err)
-		}
-		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
-		if err != nil {
-			return nil, fmt.Errorf("parse generic netlink reply: %w", err)
-		}
-		for _, m := range msgs {
-			if m.Header.Seq != seq {
-				continue
-			}
-			switch m.Header.Type {
-			case unix.NLMSG_DONE:
-				return out, nil
-			case unix.NLMSG_ERROR:
-				if len(m.Data) < 4 {
-					return nil, errors.New("short netlink error message")
-				}
-				if e := int32(binary.NativeEndian.Uint32(m.Data)); e != 0 {
-					return nil, unix.Errno(-e)
-				}
-				return out, nil
-			}
-			out = append(out, slices.Clone(m.Data))
-		}
-	}
 }
 
 // parseNAPI reads a napi-get reply: the NAPI, and its settings where the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -131,6 +132,70 @@ func SetNAPI(id uint32, c NAPIConfig) error {
 // netdevDo sends one request of the netdev family and returns its replies.
 // A kernel without the family or the command gives missing, wrapped.
 func netdevDo(cmd uint8, missing error, attrs ...*nl.RtAttr) ([][]byte, error) {
+	req, err := netdevRequest(cmd, unix.NLM_F_ACK, missing, attrs)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := req.Execute(unix.NETLINK_GENERIC, 0)
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		return nil, fmt.Errorf("%w: %w", missing, err)
+	}
+	return msgs, err
+}
+
+// netdevDump sends one dump request of the netdev family and returns all
+// its replies, as netdevDo does. It reads them up to NLMSG_DONE itself:
+// the family's dump replies come without NLM_F_MULTI, and
+// nl.NetlinkRequest.Execute stops after the first reply without it.
+func netdevDump(cmd uint8, missing error, attrs ...*nl.RtAttr) ([][]byte, error) {
+	req, err := netdevRequest(cmd, unix.NLM_F_DUMP, missing, attrs)
+	if err != nil {
+		return nil, err
+	}
+	s, err := nl.GetNetlinkSocketAt(netns.None(), netns.None(), unix.NETLINK_GENERIC)
+	if err != nil {
+		return nil, fmt.Errorf("open generic netlink socket: %w", err)
+	}
+	defer s.Close()
+	if err := s.SetReceiveTimeout(&nl.SocketTimeoutTv); err != nil {
+		return nil, fmt.Errorf("set netlink receive timeout: %w", err)
+	}
+	if err := s.Send(req); err != nil {
+		return nil, fmt.Errorf("send netdev netlink request: %w", err)
+	}
+	var out [][]byte
+	for {
+		msgs, _, err := s.Receive()
+		if err != nil {
+			return nil, fmt.Errorf("receive netdev netlink reply: %w", err)
+		}
+		for _, m := range msgs {
+			if m.Header.Seq != req.Seq {
+				continue
+			}
+			switch m.Header.Type {
+			case unix.NLMSG_DONE:
+				return out, nil
+			case unix.NLMSG_ERROR:
+				if len(m.Data) < 4 {
+					return nil, errors.New("short netlink error message")
+				}
+				e := unix.Errno(-int32(binary.NativeEndian.Uint32(m.Data)))
+				if e == 0 {
+					return out, nil
+				}
+				if e == unix.EOPNOTSUPP {
+					return nil, fmt.Errorf("%w: %w", missing, e)
+				}
+				return nil, e
+			}
+			out = append(out, m.Data)
+		}
+	}
+}
+
+// netdevRequest builds a request of the netdev family with flags.
+func netdevRequest(cmd uint8, flags int, missing error, attrs []*nl.RtAttr) (*nl.NetlinkRequest, error) {
 	fam, err := netlink.GenlFamilyGet(netdevFamilyName)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
@@ -138,16 +203,12 @@ func netdevDo(cmd uint8, missing error, attrs ...*nl.RtAttr) ([][]byte, error) {
 		}
 		return nil, fmt.Errorf("look up the %s netlink family: %w", netdevFamilyName, err)
 	}
-	req := nl.NewNetlinkRequest(int(fam.ID), unix.NLM_F_ACK)
+	req := nl.NewNetlinkRequest(int(fam.ID), flags)
 	req.AddData(genlHeader{cmd: cmd, version: netdevFamilyVers})
 	for _, a := range attrs {
 		req.AddData(a)
 	}
-	msgs, err := req.Execute(unix.NETLINK_GENERIC, 0)
-	if errors.Is(err, unix.EOPNOTSUPP) {
-		return nil, fmt.Errorf("%w: %w", missing, err)
-	}
-	return msgs, err
+	return req, nil
 }
 
 // genlAttrs parses the attributes of a generic netlink message.
