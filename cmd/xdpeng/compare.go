@@ -361,6 +361,7 @@ func runCompare(cmd *cobra.Command, cfg compare.Config, dut *dutFlags, asJSON, a
 		return err
 	}
 	defer stop()
+	cfg.NAPIGuard = startNAPIGuard
 	res, err := compare.Run(ctx, cfg)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(err, compare.ErrDefaultRoute) {

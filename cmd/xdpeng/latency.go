@@ -196,6 +196,7 @@ func runLatency(cmd *cobra.Command, cfg compare.LatencyConfig, dut *dutFlags, as
 		return err
 	}
 	defer stop()
+	cfg.NAPIGuard = startNAPIGuard
 	res, err := compare.RunLatency(ctx, cfg)
 	if err != nil && (ctx.Err() == nil || len(res.Rows) == 0) {
 		return measureErr(ctx, err)

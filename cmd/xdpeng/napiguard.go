@@ -43,12 +43,19 @@ func napiGuardMain() {
 // iface's device-wide deferral, keyed "irqdefer/IFINDEX", valued this
 // process as its holder (netdev.Holder), which the guard lets go of.
 type napiGuard struct {
-	g     guardproc.Guard
-	iface string
+	g      guardproc.Guard
+	iface  string
+	devKey string // the device's key, once a hold was told
 }
 
 func newNAPIGuard(iface string) *napiGuard {
 	return &napiGuard{g: guardproc.Guard{Env: napiGuardEnv, What: "NAPI settings"}, iface: iface}
+}
+
+// startNAPIGuard is newNAPIGuard as compare.Config.NAPIGuard wants it.
+func startNAPIGuard(iface string) (engine.NAPIGuard, func() error) {
+	g := newNAPIGuard(iface)
+	return g, g.close
 }
 
 func deviceKey(iface string) (string, error) {
@@ -64,6 +71,8 @@ func napiKey(id uint32) string { return "napi/" + strconv.FormatUint(uint64(id),
 // Changing tells the guard c's old settings, or this process's hold.
 func (n *napiGuard) Changing(c engine.NAPIChange) error {
 	if c.Device {
+		// Looked up now, in the device's namespace: Restored may be
+		// told from another.
 		key, err := deviceKey(n.iface)
 		if err != nil {
 			return err
@@ -72,6 +81,7 @@ func (n *napiGuard) Changing(c engine.NAPIChange) error {
 		if err != nil {
 			return err
 		}
+		n.devKey = key
 		return n.g.Change(key, holder)
 	}
 	return n.g.Change(napiKey(c.NAPIID), fmtNAPIValue(c.Before))
@@ -85,8 +95,8 @@ func fmtNAPIValue(b engine.NAPIConfig) string {
 // Restored tells the guard that c's old settings are back.
 func (n *napiGuard) Restored(c engine.NAPIChange) {
 	if c.Device {
-		if key, err := deviceKey(n.iface); err == nil {
-			n.g.Restored(key)
+		if n.devKey != "" {
+			n.g.Restored(n.devKey)
 		}
 		return
 	}

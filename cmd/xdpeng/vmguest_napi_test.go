@@ -160,6 +160,26 @@ func TestGuestBusyPollNAPI(t *testing.T) {
 	if got := now(); got != before {
 		t.Errorf("10 s after kill -9, %s has %+v, want %+v back (the guard)", g.rx, got, before)
 	}
+
+	// compare's busy-poll path sets them too, guarded the same way.
+	c := g.start(t, "compare", "-i", g.rx, "--queues", "0", "--paths", "xsk-drop-busy-poll", "-d", "60s")
+	deadline = time.Now().Add(60 * time.Second)
+	for now() != want && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := now(); got != want {
+		c.cmd.Process.Kill()
+		t.Fatalf("while compare's xsk-drop-busy-poll runs, %s has %+v, want %+v\n%s", g.rx, got, want, c.wait(t))
+	}
+	c.signal(t, syscall.SIGKILL)
+	c.wait(t)
+	deadline = time.Now().Add(10 * time.Second)
+	for now() != before && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := now(); got != before {
+		t.Errorf("10 s after compare was killed (-9), %s has %+v, want %+v back (the guard)", g.rx, got, before)
+	}
 }
 
 // netRxSoftirqs sums NET_RX of /proc/softirqs over the CPUs.

@@ -58,6 +58,7 @@ import (
 	"time"
 
 	"github.com/xdpeng/xdpeng/bpf"
+	"github.com/xdpeng/xdpeng/engine"
 	"github.com/xdpeng/xdpeng/internal/cpuset"
 	labenv "github.com/xdpeng/xdpeng/internal/lab/env"
 	"github.com/xdpeng/xdpeng/internal/lab/gen"
@@ -332,6 +333,13 @@ type Config struct {
 	// NDR, if set, also searches each path's zero-loss rate (test bed
 	// or two hosts).
 	NDR *NDRConfig
+
+	// NAPIGuard, if set, makes the guard (engine.Config.NAPIGuard) of the
+	// engine of each of xdpeng's AF_XDP paths on this host, for the device
+	// iface, so that what busy polling sets on its NAPIs is put back even
+	// if the run is killed; done ends the guard after the engine's Close.
+	// It is called in the DUT's network namespace.
+	NAPIGuard func(iface string) (g engine.NAPIGuard, done func() error)
 
 	// Progress, if set, is told what is happening (one line per call).
 	Progress func(msg string)

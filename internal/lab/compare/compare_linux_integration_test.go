@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -246,5 +247,43 @@ func TestLostToADeviceThatIsDown(t *testing.T) {
 	WriteTable(&notes, &res)
 	if !strings.Contains(notes.String(), "xdp_redirect_err_ENETDOWN") || !strings.Contains(notes.String(), "from the xdp tracepoints") {
 		t.Errorf("the table does not explain the loss:\n%s", notes.String())
+	}
+}
+
+// nopGuard is an engine.NAPIGuard that guards nothing.
+type nopGuard struct{}
+
+func (nopGuard) Changing(engine.NAPIChange) error { return nil }
+func (nopGuard) Restored(engine.NAPIChange)       {}
+
+// TestNAPIGuardPerEngine: Config.NAPIGuard makes a guard for each engine
+// of xdpeng's AF_XDP paths, for the DUT's device, in the DUT's network
+// namespace (where the guard process must run to find the NAPIs), and
+// each guard is ended after its path.
+func TestNAPIGuardPerEngine(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	var made, ended int
+	var errs []string
+	cfg := Config{Bed: bed, Paths: []string{"xsk-drop", "xdp-drop", "xsk-drop-busy-poll"}, Duration: 500 * time.Millisecond,
+		NAPIGuard: func(iface string) (engine.NAPIGuard, func() error) {
+			made++
+			if iface != bed.Links[0].DUT {
+				errs = append(errs, "guard for "+iface)
+			}
+			if _, err := net.InterfaceByName(iface); err != nil {
+				errs = append(errs, "guard made outside the DUT's namespace: "+err.Error())
+			}
+			return nopGuard{}, func() error { ended++; return nil }
+		}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range errs {
+		t.Error(e)
+	}
+	if made != 2 || ended != 2 {
+		t.Errorf("guards made %d, ended %d; want one for each of the 2 AF_XDP paths", made, ended)
 	}
 }

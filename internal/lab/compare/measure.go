@@ -50,6 +50,9 @@ type env struct {
 	// peers is the directory the peer tools are looked for in first
 	// (Config.Peers).
 	peers string
+	// napiGuard makes the guard of an engine's NAPI settings
+	// (Config.NAPIGuard); nil for none.
+	napiGuard func(iface string) (engine.NAPIGuard, func() error)
 
 	// errs counts the xdp tracepoints (nil where they cannot be), and
 	// netns is the cookie of the DUT's namespace, to pick its device.
@@ -134,7 +137,7 @@ func bedEnv(bed *testbed.Bed, cfg *Config) (*env, error) {
 		return nil, errNoDUTCPUs
 	}
 	e := &env{bed: bed, links: bed.Links, genNS: bed.GenNS, dutNS: bed.DUTNS, dut: bed.Links[0].DUT, dutIndex: bed.Links[0].DUTIndex,
-		dutCPUs: cfg.DUTCPUs, genCPUs: cfg.GenCPUs, peers: cfg.Peers,
+		dutCPUs: cfg.DUTCPUs, genCPUs: cfg.GenCPUs, peers: cfg.Peers, napiGuard: cfg.NAPIGuard,
 		relayOnGen: cfg.Layout == LayoutB && cfg.GenMethod.Relayed()}
 	for q := range bed.Queues {
 		e.queues = append(e.queues, q)
@@ -171,7 +174,8 @@ func nicEnv(cfg *Config) (*env, error) {
 			return nil, fmt.Errorf("compare: every path would take all of %s's traffic, and %w", info.Name, ErrDefaultRoute)
 		}
 	}
-	e := &env{dut: info.Name, dutIndex: info.Index, driver: info.Driver, queues: cfg.InterfaceQueues, dutCPUs: cfg.DUTCPUs}
+	e := &env{dut: info.Name, dutIndex: info.Index, driver: info.Driver, queues: cfg.InterfaceQueues, dutCPUs: cfg.DUTCPUs,
+		napiGuard: cfg.NAPIGuard}
 	if e.queues == nil {
 		for q := range info.RxQueues {
 			e.queues = append(e.queues, q)

@@ -340,10 +340,11 @@ type xskRunner struct {
 	l2fwd bool // send back out of dut0
 	fwd   bool // forward out of dut1
 
-	eng    *engine.Engine
-	cancel context.CancelFunc
-	done   chan error
-	sink   *sinks
+	eng       *engine.Engine
+	guardDone func() error // ends the engine's NAPI guard, nil for none
+	cancel    context.CancelFunc
+	done      chan error
+	sink      *sinks
 }
 
 func (r *xskRunner) start(ctx context.Context) (err error) {
@@ -376,9 +377,16 @@ func (r *xskRunner) start(ctx context.Context) (err error) {
 		}
 	}
 	if err := r.e.inDUT(func() (err error) {
+		if r.e.napiGuard != nil {
+			cfg.NAPIGuard, r.guardDone = r.e.napiGuard(r.e.dut)
+		}
 		r.eng, err = engine.New(cfg)
 		return err
 	}); err != nil {
+		if r.guardDone != nil {
+			r.guardDone()
+			r.guardDone = nil
+		}
 		return err
 	}
 	ctx, r.cancel = context.WithCancel(ctx)
@@ -439,6 +447,10 @@ func (r *xskRunner) stop() error {
 	if r.eng != nil {
 		errs = append(errs, r.eng.Close())
 		r.eng = nil
+	}
+	if r.guardDone != nil {
+		errs = append(errs, r.guardDone())
+		r.guardDone = nil
 	}
 	errs = append(errs, r.sink.close())
 	return errors.Join(errs...)
