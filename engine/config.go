@@ -31,6 +31,18 @@ const (
 	// poll once frames arrive (veth), the worker waits as WaitAdaptive
 	// instead (QueueStats.BusyPollInert).
 	WaitBusyPoll
+	// WaitThreadedBusyPoll has the kernel thread of each queue's NAPI poll
+	// it without stopping, the device's interrupt left off (threaded busy
+	// polling, Linux 6.19): the NAPI's receive work moves to a thread that
+	// takes a CPU whole, and the worker only reads the rings, waiting as
+	// WaitAdaptive. New sets each NAPI's threaded mode and Close puts back
+	// what it was (NAPIChange.Threaded). It needs a driver that links
+	// every queue served to its NAPI; else, or on a kernel without the
+	// mode, New fails with ErrNoThreadedBusyPoll. The thread runs where
+	// the scheduler puts it (its PID is Engine.BusyPollNAPI's
+	// NAPIChange.ThreadPID): give it a CPU of its own, away from the
+	// workers'.
+	WaitThreadedBusyPoll
 )
 
 func (m WaitMode) String() string {
@@ -41,6 +53,8 @@ func (m WaitMode) String() string {
 		return "poll"
 	case WaitBusyPoll:
 		return "busy-poll"
+	case WaitThreadedBusyPoll:
+		return "threaded-busy-poll"
 	default:
 		return "adaptive"
 	}

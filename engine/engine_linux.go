@@ -47,6 +47,9 @@ func New(cfg Config) (_ *Engine, err error) {
 	if err := cfg.resolveXDPMode(info, plan); err != nil {
 		return nil, err
 	}
+	if err := checkThreadedBusyPoll(cfg.Wait); err != nil {
+		return nil, err
+	}
 	if err := cfg.checkMultiBuffer(facts, plan); err != nil {
 		return nil, err
 	}

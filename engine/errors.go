@@ -39,6 +39,10 @@ var (
 	// before anything is set up where the kernel reports the device's XDP
 	// features.
 	ErrNoNativeXDP = netdev.ErrNoNativeXDP
+	// ErrNoThreadedBusyPoll: WaitThreadedBusyPoll where the kernel has no
+	// threaded busy polling, or the driver links no NAPI to a queue
+	// served.
+	ErrNoThreadedBusyPoll = netdev.ErrNoThreadedBusyPoll
 	// ErrFrameSize: a UMEM frame size the kernel does not take (not a
 	// power of two from 2048 to the page size).
 	ErrFrameSize = errors.New("invalid frame size")

@@ -148,6 +148,9 @@ func (c *GeneratorConfig) Validate() error {
 	if c.FrameSize == 0 && c.Batch == 0 && c.CompletionSize == 0 && c.TxSize == 0 {
 		return errors.New("FrameSize, Batch and the ring sizes are 0, as in a zero GeneratorConfig: start from DefaultGeneratorConfig(), which sets them, and change what you need")
 	}
+	if c.Wait == WaitThreadedBusyPoll {
+		return errors.New("threaded busy polling moves a queue's receive work to its NAPI's thread: a generator has none to move (its copy-mode transmit runs in its own sendto calls)")
+	}
 	sc := c.sockets()
 	if err := sc.checkSockets(false); err != nil {
 		return err

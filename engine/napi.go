@@ -36,12 +36,48 @@ func (c NAPIConfig) String() string {
 // Device is set, Queue is -1 and NAPIID 0. Engines on other queues of the
 // device, in this process or another, hold the same values: the first
 // sets them, and the last to close puts back what the device had.
+//
+// With WaitThreadedBusyPoll, the change is to the NAPI's threaded mode
+// instead: Threaded is set, ThreadedBefore is the mode Close puts back,
+// ThreadPID the NAPI's kernel thread, and Before and After are zero.
 type NAPIChange struct {
 	Queue  int
 	NAPIID uint32
 	Device bool
 	Before NAPIConfig
 	After  NAPIConfig
+
+	Threaded       bool
+	ThreadedBefore NAPIThreaded
+	ThreadPID      int
+}
+
+// NAPIThreaded is a NAPI's threaded mode (netdev napi-set "threaded").
+type NAPIThreaded uint32
+
+const (
+	// NAPIThreadedDisabled: the NAPI runs in softirq context.
+	NAPIThreadedDisabled NAPIThreaded = 0
+	// NAPIThreadedEnabled: the NAPI runs in a kernel thread of its own,
+	// woken by the device's interrupt.
+	NAPIThreadedEnabled NAPIThreaded = 1
+	// NAPIThreadedBusyPoll: the NAPI's kernel thread polls it without
+	// stopping (WaitThreadedBusyPoll).
+	NAPIThreadedBusyPoll NAPIThreaded = 2
+)
+
+// String gives the kernel's name of the mode: disabled, enabled or
+// busy-poll.
+func (m NAPIThreaded) String() string {
+	switch m {
+	case NAPIThreadedDisabled:
+		return "disabled"
+	case NAPIThreadedEnabled:
+		return "enabled"
+	case NAPIThreadedBusyPoll:
+		return "busy-poll"
+	}
+	return fmt.Sprintf("NAPIThreaded(%d)", uint32(m))
 }
 
 // NAPIGuard hears of each change to a NAPI before New makes it, and after

@@ -16,6 +16,9 @@ import (
 // put back.
 func (e *Engine) setupNAPI() error {
 	cfg := &e.cfg
+	if cfg.Wait == WaitThreadedBusyPoll {
+		return e.setupThreadedBusyPoll()
+	}
 	if cfg.Wait != WaitBusyPoll || cfg.BusyPollNAPI == (NAPIConfig{}) {
 		return nil
 	}
@@ -63,6 +66,63 @@ func (e *Engine) setupNAPI() error {
 				return nil
 			}
 			return fmt.Errorf("busy polling: queue %d: %w", t.queue, err)
+		}
+	}
+	return nil
+}
+
+// checkThreadedBusyPoll refuses WaitThreadedBusyPoll, before anything is
+// set up, on a kernel without it or to a process that may not set it.
+func checkThreadedBusyPoll(w WaitMode) error {
+	if w != WaitThreadedBusyPoll {
+		return nil
+	}
+	err := netdev.ProbeThreadedBusyPoll()
+	if errors.Is(err, os.ErrPermission) {
+		return fmt.Errorf("threaded busy polling: setting a NAPI's threaded mode (napi-set) needs CAP_NET_ADMIN: %w", err)
+	}
+	return err // ErrNoThreadedBusyPoll says what is missing
+}
+
+// setupThreadedBusyPoll puts the NAPI of each queue served in threaded
+// busy-poll mode, recording the mode it had for Close (and telling
+// Config.NAPIGuard first). An error leaves e.napi as far as it got.
+func (e *Engine) setupThreadedBusyPoll() error {
+	type target struct {
+		queue int
+		napi  netdev.NAPI
+	}
+	var targets []target
+	for _, q := range e.cfg.Queues {
+		rq, err := netdev.RxQueueInfo(e.dev.Index, q)
+		if err != nil {
+			return fmt.Errorf("threaded busy polling: %w", err)
+		}
+		if rq.NAPIID == 0 {
+			return fmt.Errorf("threaded busy polling: %s links no NAPI to queue %d (netdev queue-get), so there is no NAPI thread to poll it: %w",
+				e.dev.Name, q, errors.ErrUnsupported)
+		}
+		n, _, err := netdev.NAPIByID(rq.NAPIID)
+		if err != nil {
+			return fmt.Errorf("threaded busy polling: %w", err)
+		}
+		if !n.ThreadedKnown {
+			return fmt.Errorf("threaded busy polling: NAPI %d: the kernel does not report its threaded mode: %w", n.ID, ErrNoThreadedBusyPoll)
+		}
+		targets = append(targets, target{q, n})
+	}
+	for _, t := range targets {
+		c := NAPIChange{Queue: t.queue, NAPIID: t.napi.ID, Threaded: true, ThreadedBefore: NAPIThreaded(t.napi.Threaded)}
+		if err := e.napiChanging(c); err != nil {
+			return err
+		}
+		if err := netdev.SetNAPIThreaded(t.napi.ID, netdev.NAPIThreadedBusyPoll); err != nil {
+			e.napiUnchanged(c)
+			return fmt.Errorf("threaded busy polling: queue %d: %w", t.queue, err)
+		}
+		// The kernel made the thread, if it had none.
+		if n, _, err := netdev.NAPIByID(t.napi.ID); err == nil {
+			e.napi[len(e.napi)-1].ThreadPID = n.PID
 		}
 	}
 	return nil
@@ -132,9 +192,12 @@ func (e *Engine) restoreNAPI() error {
 	var errs []error
 	for _, c := range e.napi {
 		var err error
-		if c.Device {
+		switch {
+		case c.Device:
 			err = netdev.ReleaseIRQDeferral(e.dev.Index, e.napiHolder)
-		} else {
+		case c.Threaded:
+			err = netdev.SetNAPIThreaded(c.NAPIID, netdev.NAPIThreaded(c.ThreadedBefore))
+		default:
 			err = netdev.SetNAPI(c.NAPIID, netdev.NAPIConfig(c.Before))
 		}
 		if err != nil {

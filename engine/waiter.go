@@ -30,7 +30,12 @@ type waiter struct {
 }
 
 func newWaiter(w *port, o options) waiter {
-	return waiter{w: w, mode: o.wait, pollMs: int(o.pollTimeout.Milliseconds()), nap: maxNap / 2, shared: cpuShare{fd: -1}}
+	mode := o.wait
+	if mode == WaitThreadedBusyPoll {
+		// The NAPI's thread does the kernel's share: nothing to drive.
+		mode = WaitAdaptive
+	}
+	return waiter{w: w, mode: mode, pollMs: int(o.pollTimeout.Milliseconds()), nap: maxNap / 2, shared: cpuShare{fd: -1}}
 }
 
 // adaptiveSpins is how many empty turns WaitAdaptive makes in txonly before

@@ -29,6 +29,14 @@ func napiGuardMain() {
 			}
 			return netdev.ReleaseIRQDeferral(i, value)
 		}
+		if idText, ok := strings.CutPrefix(key, "napithreaded/"); ok {
+			id, err1 := strconv.ParseUint(idText, 10, 32)
+			m, err2 := strconv.ParseUint(value, 10, 32)
+			if err1 != nil || err2 != nil {
+				return fmt.Errorf("%q %q: not a NAPI and its threaded mode", key, value)
+			}
+			return netdev.SetNAPIThreaded(uint32(id), netdev.NAPIThreaded(m))
+		}
 		id, c, err := parseNAPIGuard(key, value)
 		if err != nil {
 			return err
@@ -39,7 +47,8 @@ func napiGuardMain() {
 
 // napiGuard is an engine.NAPIGuard that tells the guard process (package
 // guardproc) each NAPI's settings before the engine changes them, keyed
-// "napi/ID", valued "DEFER GRO_NS SUSPEND_NS"; and a hold on the device
+// "napi/ID", valued "DEFER GRO_NS SUSPEND_NS"; its threaded mode, keyed
+// "napithreaded/ID", valued the mode's number; and a hold on the device
 // iface's device-wide deferral, keyed "irqdefer/IFINDEX", valued this
 // process as its holder (netdev.Holder), which the guard lets go of.
 type napiGuard struct {
@@ -84,8 +93,13 @@ func (n *napiGuard) Changing(c engine.NAPIChange) error {
 		n.devKey = key
 		return n.g.Change(key, holder)
 	}
+	if c.Threaded {
+		return n.g.Change(napiThreadedKey(c.NAPIID), strconv.FormatUint(uint64(c.ThreadedBefore), 10))
+	}
 	return n.g.Change(napiKey(c.NAPIID), fmtNAPIValue(c.Before))
 }
+
+func napiThreadedKey(id uint32) string { return "napithreaded/" + strconv.FormatUint(uint64(id), 10) }
 
 // fmtNAPIValue writes settings as parseNAPIGuard reads them.
 func fmtNAPIValue(b engine.NAPIConfig) string {
@@ -98,6 +112,10 @@ func (n *napiGuard) Restored(c engine.NAPIChange) {
 		if n.devKey != "" {
 			n.g.Restored(n.devKey)
 		}
+		return
+	}
+	if c.Threaded {
+		n.g.Restored(napiThreadedKey(c.NAPIID))
 		return
 	}
 	n.g.Restored(napiKey(c.NAPIID))

@@ -72,3 +72,48 @@ func TestNAPIGuardPutsBack(t *testing.T) {
 		privtest.Unsupported(t, "%v", netdev.ErrNoNAPIConfig)
 	}
 }
+
+// TestNAPIGuardPutsBackThreaded: the guard puts back a NAPI's threaded
+// mode it was told of (--threaded-busy-poll's change) when its input ends
+// without "restored". On a veth NAPI, with the threaded mode a kernel
+// without threaded busy polling has too (enabled).
+func TestNAPIGuardPutsBackThreaded(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	l := bed.Links[0]
+	unsupported := false
+	err := bed.InDUT(func() error {
+		napis, err := netdev.NAPIs(l.DUTIndex)
+		if err != nil {
+			return err
+		}
+		if len(napis) != 1 {
+			t.Errorf("%s has NAPIs %+v, want 1", l.DUT, napis)
+			return nil
+		}
+		n := napis[0]
+		if !n.ThreadedKnown {
+			unsupported = true
+			return nil
+		}
+		g := newNAPIGuard(l.DUT)
+		if err := g.Changing(engine.NAPIChange{NAPIID: n.ID, Threaded: true, ThreadedBefore: engine.NAPIThreaded(n.Threaded)}); err != nil {
+			return err
+		}
+		if err := netdev.SetNAPIThreaded(n.ID, netdev.NAPIThreadedEnabled); err != nil {
+			return err
+		}
+		if err := g.close(); err != nil {
+			return err
+		}
+		if got, _, err := netdev.NAPIByID(n.ID); err != nil || got.Threaded != n.Threaded {
+			t.Errorf("NAPI %d after the guard: threaded %v (%v), want %v back", n.ID, got.Threaded, err, n.Threaded)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unsupported {
+		privtest.Unsupported(t, "the kernel does not report a NAPI's threaded mode")
+	}
+}

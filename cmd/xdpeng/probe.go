@@ -153,6 +153,9 @@ type probeNAPI struct {
 	IRQ    int    `json:"irq,omitempty"`
 	// Thread is the pid of the NAPI's kthread in threaded mode.
 	Thread int `json:"thread,omitempty"`
+	// Threaded is the NAPI's threaded mode, where the kernel says
+	// (disabled, enabled or busy-poll).
+	Threaded string `json:"threaded,omitempty"`
 	// Settings are the NAPI's own (Linux 6.13): nil before.
 	Settings *probeNAPISettings `json:"settings,omitempty"`
 	// XSK reports an AF_XDP socket bound to the queue (Linux 6.14 says).
@@ -184,6 +187,9 @@ func probeNAPIs(ifindex, rx int) ([]probeNAPI, string) {
 				return out, err.Error()
 			}
 			n.IRQ, n.Thread = info.IRQ, info.PID
+			if info.ThreadedKnown {
+				n.Threaded = info.Threaded.String()
+			}
 			if c != nil {
 				n.Settings = &probeNAPISettings{DeferHardIRQs: c.DeferHardIRQs, GROFlushTimeoutNs: c.GROFlushTimeout.Nanoseconds(), IRQSuspendTimeoutNs: c.IRQSuspendTimeout.Nanoseconds()}
 			}
@@ -302,9 +308,12 @@ func napiText(w io.Writer, napis []probeNAPI, note string) {
 		} else {
 			parts = append(parts, "no IRQ")
 		}
-		if n.Thread > 0 {
+		switch {
+		case n.Threaded == netdev.NAPIThreadedBusyPoll.String():
+			parts = append(parts, fmt.Sprintf("threaded busy polling (pid %d)", n.Thread))
+		case n.Thread > 0:
 			parts = append(parts, fmt.Sprintf("threaded (pid %d)", n.Thread))
-		} else {
+		default:
 			parts = append(parts, "softirq")
 		}
 		if s := n.Settings; s != nil {

@@ -134,6 +134,7 @@ var txOnlyIgnores = []struct{ flag, why string }{
 	{"snaplen", "it receives nothing to capture"},
 	{"capture-count", "it receives nothing to capture"},
 	{"headroom", "it receives nothing, and the UMEM headroom is what the kernel leaves in front of received frames"},
+	{"threaded-busy-poll", "it receives nothing: threaded busy polling moves a queue's receive work to its NAPI's thread, and copy-mode transmit runs in txonly's own sendto calls"},
 }
 
 // generatorConfig is the generator's share of cfg, what the xskFlags

@@ -206,3 +206,79 @@ func netRxSoftirqs(t *testing.T) uint64 {
 	t.Fatal("no NET_RX in /proc/softirqs")
 	return 0
 }
+
+// TestGuestThreadedBusyPoll: rxdrop --threaded-busy-poll puts queue 0's
+// NAPI in threaded busy-poll mode, so that its thread polls it; every
+// frame sent is counted, and the mode is back after Ctrl-C and after
+// kill -9 (the guard). A kernel without the mode (before Linux 6.19) is
+// refused before anything starts, in a line that names it and
+// --busy-poll.
+func TestGuestThreadedBusyPoll(t *testing.T) {
+	g := newGuest(t)
+	args := []string{"rxdrop", "-i", g.rx, "-q", "0", "--threaded-busy-poll", "--json", "-n", "200ms"}
+	if err := netdev.ProbeThreadedBusyPoll(); err != nil {
+		r := g.run(t, time.Minute, append(args, "-d", "1s")...)
+		if r.code == 0 || !strings.Contains(r.stderr, "no threaded busy polling") || !strings.Contains(r.stderr, "--busy-poll") {
+			t.Fatalf("rxdrop --threaded-busy-poll on Linux %d.%d (%v): want a refusal naming it and --busy-poll:\n%s", g.kernel[0], g.kernel[1], err, r)
+		}
+		privtest.Unsupported(t, "%v; rxdrop --threaded-busy-poll refuses, naming it", err)
+	}
+	ifi, err := net.InterfaceByName(g.rx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rq, err := netdev.RxQueueInfo(ifi.Index, 0)
+	if err != nil || rq.NAPIID == 0 {
+		t.Fatalf("queue 0 of %s: %+v, %v: a kernel with threaded busy polling links virtio_net's queues to their NAPIs", g.rx, rq, err)
+	}
+	mode := func() netdev.NAPI {
+		t.Helper()
+		n, _, err := netdev.NAPIByID(rq.NAPIID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := mode()
+	if before.Threaded == netdev.NAPIThreadedBusyPoll {
+		t.Fatalf("NAPI %d is in threaded busy-poll mode already: the test cannot tell a change", rq.NAPIID)
+	}
+	start := func(what string) *proc {
+		t.Helper()
+		p := g.start(t, args...)
+		running(t, p, what)
+		if m := mode(); m.Threaded != netdev.NAPIThreadedBusyPoll || m.PID == 0 {
+			p.cmd.Process.Kill()
+			t.Fatalf("while %s runs, NAPI %d: %+v, want threaded busy-poll with a thread\n%s", what, rq.NAPIID, m, p.wait(t))
+		}
+		return p
+	}
+
+	p := start("rxdrop --threaded-busy-poll")
+	s0 := netRxSoftirqs(t)
+	g.send(t)
+	s1 := netRxSoftirqs(t)
+	var s xskSummary
+	r := stop(t, p, "rxdrop --threaded-busy-poll", &s)
+	counted(t, "rxdrop --threaded-busy-poll", s.RxPackets, s.XDPStats.Drops())
+	if want := fmt.Sprintf("threaded-busy-poll: queue 0's NAPI %d: its thread (pid ", rq.NAPIID); !strings.Contains(r.stderr, want) {
+		t.Errorf("rxdrop --threaded-busy-poll does not say %q:\n%s", want, r)
+	}
+	if got := mode(); got.Threaded != before.Threaded {
+		t.Errorf("after Ctrl-C, NAPI %d is threaded %v, want %v back", rq.NAPIID, got.Threaded, before.Threaded)
+	}
+	// The kernel matrix reports this line (TCG: counts, not rates).
+	fmt.Printf("vmbusypoll: threaded: queue 0's NAPI %d polled by its thread (threaded busy-poll) and put back; NET_RX softirqs while %d frames arrived: %d\n",
+		rq.NAPIID, guestFrames, s1-s0)
+
+	k := start("the second rxdrop --threaded-busy-poll")
+	k.signal(t, syscall.SIGKILL)
+	k.wait(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for mode().Threaded != before.Threaded && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := mode(); got.Threaded != before.Threaded {
+		t.Errorf("10 s after kill -9, NAPI %d is threaded %v, want %v back (the guard)", rq.NAPIID, got.Threaded, before.Threaded)
+	}
+}

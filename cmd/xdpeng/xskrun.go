@@ -49,6 +49,7 @@ type xskFlags struct {
 	copyMode, zeroCopy                 bool
 	noNeedWakeup                       bool
 	poll, busy, busyPoll               bool
+	threadedBusyPoll                   bool
 	busyPollUsecs, busyPollBudget      int
 	sharedUmem                         bool
 	policy                             string // -W
@@ -97,6 +98,7 @@ func (f *xskFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVarP(&f.poll, "poll", "p", false, "call poll() before every batch (xdpsock -p; the default instead spins while frames flow and naps once its CPU is wanted by another thread)")
 	fs.BoolVar(&f.busy, "busy", false, "busy-loop without ever sleeping (only for a CPU that does nothing else)")
 	fs.BoolVarP(&f.busyPoll, "busy-poll", "B", false, "busy-poll sockets: SO_PREFER_BUSY_POLL, the driver's NAPI runs in the worker (xdpsock -B); gives the queues' NAPIs defer-hard-irqs 2 and gro-flush-timeout 200us for the run (Linux 6.13; put back on exit, also after kill -9), before that the device's napi_defer_hard_irqs and gro_flush_timeout are to be set by hand; nothing to poll on veth (the worker then waits as by default)")
+	fs.BoolVar(&f.threadedBusyPoll, "threaded-busy-poll", false, "the kernel thread of each queue's NAPI polls it without stopping, its interrupt left off, and the worker only reads the rings (threaded busy polling, Linux 6.19; set for the run, put back on exit, also after kill -9). The thread takes a CPU whole: pin it away from the workers' (the header gives its pid). Needs a driver that links its queues to their NAPIs (xdpeng probe -i DEV shows them; not veth)")
 	fs.IntVar(&f.busyPollUsecs, "busy-poll-usecs", d.BusyPollUsecs, "SO_BUSY_POLL time in microseconds (with --busy-poll)")
 	fs.IntVar(&f.busyPollBudget, "busy-poll-budget", d.BusyPollBudget, "SO_BUSY_POLL_BUDGET in packets (with --busy-poll)")
 	fs.BoolVarP(&f.sharedUmem, "shared-umem", "M", false, "one UMEM shared by all queues' sockets (XDP_SHARED_UMEM; xdpsock's -M puts its sockets on one queue instead)")
@@ -185,13 +187,13 @@ func (f *xskFlags) config() (engine.Config, error) {
 	}
 	cfg.NeedWakeup = !f.noNeedWakeup
 	n := 0
-	for _, b := range []bool{f.poll, f.busy, f.busyPoll} {
+	for _, b := range []bool{f.poll, f.busy, f.busyPoll, f.threadedBusyPoll} {
 		if b {
 			n++
 		}
 	}
 	if n > 1 {
-		return cfg, fmt.Errorf("-p, --busy and --busy-poll exclude each other")
+		return cfg, fmt.Errorf("-p, --busy, --busy-poll and --threaded-busy-poll exclude each other")
 	}
 	switch {
 	case f.poll:
@@ -200,6 +202,8 @@ func (f *xskFlags) config() (engine.Config, error) {
 		cfg.Wait = engine.WaitBusy
 	case f.busyPoll:
 		cfg.Wait = engine.WaitBusyPoll
+	case f.threadedBusyPoll:
+		cfg.Wait = engine.WaitThreadedBusyPoll
 	}
 	if f.busyPoll && (f.busyPollUsecs <= 0 || f.busyPollBudget <= 0) {
 		return cfg, fmt.Errorf("--busy-poll-usecs %d, --busy-poll-budget %d: busy polling needs both positive", f.busyPollUsecs, f.busyPollBudget)
@@ -343,6 +347,9 @@ func openEngine(f *xskFlags, cfg engine.Config) (eng *engine.Engine, links <-cha
 	if eng, err = engine.New(cfg); err != nil {
 		guard.close()
 		w.close()
+		if cfg.Wait == engine.WaitThreadedBusyPoll && (errors.Is(err, engine.ErrNoThreadedBusyPoll) || errors.Is(err, errors.ErrUnsupported)) {
+			return nil, nil, nil, nil, fmt.Errorf("%w: use --busy-poll (-B) instead, where the worker drives the NAPI", err)
+		}
 		return nil, nil, nil, nil, advise(inputOrOutput(err, cfg.Interface))
 	}
 	return eng, links, w, func() {
@@ -473,7 +480,7 @@ func (p *xskPrinter) header() {
 	cfg := p.eng.Config()
 	if p.f.json {
 		// The JSON lines stay JSON; the advice goes to stderr.
-		if cfg.Wait == engine.WaitBusyPoll {
+		if cfg.Wait == engine.WaitBusyPoll || cfg.Wait == engine.WaitThreadedBusyPoll {
 			fmt.Fprint(os.Stderr, busyPollReport(p.eng))
 		}
 		return
@@ -499,7 +506,7 @@ func (p *xskPrinter) header() {
 			}
 		}
 	}
-	if cfg.Wait == engine.WaitBusyPoll {
+	if cfg.Wait == engine.WaitBusyPoll || cfg.Wait == engine.WaitThreadedBusyPoll {
 		fmt.Fprint(p.w, busyPollReport(p.eng))
 	}
 }
@@ -511,6 +518,11 @@ func busyPollReport(eng *engine.Engine) string {
 	changes, note := eng.BusyPollNAPI()
 	var b strings.Builder
 	for _, c := range changes {
+		if c.Threaded {
+			fmt.Fprintf(&b, "  threaded-busy-poll: queue %d's NAPI %d: its thread (pid %d) polls it without stopping (threaded was %v; put back on exit); pin it away from the workers: taskset -pc CPU %d\n",
+				c.Queue, c.NAPIID, c.ThreadPID, c.ThreadedBefore, c.ThreadPID)
+			continue
+		}
 		if c.Device {
 			fmt.Fprintf(&b, "  busy-poll: %s's napi_defer_hard_irqs %d, gro_flush_timeout %d ns (was %d, %d; held with any other run on %s, put back by the last to end)\n",
 				eng.Config().Interface, c.After.DeferHardIRQs, c.After.GROFlushTimeout.Nanoseconds(), c.Before.DeferHardIRQs, c.Before.GROFlushTimeout.Nanoseconds(), eng.Config().Interface)
@@ -521,7 +533,7 @@ func busyPollReport(eng *engine.Engine) string {
 	if note != "" {
 		fmt.Fprintf(&b, "  busy-poll: %s\n", note)
 	}
-	if len(changes) == 0 {
+	if len(changes) == 0 && eng.Config().Wait == engine.WaitBusyPoll {
 		cfg := eng.Config()
 		b.WriteString(busyPollNote(cfg.Interface, eng.Device().Driver))
 	}

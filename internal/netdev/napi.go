@@ -19,6 +19,10 @@ type NAPI struct {
 	IfIndex int
 	IRQ     int // 0 when the NAPI has no interrupt (veth)
 	PID     int // the "napi/DEV-ID" kthread in threaded mode, 0 otherwise
+	// Threaded is the NAPI's threaded mode, where the kernel reports it
+	// (ThreadedKnown; Linux 6.17 and later).
+	Threaded      NAPIThreaded
+	ThreadedKnown bool
 }
 
 // Values from include/uapi/linux/netdev.h; x/sys/unix does not carry them.
@@ -85,6 +89,8 @@ func parseNAPI(msg []byte) (NAPI, *NAPIConfig, error) {
 			n.IRQ = int(v)
 		case netdevANAPIPID:
 			n.PID = int(v)
+		case netdevANAPIThreaded:
+			n.Threaded, n.ThreadedKnown = NAPIThreaded(v), true
 		case netdevANAPIDeferHardIRQs:
 			c.DeferHardIRQs, settings = v, true
 		case netdevANAPIGROFlushTimeout:

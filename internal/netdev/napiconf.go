@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"syscall"
 	"time"
 
@@ -39,6 +40,34 @@ var ErrNoQueueInfo = errors.New("the kernel does not report queues (netdev netli
 // device-wide ones in sysfs are all there is (netdev netlink napi-set
 // needs Linux 6.13).
 var ErrNoNAPIConfig = errors.New("the kernel has no per-NAPI settings (netdev netlink napi-set needs Linux 6.13)")
+
+// NAPIThreaded is a NAPI's threaded mode (netdev napi-set "threaded").
+type NAPIThreaded uint32
+
+const (
+	// NAPIThreadedDisabled: the NAPI runs in softirq context.
+	NAPIThreadedDisabled NAPIThreaded = 0
+	// NAPIThreadedEnabled: the NAPI runs in a kernel thread of its own
+	// ("napi/DEV-ID"), woken by the device's interrupt.
+	NAPIThreadedEnabled NAPIThreaded = 1
+	// NAPIThreadedBusyPoll: the NAPI's kernel thread polls it without
+	// stopping, its interrupt left off, taking its CPU whole (Linux 6.19).
+	NAPIThreadedBusyPoll NAPIThreaded = 2
+)
+
+// String gives the kernel's name of the mode: disabled, enabled or
+// busy-poll.
+func (m NAPIThreaded) String() string {
+	switch m {
+	case NAPIThreadedDisabled:
+		return "disabled"
+	case NAPIThreadedEnabled:
+		return "enabled"
+	case NAPIThreadedBusyPoll:
+		return "busy-poll"
+	}
+	return fmt.Sprintf("NAPIThreaded(%d)", uint32(m))
+}
 
 // RxQueue is what the kernel says of one receive queue.
 type RxQueue struct {
@@ -127,6 +156,54 @@ func SetNAPI(id uint32, c NAPIConfig) error {
 		return fmt.Errorf("set NAPI %d (%v): %w", id, c, err)
 	}
 	return nil
+}
+
+// SetNAPIThreaded gives the NAPI instance id the threaded mode m
+// (napi-set). Only root (CAP_NET_ADMIN) may. A kernel that has no such
+// mode gives ErrNoThreadedBusyPoll (for NAPIThreadedBusyPoll) or
+// ErrNoNAPIConfig, wrapped.
+func SetNAPIThreaded(id uint32, m NAPIThreaded) error {
+	missing := ErrNoNAPIConfig
+	if m == NAPIThreadedBusyPoll {
+		missing = ErrNoThreadedBusyPoll
+	}
+	_, err := netdevDo(netdevCmdNAPISet, missing,
+		nl.NewRtAttr(netdevANAPIID, nl.Uint32Attr(id)),
+		nl.NewRtAttr(netdevANAPIThreaded, nl.Uint32Attr(uint32(m))))
+	if refusedAttr(err) {
+		err = fmt.Errorf("%w: %w", missing, err)
+	}
+	if err != nil {
+		return fmt.Errorf("set NAPI %d threaded %v: %w", id, m, err)
+	}
+	return nil
+}
+
+// ProbeThreadedBusyPoll says whether the kernel has threaded busy polling,
+// without changing any NAPI: it asks napi-set to put a NAPI that cannot
+// exist in that mode. A kernel that has the mode looks for the NAPI and
+// finds none (ENOENT); one that has not refuses the value (ERANGE) or the
+// attribute (EINVAL) first, and gives ErrNoThreadedBusyPoll, wrapped.
+// Only root (CAP_NET_ADMIN) may ask.
+func ProbeThreadedBusyPoll() error {
+	_, err := netdevDo(netdevCmdNAPISet, ErrNoThreadedBusyPoll,
+		nl.NewRtAttr(netdevANAPIID, nl.Uint32Attr(math.MaxUint32)),
+		nl.NewRtAttr(netdevANAPIThreaded, nl.Uint32Attr(uint32(NAPIThreadedBusyPoll))))
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return nil
+	case refusedAttr(err):
+		return fmt.Errorf("%w: %w", ErrNoThreadedBusyPoll, err)
+	case err == nil:
+		return errors.New("napi-set found a NAPI with ID 2^32-1")
+	}
+	return err
+}
+
+// refusedAttr says the kernel refused an attribute of a request: one it
+// does not know (EINVAL) or a value beyond its range (ERANGE).
+func refusedAttr(err error) bool {
+	return errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ERANGE)
 }
 
 // netdevDo sends one request of the netdev family and returns its replies.

@@ -128,7 +128,20 @@ func TestParseNAPI(t *testing.T) {
 	if _, c, err = parseNAPI(msg); err != nil || c == nil || *c != (NAPIConfig{DeferHardIRQs: 2, GROFlushTimeout: 200 * time.Microsecond}) {
 		t.Errorf("parseNAPI with settings: %+v, %v", c, err)
 	}
+	// With its threaded mode (Linux 6.17): busy-poll.
+	msg = append(msg, 8, 0, 8, 0, 2, 0, 0, 0)
+	if n, _, err = parseNAPI(msg); err != nil || !n.ThreadedKnown || n.Threaded != NAPIThreadedBusyPoll {
+		t.Errorf("parseNAPI with a threaded mode: %+v, %v; want busy-poll", n, err)
+	}
 	if _, _, err := parseNAPI([]byte{1}); err == nil {
 		t.Error("short message accepted")
+	}
+}
+
+func TestNAPIThreadedString(t *testing.T) {
+	for m, want := range map[NAPIThreaded]string{NAPIThreadedDisabled: "disabled", NAPIThreadedEnabled: "enabled", NAPIThreadedBusyPoll: "busy-poll", 7: "NAPIThreaded(7)"} {
+		if got := m.String(); got != want {
+			t.Errorf("%d: %q, want %q", uint32(m), got, want)
+		}
 	}
 }

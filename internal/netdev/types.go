@@ -111,5 +111,9 @@ func FrameMTU(frameSize, headroom, frames int) int {
 // XDP programs (hook, kern, engine) return this value.
 var ErrNoNativeXDP = errors.New("the driver has no native XDP support")
 
+// ErrNoThreadedBusyPoll means the kernel cannot have a NAPI's thread busy
+// poll it (netdev netlink napi-set threaded busy-poll needs Linux 6.19).
+var ErrNoThreadedBusyPoll = errors.New("the kernel has no threaded busy polling (netdev netlink napi-set threaded busy-poll needs Linux 6.19)")
+
 // ErrNoDstMAC is returned by DstMAC when it finds no address to send to.
 var ErrNoDstMAC = errors.New("no destination MAC found")

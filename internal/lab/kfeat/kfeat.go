@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdpeng/xdpeng/bpf"
+	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
 // Feature is one kernel feature and the kernel's answer to trying it.
@@ -49,7 +50,9 @@ const (
 	TCX        = "TCX (bpf_link for tc)"
 	Frags      = "multi-buffer XDP programs"
 	BusyPoll   = "busy polling"
-	Devmap     = "devmap redirect"
+	// ThreadedBusyPoll is a NAPI's thread polling it without stopping.
+	ThreadedBusyPoll = "threaded busy polling"
+	Devmap           = "devmap redirect"
 )
 
 var (
@@ -101,6 +104,8 @@ func probeAll() []Feature {
 			Instead: "frames that fit one UMEM frame (an MTU up to about 3.5 KB with 4 KiB frames)", Err: tryFrags()},
 		{Name: BusyPoll, Tried: "SO_PREFER_BUSY_POLL and SO_BUSY_POLL_BUDGET on a UDP socket", Needs: "--busy-poll",
 			Instead: "the adaptive wait (the default) or -p (poll)", Err: tryBusyPoll()},
+		{Name: ThreadedBusyPoll, Tried: "netdev napi-set threaded busy-poll on a NAPI ID no NAPI has (a kernel without the mode refuses the value before it looks)",
+			Needs: "--threaded-busy-poll", Instead: "--busy-poll (the worker drives the NAPI) or the adaptive wait", Err: netdev.ProbeThreadedBusyPoll()},
 	}
 	var xdpErr, tcxErr, devmapErr error
 	inPrivateNetns(func() {

@@ -28,7 +28,7 @@ func TestProbe(t *testing.T) {
 	}
 	links := linktest.XDP(t)
 	fs := Probe()
-	want := []string{LiveFrames, AFXDP, TestRun, AdjustMeta, RxKfuncs, Frags, BusyPoll, XDPLink, TCX, Devmap}
+	want := []string{LiveFrames, AFXDP, TestRun, AdjustMeta, RxKfuncs, Frags, BusyPoll, ThreadedBusyPoll, XDPLink, TCX, Devmap}
 	var names []string
 	for _, f := range fs {
 		names = append(names, f.Name)

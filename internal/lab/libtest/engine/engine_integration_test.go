@@ -329,6 +329,50 @@ func TestMTUTooLarge(t *testing.T) {
 	}
 }
 
+// TestThreadedBusyPollRefused: on veth, which links no NAPI to its queues
+// (or on a kernel without threaded busy polling), New refuses
+// WaitThreadedBusyPoll with an error that says which, and leaves the
+// device as it found it: no XDP program, its NAPIs in their threaded mode.
+func TestThreadedBusyPollRefused(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	l := bed.Links[0]
+	cfg := rxdropConfig(bed)
+	cfg.Wait = engine.WaitThreadedBusyPoll
+	err := bed.InDUT(func() error {
+		before, err := netdev.NAPIs(l.DUTIndex)
+		if err != nil {
+			return err
+		}
+		eng, err := engine.New(cfg)
+		if err == nil {
+			eng.Close()
+			return errors.New("New with WaitThreadedBusyPoll on veth succeeded")
+		}
+		t.Logf("refused: %v", err)
+		if !errors.Is(err, engine.ErrNoThreadedBusyPoll) && !(errors.Is(err, errors.ErrUnsupported) && strings.Contains(err.Error(), "links no NAPI to queue 0")) {
+			t.Errorf("New: %v; want ErrNoThreadedBusyPoll, or the queue without a NAPI named", err)
+		}
+		h, err := testbedtest.ReadHooks(l.DUTIndex)
+		if err != nil {
+			return err
+		}
+		if !h.Empty() {
+			t.Errorf("%s after the refusal: %+v, want no program", l.DUT, h)
+		}
+		after, err := netdev.NAPIs(l.DUTIndex)
+		if err != nil {
+			return err
+		}
+		if fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Errorf("%s's NAPIs before New %+v, after %+v", l.DUT, before, after)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestBusyPollWithoutNAPI checks WaitBusyPoll on a device whose socket gets
 // no NAPI ID (veth in Linux 6.18): the worker finds busy polling inert once
 // frames came in, says so, and still receives every frame; on a kernel

@@ -93,3 +93,75 @@ func TestNAPIConfig(t *testing.T) {
 		privtest.Unsupported(t, "%s", unsupported)
 	}
 }
+
+// TestNAPIThreaded: a veth NAPI's threaded mode goes to enabled, with a
+// thread, and back, as napi-get reports it; threaded busy polling is taken
+// exactly where ProbeThreadedBusyPoll says the kernel has it, and refused
+// with ErrNoThreadedBusyPoll, the NAPI unchanged, where it says not.
+func TestNAPIThreaded(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	l := bed.Links[0]
+	unsupported := ""
+	err := bed.InDUT(func() error {
+		napis, err := netdev.NAPIs(l.DUTIndex)
+		if err != nil {
+			return err
+		}
+		if len(napis) != 1 {
+			return fmt.Errorf("NAPIs(%s) = %+v, want 1", l.DUT, napis)
+		}
+		n := napis[0]
+		if !n.ThreadedKnown {
+			unsupported = "the kernel does not report a NAPI's threaded mode"
+			return nil
+		}
+		if n.Threaded != netdev.NAPIThreadedDisabled || n.PID != 0 {
+			return fmt.Errorf("a new veth's NAPI: %+v, want threaded disabled, no thread", n)
+		}
+		mode := func() netdev.NAPI {
+			got, _, err := netdev.NAPIByID(n.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		if err := netdev.SetNAPIThreaded(n.ID, netdev.NAPIThreadedEnabled); err != nil {
+			return err
+		}
+		if got := mode(); got.Threaded != netdev.NAPIThreadedEnabled || got.PID == 0 {
+			t.Errorf("after napi-set threaded enabled: %+v, want enabled with a thread", got)
+		}
+		probe := netdev.ProbeThreadedBusyPoll()
+		err = netdev.SetNAPIThreaded(n.ID, netdev.NAPIThreadedBusyPoll)
+		switch {
+		case probe == nil && err != nil:
+			t.Errorf("the probe found threaded busy polling, and setting it failed: %v", err)
+		case probe == nil:
+			if got := mode(); got.Threaded != netdev.NAPIThreadedBusyPoll {
+				t.Errorf("after napi-set threaded busy-poll: %+v", got)
+			}
+		case !errors.Is(probe, netdev.ErrNoThreadedBusyPoll):
+			return fmt.Errorf("probe: %w", probe)
+		case !errors.Is(err, netdev.ErrNoThreadedBusyPoll):
+			t.Errorf("the probe found no threaded busy polling (%v), and setting it gave %v", probe, err)
+		default:
+			if got := mode(); got.Threaded != netdev.NAPIThreadedEnabled {
+				t.Errorf("after a refused napi-set threaded busy-poll: %+v, want it unchanged", got)
+			}
+			unsupported = probe.Error()
+		}
+		if err := netdev.SetNAPIThreaded(n.ID, netdev.NAPIThreadedDisabled); err != nil {
+			return err
+		}
+		if got := mode(); got.Threaded != netdev.NAPIThreadedDisabled {
+			t.Errorf("after napi-set threaded disabled: %+v", got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unsupported != "" {
+		privtest.Unsupported(t, "threaded busy polling: %s", unsupported)
+	}
+}
