@@ -72,11 +72,7 @@ type Engine struct {
 	prog steering
 	link io.Closer
 	outs []output
-	// napi is what New changed on the queues' NAPIs (BusyPollNAPI), and
-	// napiNote why it changed nothing on a queue or at all.
-	napi       []NAPIChange
-	napiNote   string
-	napiHolder string // this process, as a holder of a device-wide deferral
+	napi napiState
 }
 
 // steering puts each queue's socket where the XDP program on the device
@@ -178,7 +174,7 @@ func (e *Engine) Stats() (Snapshot, error) { return e.stats() }
 // all of them, as they were ("" when it changed every queue's, or was not
 // asked to). Close puts the changes back.
 func (e *Engine) BusyPollNAPI() (changes []NAPIChange, note string) {
-	return slices.Clone(e.napi), e.napiNote
+	return slices.Clone(e.napi.changes), e.napi.note
 }
 
 // Close stops a Run that is running and waits for its workers to end, then
@@ -195,7 +191,7 @@ func (e *Engine) Close() error { return e.shutdown(e.release) }
 // release detaches the program and closes the sockets; c.life is held.
 func (e *Engine) release() error {
 	e.closeLinks()
-	errs := []error{e.restoreNAPI()}
+	errs := []error{e.napi.restore()}
 	if e.link != nil {
 		errs = append(errs, e.link.Close())
 		e.link = nil

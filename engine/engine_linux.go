@@ -112,7 +112,8 @@ func New(cfg Config) (_ *Engine, err error) {
 	if err := e.watchLinks(devs...); err != nil {
 		return nil, err
 	}
-	if err := e.setupNAPI(); err != nil {
+	e.napi = napiState{dev: e.dev, guard: cfg.NAPIGuard}
+	if err := e.napi.setup(cfg.Wait, cfg.BusyPollNAPI, cfg.Queues); err != nil {
 		return nil, err
 	}
 	e.onLinkChange = cfg.OnLinkChange

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -58,6 +59,12 @@ type GeneratorConfig struct {
 	// BusyPollUsecs and BusyPollBudget are SO_BUSY_POLL and
 	// SO_BUSY_POLL_BUDGET for WaitBusyPoll.
 	BusyPollUsecs, BusyPollBudget int
+	// BusyPollNAPI and NAPIGuard are Config's, for WaitBusyPoll: the
+	// settings NewGenerator gives the NAPI each queue's socket busy-polls
+	// (that queue's receive side's), and who hears of each change.
+	// DefaultGeneratorConfig asks for DefaultConfig's.
+	BusyPollNAPI NAPIConfig
+	NAPIGuard    NAPIGuard
 	// PollTimeout bounds each poll() so that a stop is noticed promptly;
 	// 0 means 100 ms (NewGenerator fills it in).
 	PollTimeout time.Duration
@@ -124,6 +131,7 @@ func DefaultGeneratorConfig() GeneratorConfig {
 		Batch: d.Batch, FrameSize: d.FrameSize, CompletionSize: d.CompletionSize, TxSize: d.TxSize,
 		BindMode: d.BindMode, NeedWakeup: d.NeedWakeup, Wait: d.Wait,
 		BusyPollUsecs: d.BusyPollUsecs, BusyPollBudget: d.BusyPollBudget, PollTimeout: d.PollTimeout,
+		BusyPollNAPI: d.BusyPollNAPI,
 	}
 }
 
@@ -230,7 +238,8 @@ func (c *GeneratorConfig) txFrames() uint32 {
 // kernel is done with them), not submitted ones.
 type Generator struct {
 	core
-	cfg GeneratorConfig
+	cfg  GeneratorConfig
+	napi napiState
 }
 
 // Config is the generator's configuration with defaults filled in (queues,
@@ -326,8 +335,15 @@ func (g *Generator) Stats() (Snapshot, error) { return g.stats() }
 func (g *Generator) Close() error {
 	return g.shutdown(func() error {
 		g.closeLinks()
-		return g.closeSockets()
+		return errors.Join(g.napi.restore(), g.closeSockets())
 	})
+}
+
+// BusyPollNAPI returns what NewGenerator did to the queues' NAPIs for busy
+// polling (GeneratorConfig.BusyPollNAPI), as Engine.BusyPollNAPI does.
+// A socket on a queue busy-polls the NAPI of that queue's receive side.
+func (g *Generator) BusyPollNAPI() (changes []NAPIChange, note string) {
+	return slices.Clone(g.napi.changes), g.napi.note
 }
 
 // writeTxFrames writes variant j % len(frames) into slot j of u's first n

@@ -128,6 +128,10 @@ func NewGenerator(cfg GeneratorConfig) (_ *Generator, err error) {
 	if err := g.watchLinks(info); err != nil {
 		return nil, err
 	}
+	g.napi = napiState{dev: info, guard: cfg.NAPIGuard}
+	if err := g.napi.setup(cfg.Wait, cfg.BusyPollNAPI, cfg.Queues); err != nil {
+		return nil, err
+	}
 	g.onLinkChange = cfg.OnLinkChange
 	return g, nil
 }

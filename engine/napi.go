@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"time"
+
+	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
 // NAPIConfig are the settings of a NAPI instance of its own (Linux 6.13)
@@ -78,6 +80,17 @@ func (m NAPIThreaded) String() string {
 		return "busy-poll"
 	}
 	return fmt.Sprintf("NAPIThreaded(%d)", uint32(m))
+}
+
+// napiState is what an Engine or a Generator did to its queues' NAPIs for
+// busy polling (Config.BusyPollNAPI, WaitThreadedBusyPoll): restore puts
+// it back.
+type napiState struct {
+	dev     *netdev.Info
+	guard   NAPIGuard
+	changes []NAPIChange
+	note    string // why nothing was changed on a queue, or at all
+	holder  string // this engine, as a holder of a device-wide deferral
 }
 
 // NAPIGuard hears of each change to a NAPI before New makes it, and after

@@ -2,4 +2,4 @@
 
 package engine
 
-func (e *Engine) restoreNAPI() error { return nil }
+func (n *napiState) restore() error { return nil }

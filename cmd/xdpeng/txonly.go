@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"time"
 
@@ -144,7 +145,7 @@ func generatorConfig(cfg engine.Config) engine.GeneratorConfig {
 		Interface: cfg.Interface, Queues: cfg.Queues, CPUs: cfg.CPUs, Batch: cfg.Batch,
 		FrameSize: cfg.FrameSize, NumFrames: cfg.NumFrames, CompletionSize: cfg.CompletionSize, TxSize: cfg.TxSize,
 		BindMode: cfg.BindMode, NeedWakeup: cfg.NeedWakeup, Wait: cfg.Wait,
-		BusyPollUsecs: cfg.BusyPollUsecs, BusyPollBudget: cfg.BusyPollBudget, PollTimeout: cfg.PollTimeout,
+		BusyPollUsecs: cfg.BusyPollUsecs, BusyPollBudget: cfg.BusyPollBudget, BusyPollNAPI: cfg.BusyPollNAPI, PollTimeout: cfg.PollTimeout,
 		Unaligned: cfg.Unaligned, HugePages: cfg.HugePages, MultiBuffer: cfg.MultiBuffer,
 		Sched: cfg.Sched, SchedPriority: cfg.SchedPriority,
 	}
@@ -236,11 +237,19 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 		return err
 	}
 	defer w.close()
+	guard := newNAPIGuard(cfg.Interface)
+	gcfg.NAPIGuard = guard
 	g, err := engine.NewGenerator(gcfg)
 	if err != nil {
+		guard.close()
 		return advise(err)
 	}
-	defer g.Close()
+	defer func() {
+		g.Close()
+		if err := guard.close(); err != nil {
+			fmt.Fprintf(os.Stderr, "xdpeng: %v\n", err)
+		}
+	}()
 	if err := w.serve(&metrics.Engine{Mode: "txonly", Interface: info.Name, Stats: g.Stats}); err != nil {
 		return err
 	}
@@ -253,6 +262,13 @@ func runTxOnly(cmd *cobra.Command, f *txOnlyFlags) error {
 			orUnbounded(f.count), orUnbounded(f.rate), cfg.NeedWakeup)
 		w.header(p.w)
 		fmt.Fprint(p.w, umemLine(g.Umem()))
+	}
+	if cfg.Wait == engine.WaitBusyPoll {
+		out := p.w
+		if f.json {
+			out = os.Stderr // the JSON lines stay JSON
+		}
+		fmt.Fprint(out, busyPollReport(g, cfg.Interface, cfg.Wait))
 	}
 	last, runErr := runEngine(g, &f.xskFlags, p)
 	if g.Started().IsZero() {

@@ -180,6 +180,30 @@ func TestGuestBusyPollNAPI(t *testing.T) {
 	if got := now(); got != before {
 		t.Errorf("10 s after compare was killed (-9), %s has %+v, want %+v back (the guard)", g.rx, got, before)
 	}
+
+	// txonly -B busy-polls the NAPI of its queue's receive side: set for
+	// the run too, and put back on exit.
+	txi, err := net.InterfaceByName(g.tx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := g.start(t, "txonly", "-i", g.rx, "-q", "0", "-B", "-c", "--xdp-pass", "never", "-G", txi.HardwareAddr.String(),
+		"--rate", "1000", "-d", "60s", "-Q")
+	deadline = time.Now().Add(60 * time.Second)
+	for now() != want && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := now(); got != want {
+		x.cmd.Process.Kill()
+		t.Fatalf("while txonly -B runs, %s has %+v, want %+v\n%s", g.rx, got, want, x.wait(t))
+	}
+	x.signal(t, syscall.SIGINT)
+	if r := x.wait(t); r.code != 0 || !strings.Contains(r.stdout, "busy-poll: ") {
+		t.Errorf("txonly -B: want exit 0 and the change said:\n%s", r)
+	}
+	if got := now(); got != before {
+		t.Errorf("after txonly -B ended, %s has %+v, want %+v back", g.rx, got, before)
+	}
 }
 
 // netRxSoftirqs sums NET_RX of /proc/softirqs over the CPUs.

@@ -481,7 +481,7 @@ func (p *xskPrinter) header() {
 	if p.f.json {
 		// The JSON lines stay JSON; the advice goes to stderr.
 		if cfg.Wait == engine.WaitBusyPoll || cfg.Wait == engine.WaitThreadedBusyPoll {
-			fmt.Fprint(os.Stderr, busyPollReport(p.eng))
+			fmt.Fprint(os.Stderr, busyPollReport(p.eng, p.eng.Config().Interface, p.eng.Config().Wait))
 		}
 		return
 	}
@@ -507,14 +507,21 @@ func (p *xskPrinter) header() {
 		}
 	}
 	if cfg.Wait == engine.WaitBusyPoll || cfg.Wait == engine.WaitThreadedBusyPoll {
-		fmt.Fprint(p.w, busyPollReport(p.eng))
+		fmt.Fprint(p.w, busyPollReport(p.eng, p.eng.Config().Interface, p.eng.Config().Wait))
 	}
 }
 
-// busyPollReport says what the engine did to its queues' NAPIs for busy
-// polling (Config.BusyPollNAPI), and, where it changed none, why and what
-// the device's own settings are (busyPollNote).
-func busyPollReport(eng *engine.Engine) string {
+// napiSetter is an engine or a generator, as busyPollReport reads it.
+type napiSetter interface {
+	BusyPollNAPI() ([]engine.NAPIChange, string)
+	Device() engine.Device
+}
+
+// busyPollReport says what an engine or a generator on iface did to its
+// queues' NAPIs for busy polling in wait mode wait (Config.BusyPollNAPI,
+// WaitThreadedBusyPoll), and, where it changed none, why and what the
+// device's own settings are (busyPollNote).
+func busyPollReport(eng napiSetter, iface string, wait engine.WaitMode) string {
 	changes, note := eng.BusyPollNAPI()
 	var b strings.Builder
 	for _, c := range changes {
@@ -525,7 +532,7 @@ func busyPollReport(eng *engine.Engine) string {
 		}
 		if c.Device {
 			fmt.Fprintf(&b, "  busy-poll: %s's napi_defer_hard_irqs %d, gro_flush_timeout %d ns (was %d, %d; held with any other run on %s, put back by the last to end)\n",
-				eng.Config().Interface, c.After.DeferHardIRQs, c.After.GROFlushTimeout.Nanoseconds(), c.Before.DeferHardIRQs, c.Before.GROFlushTimeout.Nanoseconds(), eng.Config().Interface)
+				iface, c.After.DeferHardIRQs, c.After.GROFlushTimeout.Nanoseconds(), c.Before.DeferHardIRQs, c.Before.GROFlushTimeout.Nanoseconds(), iface)
 			continue
 		}
 		fmt.Fprintf(&b, "  busy-poll: queue %d's NAPI %d: %s (was %s; put back on exit)\n", c.Queue, c.NAPIID, c.After, c.Before)
@@ -533,9 +540,8 @@ func busyPollReport(eng *engine.Engine) string {
 	if note != "" {
 		fmt.Fprintf(&b, "  busy-poll: %s\n", note)
 	}
-	if len(changes) == 0 && eng.Config().Wait == engine.WaitBusyPoll {
-		cfg := eng.Config()
-		b.WriteString(busyPollNote(cfg.Interface, eng.Device().Driver))
+	if len(changes) == 0 && wait == engine.WaitBusyPoll {
+		b.WriteString(busyPollNote(iface, eng.Device().Driver))
 	}
 	return b.String()
 }

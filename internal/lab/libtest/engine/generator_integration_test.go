@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -213,3 +214,46 @@ func TestTxOnlyExactAtFullSpeed(t *testing.T) {
 		t.Fatalf("sent %d, received %d packets %d bytes; want %d, %d bytes", tot.TxPackets, pk, by, count, count*size)
 	}
 }
+
+// TestGeneratorBusyPollNAPI: a generator that busy-polls on veth, which
+// links no NAPI to its queues, changes no NAPI, says why, and tells its
+// guard of nothing.
+func TestGeneratorBusyPollNAPI(t *testing.T) {
+	bed := testbedtest.New(t, 1, 1)
+	l := bed.Links[0]
+	cfg := engine.DefaultGeneratorConfig()
+	cfg.Interface, cfg.Wait, cfg.Count = l.DUT, engine.WaitBusyPoll, 1
+	if cfg.BusyPollNAPI == (engine.NAPIConfig{}) {
+		t.Fatal("DefaultGeneratorConfig asks for no NAPI settings")
+	}
+	frames, err := packet.UDPVariants(linkUDP(l, 64), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Frames = frames
+	guard := &countingGuard{}
+	cfg.NAPIGuard = guard
+	err = bed.InDUT(func() error {
+		g, err := engine.NewGenerator(cfg)
+		if err != nil {
+			return err
+		}
+		defer g.Close()
+		if changes, note := g.BusyPollNAPI(); len(changes) != 0 || !strings.Contains(note, "links no NAPI to queue 0") {
+			t.Errorf("BusyPollNAPI on veth: %+v, %q: want no change, and the reason", changes, note)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if guard.changing != 0 {
+		t.Errorf("the guard heard of %d changes, want none", guard.changing)
+	}
+}
+
+// countingGuard counts the changes it hears of.
+type countingGuard struct{ changing int }
+
+func (g *countingGuard) Changing(engine.NAPIChange) error { g.changing++; return nil }
+func (g *countingGuard) Restored(engine.NAPIChange)       {}
