@@ -41,34 +41,6 @@ var ErrNoQueueInfo = errors.New("the kernel does not report queues (netdev netli
 // needs Linux 6.13).
 var ErrNoNAPIConfig = errors.New("the kernel has no per-NAPI settings (netdev netlink napi-set needs Linux 6.13)")
 
-// NAPIThreaded is a NAPI's threaded mode (netdev napi-set "threaded").
-type NAPIThreaded uint32
-
-const (
-	// NAPIThreadedDisabled: the NAPI runs in softirq context.
-	NAPIThreadedDisabled NAPIThreaded = 0
-	// NAPIThreadedEnabled: the NAPI runs in a kernel thread of its own
-	// ("napi/DEV-ID"), woken by the device's interrupt.
-	NAPIThreadedEnabled NAPIThreaded = 1
-	// NAPIThreadedBusyPoll: the NAPI's kernel thread polls it without
-	// stopping, its interrupt left off, taking its CPU whole (Linux 6.19).
-	NAPIThreadedBusyPoll NAPIThreaded = 2
-)
-
-// String gives the kernel's name of the mode: disabled, enabled or
-// busy-poll.
-func (m NAPIThreaded) String() string {
-	switch m {
-	case NAPIThreadedDisabled:
-		return "disabled"
-	case NAPIThreadedEnabled:
-		return "enabled"
-	case NAPIThreadedBusyPoll:
-		return "busy-poll"
-	}
-	return fmt.Sprintf("NAPIThreaded(%d)", uint32(m))
-}
-
 // RxQueue is what the kernel says of one receive queue.
 type RxQueue struct {
 	Queue int
