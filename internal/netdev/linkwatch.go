@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -63,8 +64,23 @@ type nsLinks struct {
 	h  *netlink.Handle
 }
 
+// subscribe subscribes in the watched namespace. From a thread already in
+// it, it opens the socket there without entering it (setns), which needs
+// CAP_SYS_ADMIN even into the namespace a thread is in, and a worker
+// without root (Config.XSKMap) does not have.
 func (s *nsLinks) subscribe(ch chan<- netlink.LinkUpdate, done <-chan struct{}, onErr func(error)) error {
-	return netlink.LinkSubscribeWithOptions(ch, done, netlink.LinkSubscribeOptions{Namespace: &s.ns, ErrorCallback: onErr})
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	opts := netlink.LinkSubscribeOptions{ErrorCallback: onErr}
+	cur, err := netns.Get()
+	if err != nil {
+		return fmt.Errorf("open the thread's network namespace: %w", err)
+	}
+	defer cur.Close()
+	if !cur.Equal(s.ns) {
+		opts.Namespace = &s.ns
+	}
+	return netlink.LinkSubscribeWithOptions(ch, done, opts)
 }
 
 func (s *nsLinks) state(index int) (linkState, error) {
@@ -97,11 +113,15 @@ func WatchLinks(names map[int]string) (*LinkWatch, error) {
 	if len(names) == 0 {
 		return nil, errors.New("watch links: no device given")
 	}
+	// The namespace, the handle and the first subscription: all this
+	// thread's.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	ns, err := netns.Get()
 	if err != nil {
 		return nil, fmt.Errorf("watch links: open the network namespace: %w", err)
 	}
-	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE) // in this thread's namespace, ns
 	if err != nil {
 		ns.Close()
 		return nil, fmt.Errorf("watch links: open netlink socket: %w", err)
