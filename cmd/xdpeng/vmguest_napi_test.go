@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,12 +27,13 @@ type deferral struct {
 	gro    time.Duration
 }
 
-// TestGuestBusyPollNAPI: rxdrop -B gives queue 0's NAPI what preferred
-// busy polling needs (defer-hard-irqs 2, gro-flush-timeout 200 µs): its
-// own settings where the kernel has them (Linux 6.13), else the device's
-// (sysfs), and says which; probe shows the queue's NAPI and interrupt
-// (Linux 6.8); every frame sent is counted; the old values are back after
-// Ctrl-C, and after kill -9 (the guard puts them back).
+// TestGuestBusyPollNAPI: rxdrop -B gives the NAPI of each receive queue
+// what preferred busy polling needs (defer-hard-irqs 2, gro-flush-timeout
+// 200 µs): its own settings where the kernel has them (Linux 6.13), else
+// the device's (sysfs), and says which; probe shows queue 0's NAPI and
+// interrupt (Linux 6.8); the old values are back after Ctrl-C, and after
+// kill -9 (the guard puts them back). compare's busy-poll path, killed, and
+// txonly -B do the same.
 func TestGuestBusyPollNAPI(t *testing.T) {
 	g := newGuest(t)
 	if !g.atLeast(5, 11) {
@@ -41,42 +43,62 @@ func TestGuestBusyPollNAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var napiID uint32
-	perNAPI := false
-	rq, err := netdev.RxQueueInfo(ifi.Index, 0)
-	switch {
-	case errors.Is(err, netdev.ErrNoQueueInfo):
-	case err != nil:
+	// Every queue: the frames' flow lands on one the test cannot choose
+	// (the RSS key is the guest's own, new at each boot).
+	info, err := netdev.Lookup(g.rx)
+	if err != nil {
 		t.Fatal(err)
-	case rq.NAPIID == 0:
-		// virtio_net links its queues to their NAPIs from some kernel
-		// after 6.12: before, the device-wide values are set.
-		t.Logf("virtio_net on Linux %d.%d links no NAPI to queue 0 of %s", g.kernel[0], g.kernel[1], g.rx)
-	default:
-		napiID = rq.NAPIID
-		_, c, err := netdev.NAPIByID(napiID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		perNAPI = c != nil
 	}
-	now := func() deferral {
+	var napiIDs []uint32
+	perNAPI := true
+	for q := range info.RxQueues {
+		rq, err := netdev.RxQueueInfo(ifi.Index, q)
+		switch {
+		case errors.Is(err, netdev.ErrNoQueueInfo):
+			perNAPI = false
+		case err != nil:
+			t.Fatal(err)
+		case rq.NAPIID == 0:
+			// virtio_net links its queues to their NAPIs from some
+			// kernel after 6.12: before, the device-wide values are set.
+			t.Logf("virtio_net on Linux %d.%d links no NAPI to queue %d of %s", g.kernel[0], g.kernel[1], q, g.rx)
+			perNAPI = false
+		default:
+			_, c, err := netdev.NAPIByID(rq.NAPIID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			perNAPI = perNAPI && c != nil
+			napiIDs = append(napiIDs, rq.NAPIID)
+		}
+	}
+	napiID := uint32(0) // queue 0's, for probe
+	if len(napiIDs) > 0 {
+		napiID = napiIDs[0]
+	}
+	// now is each NAPI's deferral, or the device's.
+	now := func() []deferral {
 		t.Helper()
 		if perNAPI {
-			_, c, err := netdev.NAPIByID(napiID)
-			if err != nil || c == nil {
-				t.Fatalf("NAPI %d: %v, %v", napiID, c, err)
+			var out []deferral
+			for _, id := range napiIDs {
+				_, c, err := netdev.NAPIByID(id)
+				if err != nil || c == nil {
+					t.Fatalf("NAPI %d: %v, %v", id, c, err)
+				}
+				out = append(out, deferral{c.DeferHardIRQs, c.GROFlushTimeout})
 			}
-			return deferral{c.DeferHardIRQs, c.GROFlushTimeout}
+			return out
 		}
 		d, err := netdev.IRQDeferralOf(g.rx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return deferral{uint32(d.DeferHardIRQs), d.GROFlushTimeout}
+		return []deferral{{uint32(d.DeferHardIRQs), d.GROFlushTimeout}}
 	}
-	before, want := now(), deferral{2, 200 * time.Microsecond}
-	if before == want {
+	before := now()
+	want := slices.Repeat([]deferral{{2, 200 * time.Microsecond}}, len(before))
+	if slices.ContainsFunc(before, func(d deferral) bool { return d == want[0] }) {
 		t.Fatalf("%s has busy polling's settings already (%+v): the test cannot tell a change", g.rx, before)
 	}
 	said := "put back on exit" // per NAPI
@@ -85,12 +107,12 @@ func TestGuestBusyPollNAPI(t *testing.T) {
 	}
 	start := func(what string) *proc {
 		t.Helper()
-		p := g.start(t, "rxdrop", "-i", g.rx, "-q", "0", "-B", "-n", "200ms")
+		p := g.start(t, "rxdrop", "-i", g.rx, "-B", "-n", "200ms")
 		if !p.waitOutput(60*time.Second, false, func(s string) bool { return strings.Contains(s, "queue cpu") }) {
 			p.cmd.Process.Kill()
 			t.Fatalf("%s did not start:\n%s", what, p.wait(t))
 		}
-		if got := now(); got != want {
+		if got := now(); !slices.Equal(got, want) {
 			p.cmd.Process.Kill()
 			t.Fatalf("while %s runs, %s has %+v, want %+v", what, g.rx, got, want)
 		}
@@ -126,12 +148,12 @@ func TestGuestBusyPollNAPI(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "busy-poll: ") || !strings.Contains(r.stdout, said) {
 		t.Errorf("rxdrop -B: want exit 0 and the change said (%q):\n%s", said, r)
 	}
-	if got := now(); got != before {
+	if got := now(); !slices.Equal(got, before) {
 		t.Errorf("after Ctrl-C, %s has %+v, want %+v back", g.rx, got, before)
 	}
 
 	// The same frames without -B, for the softirqs they cost.
-	q := g.start(t, "rxdrop", "-i", g.rx, "-q", "0", "-n", "200ms")
+	q := g.start(t, "rxdrop", "-i", g.rx, "-n", "200ms")
 	if !q.waitOutput(60*time.Second, false, func(s string) bool { return strings.Contains(s, "queue cpu") }) {
 		q.cmd.Process.Kill()
 		t.Fatalf("rxdrop did not start:\n%s", q.wait(t))
@@ -144,40 +166,40 @@ func TestGuestBusyPollNAPI(t *testing.T) {
 	// The kernel matrix reports this line (TCG: counts, not rates).
 	how := "device-wide"
 	if perNAPI {
-		how = fmt.Sprintf("queue 0's NAPI %d", napiID)
+		how = fmt.Sprintf("the NAPIs of the %d queues", len(napiIDs))
 	}
 	fmt.Printf("vmbusypoll: %s set to defer-hard-irqs %d, gro-flush-timeout %v and put back; NET_RX softirqs while %d frames arrived: %d with -B, %d without\n",
-		how, want.defer_, want.gro, guestFrames, s1-s0, s3-s2)
+		how, want[0].defer_, want[0].gro, guestFrames, s1-s0, s3-s2)
 
 	// kill -9: the guard puts the settings back.
 	k := start("the second rxdrop -B")
 	k.signal(t, syscall.SIGKILL)
 	k.wait(t)
 	deadline := time.Now().Add(10 * time.Second)
-	for now() != before && time.Now().Before(deadline) {
+	for !slices.Equal(now(), before) && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	if got := now(); got != before {
+	if got := now(); !slices.Equal(got, before) {
 		t.Errorf("10 s after kill -9, %s has %+v, want %+v back (the guard)", g.rx, got, before)
 	}
 
 	// compare's busy-poll path sets them too, guarded the same way.
-	c := g.start(t, "compare", "-i", g.rx, "--queues", "0", "--paths", "xsk-drop-busy-poll", "-d", "60s")
+	c := g.start(t, "compare", "-i", g.rx, "--paths", "xsk-drop-busy-poll", "-d", "60s")
 	deadline = time.Now().Add(60 * time.Second)
-	for now() != want && time.Now().Before(deadline) {
+	for !slices.Equal(now(), want) && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	if got := now(); got != want {
+	if got := now(); !slices.Equal(got, want) {
 		c.cmd.Process.Kill()
 		t.Fatalf("while compare's xsk-drop-busy-poll runs, %s has %+v, want %+v\n%s", g.rx, got, want, c.wait(t))
 	}
 	c.signal(t, syscall.SIGKILL)
 	c.wait(t)
 	deadline = time.Now().Add(10 * time.Second)
-	for now() != before && time.Now().Before(deadline) {
+	for !slices.Equal(now(), before) && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	if got := now(); got != before {
+	if got := now(); !slices.Equal(got, before) {
 		t.Errorf("10 s after compare was killed (-9), %s has %+v, want %+v back (the guard)", g.rx, got, before)
 	}
 
@@ -187,13 +209,13 @@ func TestGuestBusyPollNAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := g.start(t, "txonly", "-i", g.rx, "-q", "0", "-B", "-c", "--xdp-pass", "never", "-G", txi.HardwareAddr.String(),
+	x := g.start(t, "txonly", "-i", g.rx, "-B", "-c", "--xdp-pass", "never", "-G", txi.HardwareAddr.String(),
 		"--rate", "1000", "-d", "60s", "-Q")
 	deadline = time.Now().Add(60 * time.Second)
-	for now() != want && time.Now().Before(deadline) {
+	for !slices.Equal(now(), want) && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	if got := now(); got != want {
+	if got := now(); !slices.Equal(got, want) {
 		x.cmd.Process.Kill()
 		t.Fatalf("while txonly -B runs, %s has %+v, want %+v\n%s", g.rx, got, want, x.wait(t))
 	}
@@ -201,7 +223,7 @@ func TestGuestBusyPollNAPI(t *testing.T) {
 	if r := x.wait(t); r.code != 0 || !strings.Contains(r.stdout, "busy-poll: ") {
 		t.Errorf("txonly -B: want exit 0 and the change said:\n%s", r)
 	}
-	if got := now(); got != before {
+	if got := now(); !slices.Equal(got, before) {
 		t.Errorf("after txonly -B ended, %s has %+v, want %+v back", g.rx, got, before)
 	}
 }
@@ -231,15 +253,16 @@ func netRxSoftirqs(t *testing.T) uint64 {
 	return 0
 }
 
-// TestGuestThreadedBusyPoll: rxdrop --threaded-busy-poll puts queue 0's
-// NAPI in threaded busy-poll mode, so that its thread polls it; every
-// frame sent is counted, and the mode is back after Ctrl-C and after
-// kill -9 (the guard). A kernel without the mode (before Linux 6.19) is
-// refused before anything starts, in a line that names it and
-// --busy-poll.
+// TestGuestThreadedBusyPoll: rxdrop --threaded-busy-poll puts the NAPI of
+// each receive queue in threaded busy-poll mode, so that its thread polls
+// it; every frame sent is counted, and the modes are back after Ctrl-C and
+// after kill -9 (the guard). A kernel without the mode (before Linux 6.19)
+// is refused before anything starts, in a line that names it and
+// --busy-poll. Every queue: the frames' flow lands on one the test cannot
+// choose.
 func TestGuestThreadedBusyPoll(t *testing.T) {
 	g := newGuest(t)
-	args := []string{"rxdrop", "-i", g.rx, "-q", "0", "--threaded-busy-poll", "--json", "-n", "200ms"}
+	args := []string{"rxdrop", "-i", g.rx, "--threaded-busy-poll", "--json", "-n", "200ms"}
 	if err := netdev.ProbeThreadedBusyPoll(); err != nil {
 		r := g.run(t, time.Minute, append(args, "-d", "1s")...)
 		if r.code == 0 || !strings.Contains(r.stderr, "no threaded busy polling") || !strings.Contains(r.stderr, "--busy-poll") {
@@ -251,29 +274,53 @@ func TestGuestThreadedBusyPoll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rq, err := netdev.RxQueueInfo(ifi.Index, 0)
-	if err != nil || rq.NAPIID == 0 {
-		t.Fatalf("queue 0 of %s: %+v, %v: a kernel with threaded busy polling links virtio_net's queues to their NAPIs", g.rx, rq, err)
+	info, err := netdev.Lookup(g.rx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	mode := func() netdev.NAPI {
-		t.Helper()
-		n, _, err := netdev.NAPIByID(rq.NAPIID)
-		if err != nil {
-			t.Fatal(err)
+	var ids []uint32
+	for q := range info.RxQueues {
+		rq, err := netdev.RxQueueInfo(ifi.Index, q)
+		if err != nil || rq.NAPIID == 0 {
+			t.Fatalf("queue %d of %s: %+v, %v: a kernel with threaded busy polling links virtio_net's queues to their NAPIs", q, g.rx, rq, err)
 		}
-		return n
+		ids = append(ids, rq.NAPIID)
 	}
-	before := mode()
-	if before.Threaded == netdev.NAPIThreadedBusyPoll {
-		t.Fatalf("NAPI %d is in threaded busy-poll mode already: the test cannot tell a change", rq.NAPIID)
+	modes := func() []netdev.NAPI {
+		t.Helper()
+		var out []netdev.NAPI
+		for _, id := range ids {
+			n, _, err := netdev.NAPIByID(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, n)
+		}
+		return out
+	}
+	same := func(a, b []netdev.NAPI) bool {
+		for i := range a {
+			if a[i].Threaded != b[i].Threaded {
+				return false
+			}
+		}
+		return true
+	}
+	before := modes()
+	for _, n := range before {
+		if n.Threaded == netdev.NAPIThreadedBusyPoll {
+			t.Fatalf("NAPI %d is in threaded busy-poll mode already: the test cannot tell a change", n.ID)
+		}
 	}
 	start := func(what string) *proc {
 		t.Helper()
 		p := g.start(t, args...)
 		running(t, p, what)
-		if m := mode(); m.Threaded != netdev.NAPIThreadedBusyPoll || m.PID == 0 {
-			p.cmd.Process.Kill()
-			t.Fatalf("while %s runs, NAPI %d: %+v, want threaded busy-poll with a thread\n%s", what, rq.NAPIID, m, p.wait(t))
+		for _, m := range modes() {
+			if m.Threaded != netdev.NAPIThreadedBusyPoll || m.PID == 0 {
+				p.cmd.Process.Kill()
+				t.Fatalf("while %s runs, NAPI %d: %+v, want threaded busy-poll with a thread\n%s", what, m.ID, m, p.wait(t))
+			}
 		}
 		return p
 	}
@@ -285,24 +332,24 @@ func TestGuestThreadedBusyPoll(t *testing.T) {
 	var s xskSummary
 	r := stop(t, p, "rxdrop --threaded-busy-poll", &s)
 	counted(t, "rxdrop --threaded-busy-poll", s.RxPackets, s.XDPStats.Drops())
-	if want := fmt.Sprintf("threaded-busy-poll: queue 0's NAPI %d: its thread (pid ", rq.NAPIID); !strings.Contains(r.stderr, want) {
+	if want := fmt.Sprintf("threaded-busy-poll: queue 0's NAPI %d: its thread (pid ", ids[0]); !strings.Contains(r.stderr, want) {
 		t.Errorf("rxdrop --threaded-busy-poll does not say %q:\n%s", want, r)
 	}
-	if got := mode(); got.Threaded != before.Threaded {
-		t.Errorf("after Ctrl-C, NAPI %d is threaded %v, want %v back", rq.NAPIID, got.Threaded, before.Threaded)
+	if got := modes(); !same(got, before) {
+		t.Errorf("after Ctrl-C, the NAPIs are %+v, want their threaded modes %+v back", got, before)
 	}
 	// The kernel matrix reports this line (TCG: counts, not rates).
-	fmt.Printf("vmbusypoll: threaded: queue 0's NAPI %d polled by its thread (threaded busy-poll) and put back; NET_RX softirqs while %d frames arrived: %d\n",
-		rq.NAPIID, guestFrames, s1-s0)
+	fmt.Printf("vmbusypoll: threaded: the NAPIs of %d queues polled by their threads (threaded busy-poll) and put back; %d of %d frames received; NET_RX softirqs while they arrived: %d\n",
+		len(ids), s.RxPackets, guestFrames, s1-s0)
 
 	k := start("the second rxdrop --threaded-busy-poll")
 	k.signal(t, syscall.SIGKILL)
 	k.wait(t)
 	deadline := time.Now().Add(10 * time.Second)
-	for mode().Threaded != before.Threaded && time.Now().Before(deadline) {
+	for !same(modes(), before) && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	if got := mode(); got.Threaded != before.Threaded {
-		t.Errorf("10 s after kill -9, NAPI %d is threaded %v, want %v back (the guard)", rq.NAPIID, got.Threaded, before.Threaded)
+	if got := modes(); !same(got, before) {
+		t.Errorf("10 s after kill -9, the NAPIs are %+v, want their threaded modes %+v back (the guard)", got, before)
 	}
 }
