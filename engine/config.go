@@ -36,9 +36,10 @@ const (
 	// polling, Linux 6.19): the NAPI's receive work moves to a thread that
 	// takes a CPU whole, and the worker only reads the rings, waiting as
 	// WaitAdaptive. New sets each NAPI's threaded mode and Close puts back
-	// what it was (NAPIChange.Threaded). It needs a driver that links
-	// every queue served to its NAPI; else, or on a kernel without the
-	// mode, New fails with ErrNoThreadedBusyPoll. The thread runs where
+	// what it was (NAPIChange.Threaded). On a kernel without the mode New
+	// fails with ErrNoThreadedBusyPoll, before it sets anything up; with a
+	// driver that does not link every queue served to its NAPI, with an
+	// error that wraps errors.ErrUnsupported. The thread runs where
 	// the scheduler puts it (its PID is Engine.BusyPollNAPI's
 	// NAPIChange.ThreadPID): give it a CPU of its own, away from the
 	// workers'.

@@ -40,8 +40,8 @@ var (
 	// features.
 	ErrNoNativeXDP = netdev.ErrNoNativeXDP
 	// ErrNoThreadedBusyPoll: WaitThreadedBusyPoll where the kernel has no
-	// threaded busy polling, or the driver links no NAPI to a queue
-	// served.
+	// threaded busy polling. (A driver that links no NAPI to a queue
+	// served is refused with an error that wraps errors.ErrUnsupported.)
 	ErrNoThreadedBusyPoll = netdev.ErrNoThreadedBusyPoll
 	// ErrFrameSize: a UMEM frame size the kernel does not take (not a
 	// power of two from 2048 to the page size).
