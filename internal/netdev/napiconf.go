@@ -161,7 +161,16 @@ func ProbeThreadedBusyPoll() error {
 	_, err := netdevDo(netdevCmdNAPISet, ErrNoThreadedBusyPoll,
 		nl.NewRtAttr(netdevANAPIID, nl.Uint32Attr(math.MaxUint32)),
 		nl.NewRtAttr(netdevANAPIThreaded, nl.Uint32Attr(uint32(NAPIThreadedBusyPoll))))
+	return threadedProbeAnswer(err)
+}
+
+// threadedProbeAnswer reads napi-set's answer to ProbeThreadedBusyPoll.
+func threadedProbeAnswer(err error) error {
 	switch {
+	case errors.Is(err, ErrNoThreadedBusyPoll):
+		// No netdev family (before Linux 6.3; its lookup fails with
+		// ENOENT too) or no napi-set (before 6.13).
+		return err
 	case errors.Is(err, unix.ENOENT):
 		return nil
 	case refusedAttr(err):

@@ -4,11 +4,13 @@ package netdev
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/safchain/ethtool"
 	"github.com/xdpeng/xdpeng/internal/testutil/difftest"
+	"golang.org/x/sys/unix"
 )
 
 func TestParseVethQueues(t *testing.T) {
@@ -142,6 +144,30 @@ func TestNAPIThreadedString(t *testing.T) {
 	for m, want := range map[NAPIThreaded]string{NAPIThreadedDisabled: "disabled", NAPIThreadedEnabled: "enabled", NAPIThreadedBusyPoll: "busy-poll", 7: "NAPIThreaded(7)"} {
 		if got := m.String(); got != want {
 			t.Errorf("%d: %q, want %q", uint32(m), got, want)
+		}
+	}
+}
+
+// TestThreadedProbeAnswer: napi-set's answers to the probe, kernel by
+// kernel: no such NAPI (the mode exists), the value or the attribute
+// refused, no netdev family or no napi-set (whose ENOENT is not the NAPI's),
+// not allowed.
+func TestThreadedProbeAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer error
+		want   error // nil: the mode is there
+	}{
+		{"no such NAPI", unix.ENOENT, nil},
+		{"value out of range (6.17, 6.18)", unix.ERANGE, ErrNoThreadedBusyPoll},
+		{"unknown attribute", unix.EINVAL, ErrNoThreadedBusyPoll},
+		{"no netdev family (6.1)", fmt.Errorf("%w: %w", ErrNoThreadedBusyPoll, unix.ENOENT), ErrNoThreadedBusyPoll},
+		{"no napi-set (6.12)", fmt.Errorf("%w: %w", ErrNoThreadedBusyPoll, unix.EOPNOTSUPP), ErrNoThreadedBusyPoll},
+		{"not allowed", unix.EPERM, unix.EPERM},
+	} {
+		got := threadedProbeAnswer(tc.answer)
+		if (tc.want == nil) != (got == nil) || (tc.want != nil && !errors.Is(got, tc.want)) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
