@@ -20,7 +20,7 @@ type NAPI struct {
 	IRQ     int // 0 when the NAPI has no interrupt (veth)
 	PID     int // the "napi/DEV-ID" kthread in threaded mode, 0 otherwise
 	// Threaded is the NAPI's threaded mode, where the kernel reports it
-	// (ThreadedKnown; Linux 6.17 and later).
+	// (ThreadedKnown: 6.18 does, 6.12 does not).
 	Threaded      NAPIThreaded
 	ThreadedKnown bool
 }

@@ -130,7 +130,7 @@ func TestParseNAPI(t *testing.T) {
 	if _, c, err = parseNAPI(msg); err != nil || c == nil || *c != (NAPIConfig{DeferHardIRQs: 2, GROFlushTimeout: 200 * time.Microsecond}) {
 		t.Errorf("parseNAPI with settings: %+v, %v", c, err)
 	}
-	// With its threaded mode (Linux 6.17): busy-poll.
+	// With its threaded mode: busy-poll.
 	msg = append(msg, 8, 0, 8, 0, 2, 0, 0, 0)
 	if n, _, err = parseNAPI(msg); err != nil || !n.ThreadedKnown || n.Threaded != NAPIThreadedBusyPoll {
 		t.Errorf("parseNAPI with a threaded mode: %+v, %v; want busy-poll", n, err)
