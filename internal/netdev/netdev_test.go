@@ -159,7 +159,7 @@ func TestThreadedProbeAnswer(t *testing.T) {
 		want   error // nil: the mode is there
 	}{
 		{"no such NAPI", unix.ENOENT, nil},
-		{"value out of range (6.17, 6.18)", unix.ERANGE, ErrNoThreadedBusyPoll},
+		{"value out of range (6.18)", unix.ERANGE, ErrNoThreadedBusyPoll},
 		{"unknown attribute", unix.EINVAL, ErrNoThreadedBusyPoll},
 		{"no netdev family (6.1)", fmt.Errorf("%w: %w", ErrNoThreadedBusyPoll, unix.ENOENT), ErrNoThreadedBusyPoll},
 		{"no napi-set (6.12)", fmt.Errorf("%w: %w", ErrNoThreadedBusyPoll, unix.EOPNOTSUPP), ErrNoThreadedBusyPoll},
