@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/xdpeng/xdpeng/internal/netdev"
 )
 
 // TestValidateChecksEachCPUFirst: a CPU that is not online is named as
@@ -157,11 +159,23 @@ func TestSched(t *testing.T) {
 }
 
 // TestThreadedBusyPollNames: the wait mode is named as the CLI names it,
-// and a generator, which has no receive work to move to a NAPI's thread,
-// refuses it.
+// the NAPI modes as the kernel names them, and a generator, which has no
+// receive work to move to a NAPI's thread, refuses the wait mode.
 func TestThreadedBusyPollNames(t *testing.T) {
 	if got := WaitThreadedBusyPoll.String(); got != "threaded-busy-poll" {
 		t.Errorf("WaitThreadedBusyPoll.String() = %q", got)
+	}
+	for m, want := range map[NAPIThreaded]string{NAPIThreadedDisabled: "disabled", NAPIThreadedEnabled: "enabled", NAPIThreadedBusyPoll: "busy-poll", 9: "NAPIThreaded(9)"} {
+		if got := m.String(); got != want {
+			t.Errorf("NAPIThreaded(%d).String() = %q, want %q", uint32(m), got, want)
+		}
+	}
+	// The engine's modes are the kernel's numbers, as netdev sends them.
+	for _, p := range [][2]uint32{{uint32(NAPIThreadedDisabled), uint32(netdev.NAPIThreadedDisabled)},
+		{uint32(NAPIThreadedEnabled), uint32(netdev.NAPIThreadedEnabled)}, {uint32(NAPIThreadedBusyPoll), uint32(netdev.NAPIThreadedBusyPoll)}} {
+		if p[0] != p[1] {
+			t.Errorf("engine's mode %d is netdev's %d", p[0], p[1])
+		}
 	}
 	g := DefaultGeneratorConfig()
 	g.Interface, g.Frames, g.Wait = "eth0", [][]byte{make([]byte, 64)}, WaitThreadedBusyPoll

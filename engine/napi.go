@@ -54,20 +54,34 @@ type NAPIChange struct {
 	ThreadPID      int
 }
 
-// NAPIThreaded is a NAPI's threaded mode (netdev napi-set "threaded"). Its
-// String gives the kernel's names: disabled, enabled, busy-poll.
-type NAPIThreaded = netdev.NAPIThreaded
+// NAPIThreaded is a NAPI's threaded mode (netdev napi-set "threaded").
+type NAPIThreaded uint32
 
+// The modes, numbered as the kernel numbers them.
 const (
 	// NAPIThreadedDisabled: the NAPI runs in softirq context.
-	NAPIThreadedDisabled = netdev.NAPIThreadedDisabled
+	NAPIThreadedDisabled NAPIThreaded = 0
 	// NAPIThreadedEnabled: the NAPI runs in a kernel thread of its own,
 	// woken by the device's interrupt.
-	NAPIThreadedEnabled = netdev.NAPIThreadedEnabled
+	NAPIThreadedEnabled NAPIThreaded = 1
 	// NAPIThreadedBusyPoll: the NAPI's kernel thread polls it without
 	// stopping (WaitThreadedBusyPoll).
-	NAPIThreadedBusyPoll = netdev.NAPIThreadedBusyPoll
+	NAPIThreadedBusyPoll NAPIThreaded = 2
 )
+
+// String gives the kernel's name of the mode: disabled, enabled or
+// busy-poll.
+func (m NAPIThreaded) String() string {
+	switch m {
+	case NAPIThreadedDisabled:
+		return "disabled"
+	case NAPIThreadedEnabled:
+		return "enabled"
+	case NAPIThreadedBusyPoll:
+		return "busy-poll"
+	}
+	return fmt.Sprintf("NAPIThreaded(%d)", uint32(m))
+}
 
 // napiState is what an Engine or a Generator did to its queues' NAPIs for
 // busy polling (Config.BusyPollNAPI, WaitThreadedBusyPoll): restore puts

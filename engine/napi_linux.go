@@ -115,7 +115,7 @@ func (n *napiState) setupThreaded(queues []int) error {
 		targets = append(targets, target{q, info})
 	}
 	for _, t := range targets {
-		c := NAPIChange{Queue: t.queue, NAPIID: t.napi.ID, Threaded: true, ThreadedBefore: t.napi.Threaded}
+		c := NAPIChange{Queue: t.queue, NAPIID: t.napi.ID, Threaded: true, ThreadedBefore: NAPIThreaded(t.napi.Threaded)}
 		if err := n.changing(c); err != nil {
 			return err
 		}
@@ -199,7 +199,7 @@ func (n *napiState) restore() error {
 		case c.Device:
 			err = netdev.ReleaseIRQDeferral(n.dev.Index, n.holder)
 		case c.Threaded:
-			err = netdev.SetNAPIThreaded(c.NAPIID, c.ThreadedBefore)
+			err = netdev.SetNAPIThreaded(c.NAPIID, netdev.NAPIThreaded(c.ThreadedBefore))
 		default:
 			err = netdev.SetNAPI(c.NAPIID, netdev.NAPIConfig(c.Before))
 		}

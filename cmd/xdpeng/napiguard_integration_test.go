@@ -96,7 +96,7 @@ func TestNAPIGuardPutsBackThreaded(t *testing.T) {
 			return nil
 		}
 		g := newNAPIGuard(l.DUT)
-		if err := g.Changing(engine.NAPIChange{NAPIID: n.ID, Threaded: true, ThreadedBefore: n.Threaded}); err != nil {
+		if err := g.Changing(engine.NAPIChange{NAPIID: n.ID, Threaded: true, ThreadedBefore: engine.NAPIThreaded(n.Threaded)}); err != nil {
 			return err
 		}
 		if err := netdev.SetNAPIThreaded(n.ID, netdev.NAPIThreadedEnabled); err != nil {

@@ -188,7 +188,7 @@ func probeNAPIs(ifindex, rx int) ([]probeNAPI, string) {
 			}
 			n.IRQ, n.Thread = info.IRQ, info.PID
 			if info.ThreadedKnown {
-				n.Threaded = info.Threaded.String()
+				n.Threaded = engine.NAPIThreaded(info.Threaded).String()
 			}
 			if c != nil {
 				n.Settings = &probeNAPISettings{DeferHardIRQs: c.DeferHardIRQs, GROFlushTimeoutNs: c.GROFlushTimeout.Nanoseconds(), IRQSuspendTimeoutNs: c.IRQSuspendTimeout.Nanoseconds()}
@@ -309,7 +309,7 @@ func napiText(w io.Writer, napis []probeNAPI, note string) {
 			parts = append(parts, "no IRQ")
 		}
 		switch {
-		case n.Threaded == netdev.NAPIThreadedBusyPoll.String():
+		case n.Threaded == engine.NAPIThreadedBusyPoll.String():
 			parts = append(parts, fmt.Sprintf("threaded busy polling (pid %d)", n.Thread))
 		case n.Thread > 0:
 			parts = append(parts, fmt.Sprintf("threaded (pid %d)", n.Thread))

@@ -146,7 +146,7 @@ func SetNAPIThreaded(id uint32, m NAPIThreaded) error {
 		err = fmt.Errorf("%w: %w", missing, err)
 	}
 	if err != nil {
-		return fmt.Errorf("set NAPI %d threaded %v: %w", id, m, err)
+		return fmt.Errorf("set NAPI %d threaded mode %d: %w", id, uint32(m), err)
 	}
 	return nil
 }

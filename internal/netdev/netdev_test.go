@@ -140,14 +140,6 @@ func TestParseNAPI(t *testing.T) {
 	}
 }
 
-func TestNAPIThreadedString(t *testing.T) {
-	for m, want := range map[NAPIThreaded]string{NAPIThreadedDisabled: "disabled", NAPIThreadedEnabled: "enabled", NAPIThreadedBusyPoll: "busy-poll", 7: "NAPIThreaded(7)"} {
-		if got := m.String(); got != want {
-			t.Errorf("%d: %q, want %q", uint32(m), got, want)
-		}
-	}
-}
-
 // TestThreadedProbeAnswer: napi-set's answers to the probe, kernel by
 // kernel: no such NAPI (the mode exists), the value or the attribute
 // refused, no netdev family or no napi-set (whose ENOENT is not the NAPI's),

@@ -118,7 +118,8 @@ var ErrNoThreadedBusyPoll = errors.New("the kernel has no threaded busy polling 
 // ErrNoDstMAC is returned by DstMAC when it finds no address to send to.
 var ErrNoDstMAC = errors.New("no destination MAC found")
 
-// NAPIThreaded is a NAPI's threaded mode (netdev napi-set "threaded").
+// NAPIThreaded is a NAPI's threaded mode (netdev napi-set "threaded"), as
+// the kernel numbers it; engine.NAPIThreaded names it.
 type NAPIThreaded uint32
 
 const (
@@ -131,17 +132,3 @@ const (
 	// stopping, its interrupt left off, taking its CPU whole (Linux 6.19).
 	NAPIThreadedBusyPoll NAPIThreaded = 2
 )
-
-// String gives the kernel's name of the mode: disabled, enabled or
-// busy-poll.
-func (m NAPIThreaded) String() string {
-	switch m {
-	case NAPIThreadedDisabled:
-		return "disabled"
-	case NAPIThreadedEnabled:
-		return "enabled"
-	case NAPIThreadedBusyPoll:
-		return "busy-poll"
-	}
-	return fmt.Sprintf("NAPIThreaded(%d)", uint32(m))
-}
